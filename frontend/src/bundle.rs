@@ -1,0 +1,95 @@
+//! Trace bundles: a folder (`<model>.fxt/`) with `graph.json`, `weights.safetensors` and
+//! optionally `reference.safetensors` (inputs and outputs computed by PyTorch eager).
+
+use std::path::{Path, PathBuf};
+
+use fxhlo_ir::{Graph, Op};
+
+use crate::schema::Trace;
+use crate::weights::TensorFile;
+use crate::{import, Error, Result};
+
+/// File names inside a bundle.
+pub const GRAPH_JSON: &str = "graph.json";
+/// Weights (parameters, buffers, constants) keyed by their fully qualified names.
+pub const WEIGHTS: &str = "weights.safetensors";
+/// PyTorch eager reference: `input.<placeholder>` and `output.<index>` tensors.
+pub const REFERENCE: &str = "reference.safetensors";
+
+/// An opened, validated bundle: the imported graph and its mapped tensor files.
+pub struct Bundle {
+    /// The bundle folder.
+    pub dir: PathBuf,
+    /// The parsed trace as stored.
+    pub trace: Trace,
+    /// The imported, verified graph.
+    pub graph: Graph,
+    /// Weights, if the bundle has a weights file.
+    pub weights: Option<TensorFile>,
+    /// PyTorch's reference inputs and outputs, if present.
+    pub reference: Option<TensorFile>,
+}
+
+impl Bundle {
+    /// Opens a bundle folder (or the `graph.json` inside one), imports the graph and checks
+    /// that every weight the graph needs is present with the right dtype and shape.
+    pub fn open(path: &Path) -> Result<Bundle> {
+        let dir = if path.is_file() { path.parent().unwrap_or(Path::new(".")).to_path_buf() } else { path.to_path_buf() };
+        if !dir.exists() {
+            return Err(Error::Io {
+                path: dir,
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
+            });
+        }
+        let graph_path = dir.join(GRAPH_JSON);
+        if !graph_path.is_file() {
+            return Err(Error::NotABundle { path: dir });
+        }
+        let trace = read_json(&graph_path)?;
+        let graph = import::import(&trace, &graph_path)?;
+        let open_opt = |name: &str| {
+            let p = dir.join(name);
+            if p.exists() { TensorFile::open(&p).map(Some) } else { Ok(None) }
+        };
+        let weights = open_opt(WEIGHTS)?;
+        let reference = open_opt(REFERENCE)?;
+        check_weights(&graph, weights.as_ref(), &dir.join(WEIGHTS))?;
+        Ok(Bundle { dir, trace, graph, weights, reference })
+    }
+}
+
+/// Parses a JSON trace; errors carry the line and column.
+pub fn read_json(path: &Path) -> Result<Trace> {
+    let text = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    parse_json(&text, path)
+}
+
+/// Parses JSON trace bytes; `path` names the source in errors.
+pub fn parse_json(bytes: &[u8], path: &Path) -> Result<Trace> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Json {
+        path: path.into(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+fn check_weights(graph: &Graph, weights: Option<&TensorFile>, path: &Path) -> Result<()> {
+    for &id in graph.inputs() {
+        let node = graph.node(id);
+        let Op::Input { weight: Some(key), .. } = &node.op else { continue };
+        let missing = || Error::MissingWeight { path: path.into(), input: node.name.clone(), key: key.clone() };
+        let view = weights.ok_or_else(missing)?.get(key).ok_or_else(missing)?;
+        let found = view.tensor_type();
+        if found != node.results[0] {
+            return Err(Error::WeightMismatch {
+                path: path.into(),
+                input: node.name.clone(),
+                key: key.clone(),
+                expected: node.results[0].to_string(),
+                found: found.to_string(),
+            });
+        }
+    }
+    Ok(())
+}

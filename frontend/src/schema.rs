@@ -1,0 +1,125 @@
+//! The trace schema (version 1): the serde model of `graph.json` in a trace bundle.
+//!
+//! Modelled on `torch.export`'s serialized graph: inputs with a kind, nodes calling
+//! `aten.<op>.<overload>` with typed arguments, per-value tensor meta, an output list. The
+//! specification with an example is `docs/trace-format.md`; keep both in step and bump
+//! [`SCHEMA_VERSION`] on any incompatible change.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The `format` field every trace carries.
+pub const FORMAT: &str = "fxhlo-trace";
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole trace: one FX graph.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trace {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Schema version; must equal [`SCHEMA_VERSION`].
+    pub version: u32,
+    /// The model's name (becomes the graph's name).
+    pub name: String,
+    /// The decomposition table that produced the graph (e.g. `core_aten`).
+    #[serde(default)]
+    pub decomposition_table: Option<String>,
+    /// Graph inputs (FX placeholders), in calling order.
+    pub inputs: Vec<InputSpec>,
+    /// Nodes in FX order (every argument refers to an input or an earlier node).
+    pub nodes: Vec<NodeSpec>,
+    /// The values the graph returns, in order.
+    pub outputs: Vec<Arg>,
+}
+
+/// The kind of a graph input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKindSpec {
+    UserInput,
+    Parameter,
+    Buffer,
+    Constant,
+}
+
+/// One graph input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// The FX placeholder name (unique among inputs and nodes).
+    pub name: String,
+    pub kind: InputKindSpec,
+    /// For parameters, buffers and constants: the tensor's key in `weights.safetensors`
+    /// (its fully qualified name, e.g. `layers.0.weight`).
+    #[serde(default)]
+    pub weight: Option<String>,
+    pub meta: TensorMeta,
+}
+
+/// Per-value tensor metadata, as FX's `node.meta["val"]` has it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorMeta {
+    /// `f32`, `bf16`, `i64`, `bool`, ... (see `ir::DType`).
+    pub dtype: String,
+    /// Static sizes. Symbolic sizes cannot be represented: fxhlo specializes shapes.
+    pub sizes: Vec<i64>,
+    /// Strides in elements.
+    pub strides: Vec<i64>,
+    #[serde(default)]
+    pub storage_offset: i64,
+}
+
+/// A user-source location (from FX's stack trace).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    pub file: String,
+    pub line: u32,
+}
+
+/// One FX `call_function` node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// The FX node name (unique).
+    pub name: String,
+    /// `aten.<op>.<overload>`, or `getitem`.
+    pub target: String,
+    /// Positional arguments.
+    pub args: Vec<Arg>,
+    /// Keyword arguments, sorted by name.
+    #[serde(default)]
+    pub kwargs: BTreeMap<String, Arg>,
+    /// One meta per result (one for single-result ops).
+    pub meta: Vec<TensorMeta>,
+    #[serde(default)]
+    pub source: Option<SourceSpec>,
+}
+
+/// A typed argument. Externally tagged (`{"tensor": "x"}`, `{"int": 3}`, `"none"`) so that
+/// both JSON and bincode encode it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arg {
+    /// A reference to a value: an input or node name (`name` for the first result).
+    Tensor(String),
+    Tensors(Vec<String>),
+    Int(i64),
+    Ints(Vec<i64>),
+    Float(f64),
+    Floats(Vec<f64>),
+    Bool(bool),
+    Bools(Vec<bool>),
+    String(String),
+    /// A `torch.dtype`, by IR name (`f32`, ...).
+    Dtype(String),
+    /// A `torch.device`, e.g. `cpu`.
+    Device(String),
+    /// A `torch.memory_format`, e.g. `contiguous_format`.
+    MemoryFormat(String),
+    None,
+}

@@ -1,0 +1,208 @@
+//! The graph: nodes (one op each, one or more typed results) on a petgraph `StableDiGraph`,
+//! edges from producer to consumer carrying which result feeds which operand.
+
+use std::collections::BTreeSet;
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::{EdgeRef, NodeIndexable};
+use petgraph::Direction;
+
+use crate::op::{InputKind, Op};
+use crate::types::TensorType;
+use crate::{Error, Result};
+
+/// Identifies a node of one [`Graph`]. Stable across removals of other nodes.
+pub type NodeId = NodeIndex<u32>;
+
+/// One result of one node: the SSA value the text format prints as `%name` or `%name#1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueRef {
+    pub node: NodeId,
+    pub result: u32,
+}
+
+impl ValueRef {
+    /// The first (often only) result of `node`.
+    pub fn first(node: NodeId) -> Self {
+        ValueRef { node, result: 0 }
+    }
+}
+
+/// Where a node came from in the user's model (FX `stack_trace`), for errors and MLIR locations.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLoc {
+    pub file: String,
+    pub line: u32,
+}
+
+/// A node: its FX name (unique in the graph), op, result types and source location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub name: String,
+    pub op: Op,
+    pub results: Vec<TensorType>,
+    pub source: Option<SourceLoc>,
+}
+
+/// An edge: result `result` of the source node is operand `operand` of the target node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Use {
+    pub operand: u32,
+    pub result: u32,
+}
+
+/// A typed dataflow graph: ordered inputs, nodes, ordered outputs.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// The graph's name (the model's, from the trace).
+    pub name: String,
+    g: StableDiGraph<Node, Use, u32>,
+    inputs: Vec<NodeId>,
+    outputs: Vec<ValueRef>,
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new(name: impl Into<String>) -> Self {
+        Graph { name: name.into(), ..Default::default() }
+    }
+
+    /// Appends a graph input. Inputs are passed to the compiled executable in this order.
+    pub fn add_input(
+        &mut self,
+        name: impl Into<String>,
+        kind: InputKind,
+        weight: Option<String>,
+        ty: TensorType,
+        source: Option<SourceLoc>,
+    ) -> NodeId {
+        let node = Node { name: name.into(), op: Op::Input { kind, weight }, results: vec![ty], source };
+        let id = self.g.add_node(node);
+        self.inputs.push(id);
+        id
+    }
+
+    /// Adds a node whose operands are existing values. Types are not checked here: the
+    /// verifier and [`crate::infer`] do that.
+    pub fn add_node(
+        &mut self,
+        name: impl Into<String>,
+        op: Op,
+        operands: &[ValueRef],
+        results: Vec<TensorType>,
+        source: Option<SourceLoc>,
+    ) -> Result<NodeId> {
+        let name = name.into();
+        for v in operands {
+            self.check_value(*v).map_err(|_| Error::DanglingOperand { node: name.clone() })?;
+        }
+        let id = self.g.add_node(Node { name, op, results, source });
+        for (i, v) in operands.iter().enumerate() {
+            self.g.add_edge(v.node, id, Use { operand: i as u32, result: v.result });
+        }
+        Ok(id)
+    }
+
+    /// Sets the graph's outputs (the values returned, in order).
+    pub fn set_outputs(&mut self, outputs: Vec<ValueRef>) -> Result<()> {
+        for v in &outputs {
+            self.check_value(*v).map_err(|_| Error::DanglingOutput)?;
+        }
+        self.outputs = outputs;
+        Ok(())
+    }
+
+    fn check_value(&self, v: ValueRef) -> Result<()> {
+        match self.g.node_weight(v.node) {
+            Some(n) if (v.result as usize) < n.results.len() => Ok(()),
+            _ => Err(Error::DanglingOutput),
+        }
+    }
+
+    /// The node with this id. Panics only on an id from another graph (a bug in fxhlo).
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.g[id]
+    }
+
+    /// Mutable access to a node (passes rewrite ops and types in place).
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.g[id]
+    }
+
+    /// The type of a value, if it exists.
+    pub fn value_type(&self, v: ValueRef) -> Option<&TensorType> {
+        self.g.node_weight(v.node).and_then(|n| n.results.get(v.result as usize))
+    }
+
+    /// The operands of a node, in operand order.
+    pub fn operands(&self, id: NodeId) -> Vec<ValueRef> {
+        let mut uses: Vec<(u32, ValueRef)> = self
+            .g
+            .edges_directed(id, Direction::Incoming)
+            .map(|e| (e.weight().operand, ValueRef { node: e.source(), result: e.weight().result }))
+            .collect();
+        uses.sort_by_key(|(i, _)| *i);
+        uses.into_iter().map(|(_, v)| v).collect()
+    }
+
+    /// The operand indices recorded on a node's incoming edges, sorted (the verifier checks
+    /// that they are exactly `0..n`).
+    pub fn operand_slots(&self, id: NodeId) -> Vec<u32> {
+        let mut slots: Vec<u32> =
+            self.g.edges_directed(id, Direction::Incoming).map(|e| e.weight().operand).collect();
+        slots.sort_unstable();
+        slots
+    }
+
+    /// Graph inputs, in calling order.
+    pub fn inputs(&self) -> &[NodeId] {
+        &self.inputs
+    }
+
+    /// Graph outputs, in order.
+    pub fn outputs(&self) -> &[ValueRef] {
+        &self.outputs
+    }
+
+    /// Number of nodes (inputs included).
+    pub fn node_count(&self) -> usize {
+        self.g.node_count()
+    }
+
+    /// All node ids in index order.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.g.node_indices()
+    }
+
+    /// Nodes in a deterministic topological order (Kahn's algorithm, lowest id first), or an
+    /// error naming a node on a cycle.
+    pub fn topo_order(&self) -> Result<Vec<NodeId>> {
+        let mut indegree: Vec<usize> = vec![0; self.g.node_bound()];
+        for id in self.g.node_indices() {
+            indegree[id.index()] = self.g.edges_directed(id, Direction::Incoming).count();
+        }
+        let mut ready: BTreeSet<NodeId> =
+            self.g.node_indices().filter(|id| indegree[id.index()] == 0).collect();
+        let mut order = Vec::with_capacity(self.g.node_count());
+        while let Some(id) = ready.pop_first() {
+            order.push(id);
+            for e in self.g.edges_directed(id, Direction::Outgoing) {
+                let t = e.target();
+                indegree[t.index()] -= 1;
+                if indegree[t.index()] == 0 {
+                    ready.insert(t);
+                }
+            }
+        }
+        if order.len() != self.g.node_count() {
+            let stuck = self
+                .g
+                .node_indices()
+                .find(|id| indegree[id.index()] > 0)
+                .map(|id| self.g[id].name.clone())
+                .unwrap_or_default();
+            return Err(Error::Cycle { node: stuck });
+        }
+        Ok(order)
+    }
+}

@@ -1,0 +1,154 @@
+//! Element types and static tensor types: the type of every value in the IR.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Element type of a tensor. Names follow the IR text format (`f32`, `bf16`, `i1` is `bool`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F64,
+    F32,
+    F16,
+    BF16,
+    I64,
+    I32,
+    I16,
+    I8,
+    U8,
+    Bool,
+}
+
+impl DType {
+    /// Every dtype, in a fixed order (used for error messages and exhaustive tests).
+    pub const ALL: [DType; 10] = [
+        DType::F64,
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// The IR text name (`f32`, `bf16`, `bool`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F64 => "f64",
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::I16 => "i16",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Size of one element in bytes (bool is stored as one byte, as in PyTorch).
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// Floating-point types (the ones PyTorch calls `is_floating_point`).
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Error for a dtype name that is not one of [`DType::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dtype `{0}`; fxhlo supports: f64, f32, f16, bf16, i64, i32, i16, i8, u8, bool")]
+pub struct UnknownDType(pub String);
+
+impl FromStr for DType {
+    type Err = UnknownDType;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| UnknownDType(s.to_string()))
+    }
+}
+
+/// A statically shaped tensor type: `f32[4,8]`; a scalar (rank 0) prints as `f32[]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+}
+
+impl TensorType {
+    /// A tensor type of the given dtype and shape.
+    pub fn new(dtype: DType, shape: impl Into<Vec<i64>>) -> Self {
+        TensorType { dtype, shape: shape.into() }
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements (1 for a scalar). Negative dims never reach here: the verifier
+    /// rejects them.
+    pub fn num_elements(&self) -> usize {
+        self.shape.iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    /// Size of the tensor's data in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.num_elements() * self.dtype.size_bytes()
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[", self.dtype)?;
+        for (i, d) in self.shape.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(d.name().parse::<DType>().unwrap(), d);
+        }
+        let err = "f8".parse::<DType>().unwrap_err().to_string();
+        assert!(err.contains("unknown dtype `f8`"), "{err}");
+    }
+
+    #[test]
+    fn tensor_type_prints_like_the_text_format() {
+        assert_eq!(TensorType::new(DType::F32, vec![4, 8]).to_string(), "f32[4,8]");
+        assert_eq!(TensorType::new(DType::Bool, vec![]).to_string(), "bool[]");
+        assert_eq!(TensorType::new(DType::BF16, vec![2, 3]).size_bytes(), 12);
+    }
+}

@@ -1,0 +1,8 @@
+"""fxhlo: a torch.compile backend that lowers FX graphs to StableHLO and runs them on PJRT.
+
+This package holds the exporter (``fxhlo.export``) that writes trace bundles the Rust side reads.
+"""
+
+from .export import capture, export
+
+__all__ = ["capture", "export"]

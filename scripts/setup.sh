@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# One-command, idempotent setup for a fresh machine of this project's kind (Debian bookworm,
+# Rust toolchain, Python 3.11, git). Installs only what is missing, so a second run takes seconds.
+#
+#   1. Debian packages: LLVM/MLIR 22 (melior's build), protoc (pjrt-sys' protos)
+#   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt) and PyTorch (fixture generation)
+#   3. the Rust build (debug profile, shared by the demo and the tests)
+#
+# FXHLO_SETUP_SKIP_BUILD=1 stops after step 2.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# Pinned versions: a fresh machine must get exactly what CI was green with.
+XLA_CPU_PJRT_VERSION="0.0.1"
+TORCH_VERSION="2.15.0"
+NUMPY_VERSION="2.4.6"
+SAFETENSORS_VERSION="0.8.0"
+APT_PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
+  libzstd-dev libz3-dev libxml2-dev zlib1g-dev protobuf-compiler
+)
+
+step() { printf '\n==> setup: %s\n' "$*"; }
+fail() {
+  # $1: the step, $2: the command to run by hand
+  printf '\nsetup failed at step "%s".\nRun this by hand, then run the setup again:\n    %s\n' "$1" "$2" >&2
+  exit 1
+}
+
+# ---- 1. Debian packages -------------------------------------------------------------------
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  step "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null && sudo -n true 2>/dev/null && SUDO="sudo -n" ||
+      fail "Debian packages (needs root)" "sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+  fi
+  $SUDO apt-get update -qq || fail "apt-get update (network?)" "sudo apt-get update"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+    fail "apt-get install" "sudo apt-get install -y ${missing[*]}"
+else
+  step "Debian packages: all present"
+fi
+
+# ---- 2. Python virtual environment --------------------------------------------------------
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+if [[ ! -x "$PY" ]]; then
+  step "creating $VENV"
+  python3 -m venv "$VENV" || fail "python venv" "python3 -m venv .venv   (Debian: apt-get install python3-venv)"
+fi
+want=("xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION" "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION"
+      "safetensors==$SAFETENSORS_VERSION")
+# pip's resolver takes seconds even when all is installed; check versions ourselves first.
+if ! "$PY" - "${want[@]}" <<'EOF' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, v = spec.split("==")
+    if version(name) != v:
+        sys.exit(1)
+EOF
+then
+  step "installing Python packages: ${want[*]}"
+  "$PY" -m pip install -q --disable-pip-version-check "${want[@]}" ||
+    fail "pip install" "$PY -m pip install ${want[*]}"
+else
+  step "Python packages: all present"
+fi
+
+# The pjrt-sys build and the runtime find the plugin and its header through the venv.
+PLUGIN_DIR="$("$PY" -c 'import xla_plugins.xla_cpu_pjrt as p, os; print(os.path.dirname(p.__file__))')" ||
+  fail "locate the PJRT CPU plugin" "$PY -m pip install --force-reinstall xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION"
+[[ -f "$PLUGIN_DIR/include/pjrt_c_api.h" ]] ||
+  fail "PJRT C header missing in $PLUGIN_DIR" "$PY -m pip install --force-reinstall xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION"
+
+# ---- 3. Rust build ------------------------------------------------------------------------
+if [[ "${FXHLO_SETUP_SKIP_BUILD:-0}" != "1" ]]; then
+  command -v cargo >/dev/null || fail "Rust toolchain" "install Rust with rustup, then open a new shell"
+  step "cargo build (first build compiles MLIR bindings: several minutes)"
+  cargo build --workspace --all-targets --quiet || fail "cargo build" "cargo build --workspace"
+fi
+step "done"
