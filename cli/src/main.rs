@@ -1,0 +1,124 @@
+//! The `fxhlo` command-line tool: run, inspect and check trace bundles without Python.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand, ValueEnum};
+use fxhlo::frontend::Bundle;
+use fxhlo::runtime::{DeviceKind, HostTensor};
+use fxhlo::{Compiler, Options};
+
+/// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
+const FXHLO_LOG: &str = "FXHLO_LOG";
+
+#[derive(Parser)]
+#[command(name = "fxhlo", version, about = "fxhlo: FX graphs to StableHLO on PJRT devices")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile and run a trace bundle on a device, with the bundle's reference inputs.
+    Run {
+        /// The bundle folder (`<model>.fxt`) or its graph.json.
+        bundle: PathBuf,
+        #[arg(long, value_enum, default_value_t = Device::Cpu)]
+        device: Device,
+        /// Compare the outputs with the bundle's PyTorch reference; exit 1 on a mismatch.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Import a bundle and print one stage of it.
+    Compile {
+        bundle: PathBuf,
+        /// What to print: the imported IR or the StableHLO module.
+        #[arg(long, value_enum, default_value_t = Emit::Mlir)]
+        emit: Emit,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Device {
+    Cpu,
+    Cuda,
+    Tpu,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Emit {
+    Ir,
+    Mlir,
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(FXHLO_LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run { bundle, device, check } => {
+            let bundle = Bundle::open(&bundle)?;
+            let device = match device {
+                Device::Cpu => DeviceKind::Cpu,
+                Device::Cuda => DeviceKind::Cuda,
+                Device::Tpu => DeviceKind::Tpu,
+            };
+            let compiler = Compiler::new(Options { device })?;
+            let compiled = compiler.compile(&bundle.graph)?;
+            println!(
+                "compiled `{}` for {} ({}): codegen {:.1} ms, PJRT compile {:.1} ms",
+                bundle.graph.name,
+                device,
+                compiler.client().platform_name(),
+                compiled.codegen_time.as_secs_f64() * 1e3,
+                compiled.compile_time.as_secs_f64() * 1e3
+            );
+            let outputs = compiled.run_bundle(&compiler, &bundle)?;
+            for (i, out) in outputs.iter().enumerate() {
+                println!("output {i}: {}", describe(out));
+            }
+            if check {
+                let report = fxhlo::check(&outputs, &bundle)?;
+                let passed = report.passed();
+                if let Err(e) = report.clone().into_result() {
+                    eprintln!("{e}");
+                }
+                // The last line carries the errors, whatever the outcome.
+                println!("{report}");
+                return Ok(if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compile { bundle, emit } => {
+            let bundle = Bundle::open(&bundle)?;
+            match emit {
+                Emit::Ir => print!("{}", fxhlo::ir::print(&bundle.graph)),
+                Emit::Mlir => {
+                    let mlir = fxhlo::codegen::lower(&bundle.graph).context("lowering to StableHLO")?;
+                    println!("{mlir}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `f32[2,4] = [0.1, ...]`, at most 8 values.
+fn describe(t: &HostTensor) -> String {
+    let values = t.to_f32_vec();
+    let shown: Vec<String> = values.iter().take(8).map(|v| format!("{v:.6}")).collect();
+    let more = if values.len() > 8 { ", ..." } else { "" };
+    format!("{:?}{:?} = [{}{}]", t.element_type, t.dims, shown.join(", "), more)
+}

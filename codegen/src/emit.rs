@@ -1,0 +1,182 @@
+//! The emitter: builds StableHLO operations in generic form into one block with melior.
+//!
+//! StableHLO is not an upstream MLIR dialect, so ops are built by name with
+//! `OperationBuilder` and their attributes parsed from text (the context allows unregistered
+//! dialects). The PJRT plugin verifies the module fully when it compiles it.
+
+use std::collections::HashMap;
+
+use fxhlo_ir::{DType, Scalar, TensorType, ValueRef};
+use melior::ir::attribute::Attribute;
+use melior::ir::block::BlockLike;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::r#type::{IntegerType, RankedTensorType};
+use melior::ir::{Block, Identifier, Location, Type, Value};
+use melior::Context;
+
+use crate::{Error, Result};
+
+/// State while lowering one graph: the MLIR context, the function body, and the MLIR value
+/// of every IR value lowered so far.
+pub struct Emitter<'c, 'a> {
+    pub ctx: &'c Context,
+    pub block: &'a Block<'c>,
+    values: HashMap<ValueRef, Value<'c, 'a>>,
+    /// The node being lowered, for error messages.
+    pub node: String,
+}
+
+impl<'c, 'a> Emitter<'c, 'a> {
+    /// An emitter appending to `block`.
+    pub fn new(ctx: &'c Context, block: &'a Block<'c>) -> Self {
+        Emitter { ctx, block, values: HashMap::new(), node: String::new() }
+    }
+
+    /// Records the MLIR value of an IR value.
+    pub fn bind(&mut self, v: ValueRef, value: Value<'c, 'a>) {
+        self.values.insert(v, value);
+    }
+
+    /// The MLIR value of an already lowered IR value.
+    pub fn value(&self, v: ValueRef) -> Result<Value<'c, 'a>> {
+        self.values.get(&v).copied().ok_or_else(|| self.internal("operand was not lowered before its use"))
+    }
+
+    /// An internal error naming the current node.
+    pub fn internal(&self, message: impl Into<String>) -> Error {
+        Error::Internal { node: self.node.clone(), message: message.into() }
+    }
+
+    /// The MLIR `tensor<...>` type of an IR tensor type.
+    pub fn tensor_type(&self, t: &TensorType) -> Type<'c> {
+        tensor_type(self.ctx, t)
+    }
+
+    /// Parses an attribute from MLIR text (e.g. `array<i64: 1, 0>`).
+    pub fn attr(&self, text: &str) -> Result<Attribute<'c>> {
+        Attribute::parse(self.ctx, text).ok_or_else(|| self.internal(format!("cannot parse attribute `{text}`")))
+    }
+
+    /// Appends `name(operands) {attrs} -> results` and returns its first result.
+    pub fn op(
+        &self,
+        name: &str,
+        loc: Location<'c>,
+        operands: &[Value<'c, 'a>],
+        result: &TensorType,
+        attrs: &[(&str, String)],
+    ) -> Result<Value<'c, 'a>> {
+        let mut parsed = Vec::with_capacity(attrs.len());
+        for (k, v) in attrs {
+            parsed.push((Identifier::new(self.ctx, k), self.attr(v)?));
+        }
+        let op = OperationBuilder::new(name, loc)
+            .add_operands(operands)
+            .add_results(&[self.tensor_type(result)])
+            .add_attributes(&parsed)
+            .build()
+            .map_err(|e| self.internal(format!("building {name}: {e}")))?;
+        let op = self.block.append_operation(op);
+        op.result(0).map(Into::into).map_err(|e| self.internal(format!("{name} result: {e}")))
+    }
+
+    /// A constant tensor of type `ty` with every element `value`.
+    pub fn splat(&self, value: Scalar, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let literal = literal(value, ty.dtype);
+        let text = format!("dense<{literal}> : {}", mlir_type_text(ty));
+        self.op("stablehlo.constant", loc, &[], ty, &[("value", text)])
+    }
+
+    /// Broadcasts `v` of type `from` to `to` with numpy rules (trailing dims aligned); returns
+    /// `v` itself when the types already match.
+    pub fn broadcast(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        if from.shape == to.shape {
+            return Ok(v);
+        }
+        let lead = to.rank().checked_sub(from.rank()).ok_or_else(|| self.internal(format!("cannot broadcast {from} to {to}")))?;
+        let dims: Vec<String> = (0..from.rank()).map(|i| (lead + i).to_string()).collect();
+        let target = TensorType::new(from.dtype, to.shape.clone());
+        self.op("stablehlo.broadcast_in_dim", loc, &[v], &target, &[("broadcast_dimensions", i64_array(&dims))])
+    }
+}
+
+/// The MLIR element type of a dtype (`i1` for bool, `ui8` for u8, signless otherwise).
+pub fn element_type(ctx: &Context, d: DType) -> Type<'_> {
+    match d {
+        DType::F64 => Type::float64(ctx),
+        DType::F32 => Type::float32(ctx),
+        DType::F16 => Type::float16(ctx),
+        DType::BF16 => Type::bfloat16(ctx),
+        DType::I64 => IntegerType::new(ctx, 64).into(),
+        DType::I32 => IntegerType::new(ctx, 32).into(),
+        DType::I16 => IntegerType::new(ctx, 16).into(),
+        DType::I8 => IntegerType::new(ctx, 8).into(),
+        DType::U8 => IntegerType::unsigned(ctx, 8).into(),
+        DType::Bool => IntegerType::new(ctx, 1).into(),
+    }
+}
+
+/// The MLIR `tensor<...>` type of an IR tensor type.
+pub fn tensor_type<'c>(ctx: &'c Context, t: &TensorType) -> Type<'c> {
+    let dims: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
+    RankedTensorType::new(&dims, element_type(ctx, t.dtype), None).into()
+}
+
+/// `array<i64: ...>` from already formatted items.
+pub fn i64_array(items: &[String]) -> String {
+    if items.is_empty() {
+        "array<i64>".to_string()
+    } else {
+        format!("array<i64: {}>", items.join(", "))
+    }
+}
+
+/// The MLIR text of a tensor type (`tensor<2x3xf32>`).
+pub fn mlir_type_text(t: &TensorType) -> String {
+    let elem = match t.dtype {
+        DType::Bool => "i1",
+        DType::U8 => "ui8",
+        d => d.name(),
+    };
+    let mut s = String::from("tensor<");
+    for d in &t.shape {
+        s.push_str(&format!("{d}x"));
+    }
+    s.push_str(elem);
+    s.push('>');
+    s
+}
+
+/// An MLIR literal of `value` converted to `dtype`, as PyTorch converts a scalar argument.
+/// Non-finite floats are written as hex bit patterns, the only form MLIR accepts for them.
+fn literal(value: Scalar, dtype: DType) -> String {
+    let v = value.as_f64();
+    match dtype {
+        DType::Bool => (v != 0.0).to_string(),
+        d if !d.is_float() => match value {
+            Scalar::Int(i) => i.to_string(),
+            _ => (v.trunc() as i64).to_string(),
+        },
+        // `{:.17e}` always has a decimal point (MLIR requires one) and round-trips f64.
+        _ if v.is_finite() => format!("{v:.17e}"),
+        DType::F64 => format!("0x{:016X}", v.to_bits()),
+        DType::F32 => format!("0x{:08X}", (v as f32).to_bits()),
+        DType::F16 => format!("0x{:04X}", half::f16::from_f64(v).to_bits()),
+        _ => format!("0x{:04X}", half::bf16::from_f64(v).to_bits()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_match_mlir_syntax() {
+        assert_eq!(literal(Scalar::float(0.5), DType::F32), "5.00000000000000000e-1");
+        assert_eq!(literal(Scalar::Int(3), DType::I64), "3");
+        assert_eq!(literal(Scalar::float(f64::INFINITY), DType::F32), "0x7F800000");
+        assert_eq!(literal(Scalar::float(f64::NEG_INFINITY), DType::BF16), "0xFF80");
+        assert_eq!(literal(Scalar::Int(2), DType::Bool), "true");
+        assert_eq!(mlir_type_text(&TensorType::new(DType::U8, vec![2, 3])), "tensor<2x3xui8>");
+    }
+}

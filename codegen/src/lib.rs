@@ -1,0 +1,145 @@
+//! fxhlo's codegen: lowers a verified [`fxhlo_ir::Graph`] to a StableHLO module through melior.
+//!
+//! The module has one public function, `@main`, whose arguments are the graph inputs in order
+//! and whose results are the graph outputs. Every op carries an MLIR location made of the FX
+//! node name and, where the trace has it, the user's source file and line, so XLA's errors and
+//! dumps point back at the model. Unsupported ops are reported all at once
+//! ([`Error::Unsupported`]) before anything is built.
+
+mod emit;
+mod error;
+pub mod lower;
+
+use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
+use melior::dialect::{func, DialectRegistry};
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::block::BlockLike;
+use melior::ir::operation::{OperationLike, OperationPrintingFlags};
+use melior::ir::r#type::FunctionType;
+use melior::ir::{Block, Location, Module, Region, RegionLike, Value};
+use melior::utility::register_all_dialects;
+use melior::Context;
+
+pub use emit::mlir_type_text;
+pub use error::{Error, Result, UnsupportedOp};
+
+use emit::Emitter;
+
+/// Every op of `graph` that codegen cannot lower, in graph order.
+pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
+    let mut ops = Vec::new();
+    for id in graph.topo_order()? {
+        let node = graph.node(id);
+        if let Op::Unknown { target } = &node.op {
+            ops.push(UnsupportedOp {
+                target: target.clone(),
+                node: node.name.clone(),
+                source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
+            });
+        }
+    }
+    Ok(ops)
+}
+
+/// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
+pub fn lower(graph: &Graph) -> Result<String> {
+    let unsupported = unsupported_ops(graph)?;
+    if !unsupported.is_empty() {
+        return Err(Error::Unsupported { graph: graph.name.clone(), ops: unsupported });
+    }
+    let ctx = Context::new();
+    let registry = DialectRegistry::new();
+    register_all_dialects(&registry);
+    ctx.append_dialect_registry(&registry);
+    ctx.load_all_available_dialects();
+    // StableHLO is not an upstream dialect: its ops are built in generic form (see emit.rs).
+    ctx.set_allow_unregistered_dialects(true);
+
+    let module_loc = Location::new(&ctx, &graph.name, 0, 0);
+    let module = Module::new(module_loc);
+    let arg_types: Vec<_> =
+        graph.inputs().iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
+    let result_types: Vec<_> = graph
+        .outputs()
+        .iter()
+        .map(|v| graph.value_type(*v).map(|t| emit::tensor_type(&ctx, t)))
+        .collect::<Option<_>>()
+        .ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
+
+    let arg_locs: Vec<_> = graph.inputs().iter().map(|&id| node_location(&ctx, graph, id)).collect();
+    let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
+    emit_body(&ctx, &block, graph)?;
+    let region = Region::new();
+    region.append_block(block);
+    let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
+    let main = func::func(
+        &ctx,
+        StringAttribute::new(&ctx, "main"),
+        TypeAttribute::new(fn_type.into()),
+        region,
+        &[],
+        module_loc,
+    );
+    module.body().append_operation(main);
+    if !module.as_operation().verify() {
+        return Err(Error::Internal { node: graph.name.clone(), message: "the built module does not verify".into() });
+    }
+    module
+        .as_operation()
+        .to_string_with_flags(OperationPrintingFlags::new().enable_debug_info(true, false))
+        .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("printing the module: {e}") })
+}
+
+/// Lowers every node into `block` and appends the `func.return`.
+fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph) -> Result<()> {
+    let mut e = Emitter::new(ctx, block);
+    for (i, &id) in graph.inputs().iter().enumerate() {
+        let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
+        e.bind(ValueRef::first(id), arg.into());
+    }
+    for id in graph.topo_order()? {
+        if matches!(graph.node(id).op, Op::Input { .. }) {
+            continue;
+        }
+        e.node = graph.node(id).name.clone();
+        let value = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
+        e.bind(ValueRef::first(id), value);
+    }
+    let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
+    block.append_operation(func::r#return(&results, Location::unknown(ctx)));
+    Ok(())
+}
+
+fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+    let node = graph.node(id);
+    let refs = graph.operands(id);
+    let mut operands = Vec::with_capacity(refs.len());
+    for v in &refs {
+        let ty = graph.value_type(*v).ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
+        operands.push((e.value(*v)?, ty));
+    }
+    let result = &node.results[0];
+    let arg = |i: usize| operands.get(i).map(|o| o.0).ok_or_else(|| e.internal(format!("missing operand {i}")));
+    let first = || operands.first().copied().ok_or_else(|| e.internal("missing operand 0"));
+    match &node.op {
+        Op::Add => lower::elementwise::binary(e, "stablehlo.add", &operands, result, loc),
+        Op::Mul => lower::elementwise::binary(e, "stablehlo.multiply", &operands, result, loc),
+        Op::Relu => lower::elementwise::relu(e, arg(0)?, result, loc),
+        Op::Mm => lower::matmul::mm(e, arg(0)?, arg(1)?, result, loc),
+        Op::Addmm => lower::matmul::addmm(e, first()?, arg(1)?, arg(2)?, result, loc),
+        Op::Permute { dims } => lower::shape::permute(e, arg(0)?, dims, result, loc),
+        Op::Expand { .. } => lower::shape::expand(e, arg(0)?, first()?.1, result, loc),
+        Op::Full { value } => lower::creation::full(e, *value, result, loc),
+        Op::Input { .. } | Op::Unknown { .. } => Err(e.internal(format!("{} reached lowering", node.op.name()))),
+    }
+}
+
+/// `"node_name"("file":line:0)`, or the bare name where the node has no source.
+fn node_location<'c>(ctx: &'c Context, graph: &Graph, id: NodeId) -> Location<'c> {
+    let node = graph.node(id);
+    let child = match &node.source {
+        Some(s) => Location::new(ctx, &s.file, s.line as usize, 0),
+        None => Location::unknown(ctx),
+    };
+    Location::name(ctx, &node.name, child)
+}

@@ -1,0 +1,28 @@
+//! fxhlo's passes: the [`Pass`] trait, the registry of passes, and the [`PassManager`] that
+//! runs a pipeline over an [`fxhlo_ir::Graph`].
+//!
+//! Cross-cutting work belongs to the pass manager, never to a pass: verifying after each pass,
+//! timing, logging (and, in later issues, dumps and bisection).
+
+mod manager;
+mod registry;
+
+pub use manager::{PassManager, PassRun};
+pub use registry::{default_pipeline, lookup, Pass, PASSES};
+
+/// A pass error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A pass name that is not in the registry; lists the valid ones.
+    #[error("unknown pass `{name}`; valid passes: {valid}")]
+    UnknownPass { name: String, valid: String },
+    /// A pass failed on this graph.
+    #[error("pass `{pass}` failed: {message}")]
+    Failed { pass: &'static str, message: String },
+    /// A pass left the graph invalid: a bug in that pass.
+    #[error("the graph is invalid after pass `{pass}`: {source}")]
+    Verify { pass: &'static str, source: fxhlo_ir::Error },
+}
+
+/// Result alias of the passes crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,153 @@
+//! The compiler: options, a PJRT client for one target, and compile = passes → codegen →
+//! PJRT compile.
+
+use std::time::{Duration, Instant};
+
+use fxhlo_frontend::Bundle;
+use fxhlo_ir::{Graph, InputKind, Op, TensorType};
+use fxhlo_passes::PassManager;
+use fxhlo_runtime::{Client, DeviceBuffer, DeviceKind, Executable, HostTensor, Target};
+
+use crate::tensor::{element_type, host_tensor};
+use crate::{Error, Result};
+
+/// Compile options. The defaults compile for the CPU plugin with the default pipeline.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The device to compile for and run on.
+    pub device: DeviceKind,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { device: DeviceKind::Cpu }
+    }
+}
+
+/// A compiler bound to one PJRT client. Not `Send`: PJRT clients in `pjrt` 0.2 are `Rc`-based,
+/// so a compiler lives on the thread that created it.
+pub struct Compiler {
+    options: Options,
+    target: Target,
+    client: Client,
+}
+
+impl Compiler {
+    /// Finds the plugin for `options.device` and creates its client. A `tpu` device fails at
+    /// once where the machine has no TPU.
+    pub fn new(options: Options) -> Result<Compiler> {
+        let target = Target::resolve(options.device)?;
+        let client = Client::new(&target)?;
+        tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
+        Ok(Compiler { options, target, client })
+    }
+
+    /// The options this compiler was built with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The target (device and plugin) in use.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The PJRT client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Runs the pass pipeline on a copy of `graph`, lowers it to StableHLO and compiles it.
+    pub fn compile(&self, graph: &Graph) -> Result<Compiled> {
+        let mut optimized = graph.clone();
+        PassManager::new(fxhlo_passes::default_pipeline()).run(&mut optimized)?;
+        let start = Instant::now();
+        let mlir = fxhlo_codegen::lower(&optimized)?;
+        let codegen_time = start.elapsed();
+        let start = Instant::now();
+        let executable = self.client.compile(&mlir)?;
+        let compile_time = start.elapsed();
+        tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, "compiled");
+        let inputs = optimized
+            .inputs()
+            .iter()
+            .map(|&id| {
+                let n = optimized.node(id);
+                let (kind, weight) = match &n.op {
+                    Op::Input { kind, weight } => (*kind, weight.clone()),
+                    _ => (InputKind::UserInput, None),
+                };
+                InputSignature { name: n.name.clone(), kind, weight, ty: n.results[0].clone() }
+            })
+            .collect();
+        Ok(Compiled { executable, mlir, inputs, codegen_time, compile_time })
+    }
+}
+
+/// One input of a compiled graph, in calling order.
+#[derive(Debug, Clone)]
+pub struct InputSignature {
+    pub name: String,
+    pub kind: InputKind,
+    pub weight: Option<String>,
+    pub ty: TensorType,
+}
+
+/// A compiled graph: the PJRT executable, the StableHLO it came from and its signature.
+pub struct Compiled {
+    pub executable: Executable,
+    /// The StableHLO module text that was compiled.
+    pub mlir: String,
+    /// Inputs in calling order.
+    pub inputs: Vec<InputSignature>,
+    /// Time spent in codegen (IR → MLIR text).
+    pub codegen_time: Duration,
+    /// Time spent in the PJRT compiler.
+    pub compile_time: Duration,
+}
+
+impl Compiled {
+    /// Runs on host tensors given in calling order (every input, weights included); checks
+    /// each against the signature first.
+    pub fn run(&self, compiler: &Compiler, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        if args.len() != self.inputs.len() {
+            return Err(Error::Input(format!("expected {} inputs, got {}", self.inputs.len(), args.len())));
+        }
+        let mut buffers: Vec<DeviceBuffer> = Vec::with_capacity(args.len());
+        for (sig, arg) in self.inputs.iter().zip(args) {
+            let want = element_type(sig.ty.dtype);
+            if arg.element_type != want || arg.dims != sig.ty.shape {
+                return Err(Error::Input(format!(
+                    "input `{}` expects {} but got {:?}{:?}",
+                    sig.name, sig.ty, arg.element_type, arg.dims
+                )));
+            }
+            buffers.push(compiler.client().upload(arg)?);
+        }
+        let refs: Vec<&DeviceBuffer> = buffers.iter().collect();
+        let outputs = self.executable.run(&refs)?;
+        outputs.iter().map(|b| b.to_host().map_err(Error::Runtime)).collect()
+    }
+
+    /// Runs with inputs from a bundle: weights from `weights.safetensors`, user inputs from the
+    /// reference file (`input.<name>`).
+    pub fn run_bundle(&self, compiler: &Compiler, bundle: &Bundle) -> Result<Vec<HostTensor>> {
+        let mut args = Vec::with_capacity(self.inputs.len());
+        for sig in &self.inputs {
+            let view = match (&sig.weight, sig.kind) {
+                (Some(key), _) => bundle.weights.as_ref().and_then(|w| w.get(key)),
+                (None, _) => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
+            };
+            let view = view.ok_or_else(|| {
+                Error::Input(format!(
+                    "{}: no tensor for input `{}` (user inputs come from reference.safetensors as `input.{}`)",
+                    bundle.dir.display(),
+                    sig.name,
+                    sig.name
+                ))
+            })?;
+            args.push(host_tensor(&view)?);
+        }
+        self.run(compiler, &args)
+    }
+}
