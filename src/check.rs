@@ -122,7 +122,8 @@ pub fn check(outputs: &[HostTensor], bundle: &Bundle) -> Result<CheckReport> {
     Ok(CheckReport { outputs: checks })
 }
 
-fn compare(index: usize, got: &[f32], want: &[f32], tol: Tolerance) -> OutputCheck {
+/// Compares one output elementwise (values widened to f64) under `tol`.
+pub fn compare(index: usize, got: &[f32], want: &[f32], tol: Tolerance) -> OutputCheck {
     let (mut max_abs, mut max_rel, mut mismatched) = (0.0f64, 0.0f64, 0);
     for (&g, &w) in got.iter().zip(want) {
         let (g, w) = (g as f64, w as f64);
@@ -140,21 +141,4 @@ fn compare(index: usize, got: &[f32], want: &[f32], tol: Tolerance) -> OutputChe
         }
     }
     OutputCheck { index, max_abs_err: max_abs, max_rel_err: max_rel, tolerance: tol, mismatched, elements: want.len() }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compare_applies_atol_plus_rtol() {
-        let tol = Tolerance { atol: 1e-5, rtol: 1e-5 };
-        let c = compare(0, &[1.0, 2.0, f32::NAN], &[1.0, 2.00001, f32::NAN], tol);
-        assert_eq!(c.mismatched, 0, "{c:?}");
-        let c = compare(0, &[1.0, 2.1], &[1.0, 2.0], tol);
-        assert_eq!(c.mismatched, 1);
-        assert!((c.max_abs_err - 0.1).abs() < 1e-6 && (c.max_rel_err - 0.05).abs() < 1e-6, "{c:?}");
-        let c = compare(0, &[f32::NAN], &[1.0], tol);
-        assert_eq!(c.mismatched, 1);
-    }
 }

@@ -20,8 +20,8 @@ mod compiler;
 mod error;
 mod tensor;
 
-pub use check::{check, CheckReport, OutputCheck, Tolerance};
-pub use compiler::{Compiled, Compiler, Options};
+pub use check::{check, compare, CheckReport, OutputCheck, Tolerance};
+pub use compiler::{Compiled, Compiler, InputSignature, Options};
 pub use error::{Error, Result};
 pub use tensor::{element_type, host_tensor};
 

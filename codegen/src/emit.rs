@@ -165,18 +165,3 @@ fn literal(value: Scalar, dtype: DType) -> String {
         _ => format!("0x{:04X}", half::bf16::from_f64(v).to_bits()),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn literals_match_mlir_syntax() {
-        assert_eq!(literal(Scalar::float(0.5), DType::F32), "5.00000000000000000e-1");
-        assert_eq!(literal(Scalar::Int(3), DType::I64), "3");
-        assert_eq!(literal(Scalar::float(f64::INFINITY), DType::F32), "0x7F800000");
-        assert_eq!(literal(Scalar::float(f64::NEG_INFINITY), DType::BF16), "0xFF80");
-        assert_eq!(literal(Scalar::Int(2), DType::Bool), "true");
-        assert_eq!(mlir_type_text(&TensorType::new(DType::U8, vec![2, 3])), "tensor<2x3xui8>");
-    }
-}

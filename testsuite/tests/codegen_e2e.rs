@@ -1,0 +1,105 @@
+//! Graphs built in IR, lowered by codegen and run on the real CPU plugin; expected values are
+//! computed by hand in each test.
+
+use fxhlo::runtime::HostTensor;
+use fxhlo_ir::{DType, Op, Scalar, TensorType};
+
+use crate::support::{max_abs_diff, run, Builder};
+
+/// `relu(x @ w + b) * 2 + c`: mm, expand (broadcast), add, relu, mul, full (constant), and a
+/// numpy-style broadcast of a rank-1 operand.
+#[test]
+fn mlp_like_graph_matches_hand_computation() {
+    let mut b = Builder::new("mlp_like");
+    let x = b.input("x", DType::F32, &[2, 3]);
+    let w = b.input("w", DType::F32, &[3, 2]);
+    let bias = b.input("bias", DType::F32, &[2]);
+    let c = b.input("c", DType::F32, &[2]);
+    let mm = b.op(Op::Mm, &[x, w], None);
+    let be = b.op(Op::Expand { sizes: vec![2, -1] }, &[bias], None);
+    let add = b.op(Op::Add, &[mm, be], None);
+    let relu = b.op(Op::Relu, &[add], None);
+    let two = b.op(Op::Full { value: Scalar::float(2.0) }, &[], Some(TensorType::new(DType::F32, vec![])));
+    let mul = b.op(Op::Mul, &[relu, two], None);
+    let out = b.op(Op::Add, &[mul, c], None);
+    let g = b.finish(&[out]);
+
+    let xv = [1.0f32, -2.0, 0.5, 3.0, 0.25, -1.0];
+    let wv = [0.5f32, -1.0, 2.0, 0.25, -0.75, 1.5];
+    let bv = [0.1f32, -0.2];
+    let cv = [10.0f32, 20.0];
+    let mut want = vec![0.0f32; 4];
+    for i in 0..2 {
+        for j in 0..2 {
+            let mut acc = bv[j];
+            for k in 0..3 {
+                acc += xv[i * 3 + k] * wv[k * 2 + j];
+            }
+            want[i * 2 + j] = acc.max(0.0) * 2.0 + cv[j];
+        }
+    }
+    let args = [
+        HostTensor::from_f32([2, 3], &xv).unwrap(),
+        HostTensor::from_f32([3, 2], &wv).unwrap(),
+        HostTensor::from_f32([2], &bv).unwrap(),
+        HostTensor::from_f32([2], &cv).unwrap(),
+    ];
+    let out = run(&g, &args);
+    assert_eq!(out[0].dims, vec![2, 2]);
+    assert!(max_abs_diff("mlp_like", &out[0].to_f32_vec(), &want) <= 1e-5);
+}
+
+/// Integer and low-precision float arithmetic lower with the right element types.
+#[test]
+fn integer_and_half_precision_elementwise() {
+    let mut b = Builder::new("ints");
+    let x = b.input("x", DType::I64, &[3]);
+    let y = b.input("y", DType::I64, &[2, 3]);
+    let sum = b.op(Op::Add, &[x, y], None);
+    let prod = b.op(Op::Mul, &[sum, y], None);
+    let g = b.finish(&[prod]);
+    let xv = [1i64, -2, 3_000_000_000];
+    let yv = [4i64, 5, 6, -7, 8, 9];
+    let want: Vec<i64> = (0..6).map(|i| (xv[i % 3] + yv[i]) * yv[i]).collect();
+    let out = run(&g, &[HostTensor::from_i64([3], &xv).unwrap(), HostTensor::from_i64([2, 3], &yv).unwrap()]);
+    assert_eq!(out[0].to_vec::<i64>().unwrap(), want);
+
+    let mut b = Builder::new("bf16");
+    let x = b.input("x", DType::BF16, &[4]);
+    let r = b.op(Op::Relu, &[x], None);
+    let g = b.finish(&[r]);
+    let xv: Vec<half::bf16> = [-1.5f32, 0.0, 2.25, -0.0].iter().map(|&v| half::bf16::from_f32(v)).collect();
+    let out = run(&g, &[HostTensor::from_bf16([4], &xv).unwrap()]);
+    assert_eq!(out[0].to_f32_vec(), vec![0.0, 0.0, 2.25, 0.0]);
+}
+
+/// Non-finite constants need MLIR's hex float form; relu must propagate NaN like torch.relu.
+#[test]
+fn non_finite_constants_and_nan_propagation() {
+    let mut b = Builder::new("nonfinite");
+    let x = b.input("x", DType::F32, &[3]);
+    let ninf = b.op(Op::Full { value: Scalar::float(f64::NEG_INFINITY) }, &[], Some(TensorType::new(DType::F32, vec![3])));
+    let sum = b.op(Op::Add, &[x, ninf], None);
+    let r = b.op(Op::Relu, &[x], None);
+    let g = b.finish(&[sum, r]);
+    let out = run(&g, &[HostTensor::from_f32([3], &[1.0, f32::NAN, -2.0]).unwrap()]);
+    let s = out[0].to_f32_vec();
+    assert!(s[0] == f32::NEG_INFINITY && s[1].is_nan() && s[2] == f32::NEG_INFINITY, "{s:?}");
+    let r = out[1].to_f32_vec();
+    assert!(r[0] == 1.0 && r[1].is_nan() && r[2] == 0.0, "{r:?}");
+}
+
+/// A graph with unknown ops fails once, listing every one with its node name.
+#[test]
+fn unsupported_ops_are_reported_all_at_once() {
+    let mut b = Builder::new("unknowns");
+    let x = b.input("x", DType::F32, &[3]);
+    let t = TensorType::new(DType::F32, vec![3]);
+    let s = b.op(Op::Unknown { target: "aten.sin.default".into() }, &[x], Some(t.clone()));
+    let c = b.op(Op::Unknown { target: "aten.cos.default".into() }, &[s], Some(t));
+    let g = b.finish(&[c]);
+    let err = fxhlo::codegen::lower(&g).unwrap_err().to_string();
+    println!("{err}");
+    assert!(err.contains("2 op(s) fxhlo cannot lower"), "{err}");
+    assert!(err.contains("aten.sin.default at node `n1`") && err.contains("aten.cos.default at node `n2`"), "{err}");
+}
