@@ -4,7 +4,7 @@
 #
 #   1. Debian packages: LLVM/MLIR 22 (melior's build), protoc (pjrt-sys' protos)
 #   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt) and PyTorch (fixture generation)
-#   3. the Rust build (debug profile, shared by the demo and the tests)
+#   3. the Rust build of the `fxhlo` binary (debug profile, shared with the tests)
 #
 # FXHLO_SETUP_SKIP_BUILD=1 stops after step 2.
 set -euo pipefail
@@ -83,7 +83,7 @@ PLUGIN_DIR="$("$PY" -c 'import xla_plugins.xla_cpu_pjrt as p, os; print(os.path.
 # ---- 3. Rust build ------------------------------------------------------------------------
 if [[ "${FXHLO_SETUP_SKIP_BUILD:-0}" != "1" ]]; then
   command -v cargo >/dev/null || fail "Rust toolchain" "install Rust with rustup, then open a new shell"
-  step "cargo build (first build compiles MLIR bindings: several minutes)"
-  cargo build --workspace --all-targets --quiet || fail "cargo build" "cargo build --workspace"
+  step "cargo build -p fxhlo-cli (the first build compiles the MLIR bindings: several minutes)"
+  cargo build --quiet -p fxhlo-cli || fail "cargo build" "cargo build -p fxhlo-cli"
 fi
 step "done"
