@@ -1,0 +1,171 @@
+//! A PJRT client for one target: compiles MLIR, loads serialized executables, uploads tensors.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::buffer::HostTensor;
+use crate::device::{tpu_preflight, DeviceKind, Target};
+use crate::device_buffer::DeviceBuffer;
+use crate::env::EnvConfig;
+use crate::error::{guard, pjrt_message, Error, Result};
+use crate::executable::{self, CompileOptions, Executable};
+use crate::plugin::{self, RawApi};
+use crate::signature::Signature;
+
+/// Source of [`Client`] ids, so buffers and executables can be checked against their owner.
+static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A PJRT client: a loaded plugin (`pjrt::Api`) and a client on it (`pjrt::Client`).
+///
+/// **Not `Send`/`Sync`**: `pjrt` 0.2.0 builds its client on `Rc`, and every [`Executable`]
+/// and [`DeviceBuffer`] holds a reference to it. Use one client per thread (each compiles and
+/// runs independently), or one owner thread that serves requests over a channel. Loading the
+/// plugin is shared process-wide, so extra clients are cheap.
+pub struct Client {
+    target: Target,
+    client: pjrt::Client,
+    raw: RawApi,
+    id: u64,
+    api_version: (i32, i32),
+    platform_name: String,
+    platform_version: String,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("target", &self.target)
+            .field("platform", &self.platform_name)
+            .field("api_version", &self.api_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Loads the target's plugin and creates a client.
+    ///
+    /// For `tpu`, [`tpu_preflight`] runs first, so a machine without a TPU fails at once
+    /// instead of hanging in `libtpu`. Errors: the plugin file is missing, is not a PJRT
+    /// plugin, has an incompatible C API version, or the plugin refuses to create a client.
+    pub fn new(target: &Target) -> Result<Client> {
+        Client::new_in(target, &EnvConfig::from_env())
+    }
+
+    /// [`Client::new`] with explicit settings (only `tpu_force` is used).
+    pub fn new_in(target: &Target, env: &EnvConfig) -> Result<Client> {
+        if target.device == DeviceKind::Tpu {
+            tpu_preflight(env)?;
+        }
+        let plugin = plugin::load(&target.plugin)?;
+        let start = Instant::now();
+        let client =
+            pjrt::Client::builder(&plugin.api)
+                .build()
+                .map_err(|e| Error::ClientCreate {
+                    plugin: target.plugin.clone(),
+                    message: pjrt_message(e),
+                })?;
+        let platform_name = guard("platform name", || client.platform_name().into_owned())?;
+        let platform_version = guard("platform version", || {
+            client.platform_version().into_owned()
+        })?;
+        tracing::debug!(
+            target = %target,
+            platform = %platform_name,
+            version = %platform_version,
+            elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
+            "created PJRT client"
+        );
+        if !platform_name.eq_ignore_ascii_case(target.device.as_str()) {
+            tracing::warn!(
+                device = %target.device,
+                platform = %platform_name,
+                "the plugin's platform is not the device asked for"
+            );
+        }
+        Ok(Client {
+            target: target.clone(),
+            client,
+            raw: plugin.raw,
+            id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
+            api_version: plugin.version,
+            platform_name,
+            platform_version,
+        })
+    }
+
+    /// The target this client was created for.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The plugin's platform name (`cpu`, `cuda`, `tpu`).
+    pub fn platform_name(&self) -> String {
+        self.platform_name.clone()
+    }
+
+    /// The plugin's platform version string.
+    pub fn platform_version(&self) -> String {
+        self.platform_version.clone()
+    }
+
+    /// The PJRT C API version the plugin implements, `(major, minor)`.
+    pub fn api_version(&self) -> (i32, i32) {
+        self.api_version
+    }
+
+    /// Compiles StableHLO/MLIR text with default options (one replica, one partition).
+    pub fn compile(&self, mlir: &str) -> Result<Executable> {
+        self.compile_with_options(mlir, &CompileOptions::default())
+    }
+
+    /// Compiles StableHLO/MLIR text into an executable loaded on this client's devices.
+    /// A rejected program gives [`Error::Compile`] with the plugin's message.
+    pub fn compile_with_options(&self, mlir: &str, options: &CompileOptions) -> Result<Executable> {
+        let start = Instant::now();
+        let program = pjrt::Program::new(pjrt::ProgramFormat::MLIR, mlir.as_bytes());
+        let loaded = guard("compile", || {
+            self.client.compile(&program, options.to_pjrt())
+        })?
+        .map_err(|e| Error::Compile {
+            message: pjrt_message(e),
+        })?;
+        tracing::debug!(
+            platform = %self.platform_name,
+            mlir_bytes = mlir.len(),
+            elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
+            "compiled MLIR"
+        );
+        // With several partitions/replicas the parameters are per-shard shapes, not `@main`'s.
+        let single_device = options.num_partitions == 1 && options.num_replicas == 1;
+        let signature = if single_device {
+            Signature::from_mlir(mlir)
+        } else {
+            None
+        };
+        Ok(Executable::new(loaded, self.raw, self.id, signature))
+    }
+
+    /// Deserializes an executable made by [`Executable::serialize`] (with a compatible plugin)
+    /// and loads it on this client.
+    pub fn load_serialized(&self, bytes: &[u8]) -> Result<Executable> {
+        let start = Instant::now();
+        let (signature, bytes) = executable::unwrap(bytes)?;
+        let loaded = guard("deserialize", || self.client.load_executable(bytes))?.map_err(|e| {
+            Error::Deserialize {
+                message: pjrt_message(e),
+            }
+        })?;
+        tracing::debug!(
+            bytes = bytes.len(),
+            elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
+            "loaded serialized executable"
+        );
+        Ok(Executable::new(loaded, self.raw, self.id, signature))
+    }
+
+    /// Copies a host tensor to this client's first device (the tensor is validated first).
+    pub fn upload(&self, t: &HostTensor) -> Result<DeviceBuffer> {
+        guard("upload", || DeviceBuffer::upload(&self.client, self.id, t))?
+    }
+}

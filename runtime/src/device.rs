@@ -1,0 +1,196 @@
+//! Device kinds, compile/run targets (device + plugin), and the TPU preflight.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::env::{EnvConfig, FXHLO_TPU_FORCE};
+use crate::error::{Error, Result};
+use crate::plugin;
+
+/// The kind of accelerator a PJRT plugin drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DeviceKind {
+    /// The XLA CPU plugin (`xla-cpu-pjrt`).
+    Cpu,
+    /// An NVIDIA GPU through JAX's CUDA plugin (`jax-cuda13-pjrt` / `jax-cuda12-pjrt`).
+    Cuda,
+    /// A Cloud TPU through `libtpu`.
+    Tpu,
+}
+
+impl DeviceKind {
+    /// Every device kind, in the order error messages list them.
+    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Cuda, DeviceKind::Tpu];
+
+    /// The lowercase name (`cpu`, `cuda`, `tpu`), as parsed by [`FromStr`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Tpu => "tpu",
+        }
+    }
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DeviceKind {
+    type Err = Error;
+
+    /// Parses `cpu`, `cuda` or `tpu` (any case, surrounding spaces ignored); the error lists
+    /// the valid names.
+    fn from_str(s: &str) -> Result<DeviceKind> {
+        let wanted = s.trim();
+        DeviceKind::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(wanted))
+            .ok_or_else(|| Error::UnknownDevice(s.to_string()))
+    }
+}
+
+/// What to compile for and run on: a device kind and the PJRT plugin that drives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The device kind.
+    pub device: DeviceKind,
+    /// Path of the PJRT plugin shared library.
+    pub plugin: PathBuf,
+    /// A device topology for ahead-of-time compilation without the device (e.g. TPU `v6e:2x2`).
+    /// [`Target::resolve`] leaves it `None`; [`crate::Client::new`] ignores it.
+    pub topology: Option<String>,
+}
+
+impl Target {
+    /// A target for `device` with an explicit plugin path (no discovery, no checks yet: the
+    /// plugin is checked when a [`crate::Client`] is created from it).
+    pub fn new(device: DeviceKind, plugin: impl Into<PathBuf>) -> Target {
+        Target {
+            device,
+            plugin: plugin.into(),
+            topology: None,
+        }
+    }
+
+    /// Finds the plugin for `device` from the process environment: `FXHLO_PJRT_PLUGIN` if set,
+    /// otherwise the device's plugin in the virtual environments and Python site-packages
+    /// folders described in [`crate::plugin`]. The error says what was searched and what to do.
+    pub fn resolve(device: DeviceKind) -> Result<Target> {
+        Target::resolve_in(device, &EnvConfig::from_env())
+    }
+
+    /// [`Target::resolve`] with explicit settings instead of the process environment.
+    pub fn resolve_in(device: DeviceKind, env: &EnvConfig) -> Result<Target> {
+        // Without a TPU, "no TPU here" is the answer the user needs, whether or not libtpu is
+        // installed.
+        if device == DeviceKind::Tpu {
+            tpu_preflight(env)?;
+        }
+        let plugin = plugin::discover(device, env)?;
+        tracing::debug!(%device, plugin = %plugin.display(), "resolved PJRT target");
+        Ok(Target::new(device, plugin))
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.device, self.plugin.display())?;
+        if let Some(topology) = &self.topology {
+            write!(f, " topology {topology}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Fails at once unless this machine has a TPU (or `FXHLO_TPU_FORCE` says to skip the check).
+///
+/// `libtpu` creates a client on a machine without a TPU by querying the cloud metadata server,
+/// 30 times per key, which takes many minutes before it fails. A TPU VM exposes its chips as
+/// `/dev/accel*` (v2-v4) or `/dev/vfio/<n>` (v5e and later; `/dev/vfio/vfio` is the VFIO
+/// control node present on any machine with VFIO and does not count).
+pub fn tpu_preflight(env: &EnvConfig) -> Result<()> {
+    if env.tpu_force {
+        tracing::debug!("{FXHLO_TPU_FORCE} set: skipping the TPU preflight");
+        return Ok(());
+    }
+    let nodes = tpu_device_nodes(Path::new("/dev"));
+    if nodes.is_empty() {
+        return Err(Error::NoTpu);
+    }
+    tracing::debug!(?nodes, "TPU device nodes found");
+    Ok(())
+}
+
+/// The TPU device nodes under `dev` (normally `/dev`), sorted.
+pub(crate) fn tpu_device_nodes(dev: &Path) -> Vec<PathBuf> {
+    let mut nodes: Vec<PathBuf> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dev) {
+        nodes.extend(
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("accel"))
+                .map(|e| e.path()),
+        );
+    }
+    if let Ok(entries) = std::fs::read_dir(dev.join("vfio")) {
+        nodes.extend(
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name() != "vfio")
+                .map(|e| e.path()),
+        );
+    }
+    nodes.sort();
+    nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display_round_trip() {
+        for kind in DeviceKind::ALL {
+            assert_eq!(kind.to_string().parse::<DeviceKind>().ok(), Some(kind));
+        }
+        assert_eq!(" CUDA ".parse::<DeviceKind>().ok(), Some(DeviceKind::Cuda));
+    }
+
+    #[test]
+    fn unknown_device_lists_valid_ones() {
+        let err = "gpu".parse::<DeviceKind>().err().map(|e| e.to_string());
+        let msg = err.unwrap_or_default();
+        assert!(msg.contains("`gpu`"), "{msg}");
+        assert!(msg.contains("cpu, cuda, tpu"), "{msg}");
+    }
+
+    #[test]
+    fn tpu_nodes_ignore_the_vfio_control_node() {
+        let dev = crate::test_util::TempDir::new("tpu-nodes");
+        std::fs::create_dir_all(dev.path().join("vfio")).ok();
+        std::fs::write(dev.path().join("vfio/vfio"), b"").ok();
+        std::fs::write(dev.path().join("null"), b"").ok();
+        assert!(tpu_device_nodes(dev.path()).is_empty());
+
+        std::fs::write(dev.path().join("vfio/0"), b"").ok();
+        std::fs::write(dev.path().join("accel0"), b"").ok();
+        let nodes = tpu_device_nodes(dev.path());
+        assert_eq!(
+            nodes,
+            vec![dev.path().join("accel0"), dev.path().join("vfio/0")]
+        );
+    }
+
+    #[test]
+    fn preflight_respects_force() {
+        let env = EnvConfig {
+            tpu_force: true,
+            ..EnvConfig::default()
+        };
+        assert!(tpu_preflight(&env).is_ok());
+    }
+}

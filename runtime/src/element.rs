@@ -1,0 +1,284 @@
+//! Element types: the [`ElementType`] enum, the Rust types that hold them ([`Element`]), and
+//! their mapping to PJRT buffer types.
+//!
+//! `pjrt` 0.2.0 has typed host buffers for bool, integers, f32 and f64 but none for f16/bf16;
+//! its `Type`/`ElemType` traits are public, so this module adds the two half types
+//! (`F16Type`, `Bf16Type`) and uploads every element type through `TypedHostBuffer`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use half::{bf16, f16};
+use pjrt::PrimitiveType;
+use pjrt_sys::PJRT_Buffer_Type;
+
+use crate::error::{Error, Result};
+
+/// The element types the runtime moves between host and device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElementType {
+    /// `i1` / PRED, stored as one byte (0 or 1).
+    Bool,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision.
+    F64,
+}
+
+impl ElementType {
+    /// Every element type.
+    pub const ALL: [ElementType; 10] = [
+        ElementType::Bool,
+        ElementType::I8,
+        ElementType::I16,
+        ElementType::I32,
+        ElementType::I64,
+        ElementType::U8,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::F32,
+        ElementType::F64,
+    ];
+
+    /// Bytes per element in a host tensor (bool takes one byte).
+    pub fn byte_size(self) -> usize {
+        match self {
+            ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
+            ElementType::I16 | ElementType::F16 | ElementType::BF16 => 2,
+            ElementType::I32 | ElementType::F32 => 4,
+            ElementType::I64 | ElementType::F64 => 8,
+        }
+    }
+
+    /// The short name (`bool`, `i8`, ..., `bf16`, `f32`), as parsed by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            ElementType::Bool => "bool",
+            ElementType::I8 => "i8",
+            ElementType::I16 => "i16",
+            ElementType::I32 => "i32",
+            ElementType::I64 => "i64",
+            ElementType::U8 => "u8",
+            ElementType::F16 => "f16",
+            ElementType::BF16 => "bf16",
+            ElementType::F32 => "f32",
+            ElementType::F64 => "f64",
+        }
+    }
+
+    /// The MLIR/StableHLO spelling inside `tensor<...>` (`i1`, `ui8`, `bf16`, ...).
+    pub fn mlir_name(self) -> &'static str {
+        match self {
+            ElementType::Bool => "i1",
+            ElementType::U8 => "ui8",
+            other => other.name(),
+        }
+    }
+
+    /// The PJRT buffer type code.
+    pub(crate) fn to_pjrt(self) -> PJRT_Buffer_Type {
+        self.primitive_type() as PJRT_Buffer_Type
+    }
+
+    /// The `pjrt` crate's primitive type.
+    pub(crate) fn primitive_type(self) -> PrimitiveType {
+        match self {
+            ElementType::Bool => PrimitiveType::Pred,
+            ElementType::I8 => PrimitiveType::S8,
+            ElementType::I16 => PrimitiveType::S16,
+            ElementType::I32 => PrimitiveType::S32,
+            ElementType::I64 => PrimitiveType::S64,
+            ElementType::U8 => PrimitiveType::U8,
+            ElementType::F16 => PrimitiveType::F16,
+            ElementType::BF16 => PrimitiveType::BF16,
+            ElementType::F32 => PrimitiveType::F32,
+            ElementType::F64 => PrimitiveType::F64,
+        }
+    }
+
+    /// The element type for a PJRT buffer type code, or an error naming the code.
+    pub(crate) fn from_pjrt(code: PJRT_Buffer_Type) -> Result<ElementType> {
+        ElementType::ALL
+            .into_iter()
+            .find(|t| t.to_pjrt() == code)
+            .ok_or_else(|| {
+                let name = PrimitiveType::try_from(code)
+                    .map(|p| format!("{p:?}"))
+                    .unwrap_or_else(|_| format!("PJRT buffer type code {code}"));
+                Error::UnsupportedElementType(name)
+            })
+    }
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ElementType {
+    type Err = Error;
+
+    /// Parses [`ElementType::name`] or [`ElementType::mlir_name`] spellings.
+    fn from_str(s: &str) -> Result<ElementType> {
+        ElementType::ALL
+            .into_iter()
+            .find(|t| t.name() == s || t.mlir_name() == s)
+            .ok_or_else(|| {
+                let valid: Vec<&str> = ElementType::ALL.iter().map(|t| t.name()).collect();
+                Error::UnsupportedElementType(format!("`{s}` (valid: {})", valid.join(", ")))
+            })
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that holds one element of an [`ElementType`] (f32, f64, i64, i32, i16, i8, u8,
+/// bool, `half::f16`, `half::bf16`). Sealed: the runtime's byte layout depends on it.
+pub trait Element: Copy + sealed::Sealed + 'static {
+    /// The element type this Rust type holds.
+    const TYPE: ElementType;
+    /// Appends the little-endian bytes of `self`.
+    fn write_le(self, out: &mut Vec<u8>);
+    /// Reads one element from the first [`ElementType::byte_size`] little-endian bytes
+    /// (missing bytes read as zero).
+    fn read_le(bytes: &[u8]) -> Self;
+    /// The value as f32 (`true` = 1.0; large integers round).
+    fn to_f32(self) -> f32;
+}
+
+macro_rules! impl_element_num {
+    ($t:ty, $variant:ident, $n:literal, |$v:ident| $to_f32:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const TYPE: ElementType = ElementType::$variant;
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; $n];
+                let k = bytes.len().min($n);
+                raw[..k].copy_from_slice(&bytes[..k]);
+                <$t>::from_le_bytes(raw)
+            }
+            fn to_f32(self) -> f32 {
+                let $v = self;
+                $to_f32
+            }
+        }
+    };
+}
+
+impl_element_num!(f32, F32, 4, |v| v);
+impl_element_num!(f64, F64, 8, |v| v as f32);
+impl_element_num!(i64, I64, 8, |v| v as f32);
+impl_element_num!(i32, I32, 4, |v| v as f32);
+impl_element_num!(i16, I16, 2, |v| f32::from(v));
+impl_element_num!(i8, I8, 1, |v| f32::from(v));
+impl_element_num!(u8, U8, 1, |v| f32::from(v));
+impl_element_num!(f16, F16, 2, |v| v.to_f32());
+impl_element_num!(bf16, BF16, 2, |v| v.to_f32());
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const TYPE: ElementType = ElementType::Bool;
+    fn write_le(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    /// Any non-zero byte reads as `true`.
+    fn read_le(bytes: &[u8]) -> Self {
+        bytes.first().is_some_and(|b| *b != 0)
+    }
+    fn to_f32(self) -> f32 {
+        f32::from(u8::from(self))
+    }
+}
+
+/// `pjrt::Type` for IEEE f16 (missing from `pjrt` 0.2.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct F16Type;
+
+/// The bits of one f16 element, as `pjrt`'s `ElemType` for [`F16Type`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct F16Bits(pub u16);
+
+impl pjrt::Type for F16Type {
+    const NAME: &'static str = "f16";
+    const PRIMITIVE_TYPE: PrimitiveType = PrimitiveType::F16;
+    const TYPE: Self = F16Type;
+    type ElemType = F16Bits;
+}
+
+impl pjrt::ElemType for F16Bits {
+    type Type = F16Type;
+}
+
+/// `pjrt::Type` for bfloat16 (missing from `pjrt` 0.2.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bf16Type;
+
+/// The bits of one bf16 element, as `pjrt`'s `ElemType` for [`Bf16Type`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct Bf16Bits(pub u16);
+
+impl pjrt::Type for Bf16Type {
+    const NAME: &'static str = "bf16";
+    const PRIMITIVE_TYPE: PrimitiveType = PrimitiveType::BF16;
+    const TYPE: Self = Bf16Type;
+    type ElemType = Bf16Bits;
+}
+
+impl pjrt::ElemType for Bf16Bits {
+    type Type = Bf16Type;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for t in ElementType::ALL {
+            assert_eq!(t.name().parse::<ElementType>().ok(), Some(t));
+            assert_eq!(t.mlir_name().parse::<ElementType>().ok(), Some(t));
+        }
+        assert!("c64".parse::<ElementType>().is_err());
+    }
+
+    #[test]
+    fn pjrt_codes_round_trip() {
+        for t in ElementType::ALL {
+            assert_eq!(ElementType::from_pjrt(t.to_pjrt()).ok(), Some(t));
+        }
+        let u32_code = PrimitiveType::U32 as PJRT_Buffer_Type;
+        let msg = ElementType::from_pjrt(u32_code)
+            .err()
+            .map(|e| e.to_string());
+        assert!(msg.unwrap_or_default().contains("U32"));
+    }
+
+    #[test]
+    fn half_types_have_pjrt_sizes() {
+        use pjrt::Type;
+        assert_eq!(F16Type::SIZE, 2);
+        assert_eq!(Bf16Type::SIZE, 2);
+    }
+}

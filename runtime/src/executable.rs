@@ -1,0 +1,204 @@
+//! Loaded executables: compile options, running on device buffers, serialization.
+
+use std::time::Instant;
+
+use pjrt_sys::PJRT_Buffer;
+
+use crate::device_buffer::DeviceBuffer;
+use crate::error::{guard, pjrt_message, Error, Result};
+use crate::plugin::{buffer_ptr, RawApi};
+use crate::signature::Signature;
+
+/// Options for [`crate::Client::compile_with_options`]; the defaults match `compile`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Replicas (data-parallel copies); 1 by default.
+    pub num_replicas: i64,
+    /// Partitions (SPMD shards); 1 by default. [`Executable::run`] runs single-device
+    /// executables only; more partitions compile but need a multi-device run.
+    pub num_partitions: i64,
+    /// Partition with SPMD (from `mhlo.sharding` annotations) when `num_partitions > 1`.
+    pub use_spmd_partitioning: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            num_replicas: 1,
+            num_partitions: 1,
+            use_spmd_partitioning: false,
+        }
+    }
+}
+
+impl CompileOptions {
+    /// The `pjrt` options (XLA `CompileOptionsProto`) these stand for.
+    pub(crate) fn to_pjrt(&self) -> pjrt::CompileOptions {
+        let mut options = pjrt::CompileOptions::new();
+        if let Some(build) = options.proto_mut().executable_build_options.as_mut() {
+            build.num_replicas = self.num_replicas;
+            build.num_partitions = self.num_partitions;
+            build.use_spmd_partitioning = self.use_spmd_partitioning;
+        }
+        options
+    }
+}
+
+/// A compiled program loaded on a [`crate::Client`]'s devices (not `Send`, like the client).
+pub struct Executable {
+    loaded: pjrt::LoadedExecutable,
+    raw: RawApi,
+    client_id: u64,
+    signature: Option<Signature>,
+}
+
+impl std::fmt::Debug for Executable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executable").finish_non_exhaustive()
+    }
+}
+
+/// One device's argument list, none donatable (the caller keeps its buffers).
+struct Arguments(Vec<*mut PJRT_Buffer>);
+
+impl pjrt::ExecutionInputs for Arguments {
+    fn buffer_ptrs(&self) -> Vec<Vec<*mut PJRT_Buffer>> {
+        vec![self.0.clone()]
+    }
+
+    fn non_donatable_input_indices(&self) -> Vec<i64> {
+        (0..self.0.len() as i64).collect()
+    }
+}
+
+impl Executable {
+    pub(crate) fn new(
+        loaded: pjrt::LoadedExecutable,
+        raw: RawApi,
+        client_id: u64,
+        signature: Option<Signature>,
+    ) -> Executable {
+        Executable {
+            loaded,
+            raw,
+            client_id,
+            signature,
+        }
+    }
+
+    /// Runs on one device with `args` (in the order of the `main` function's parameters) and
+    /// waits for the results, one buffer per result of `main`. The arguments are not donated.
+    ///
+    /// Wrong argument counts, element types or shapes give [`Error::Execute`]: checked here
+    /// against `@main`'s signature when it is known (see [`crate::signature`]; the CPU plugin
+    /// itself only checks count and byte size), otherwise by the plugin.
+    pub fn run(&self, args: &[&DeviceBuffer]) -> Result<Vec<DeviceBuffer>> {
+        let start = Instant::now();
+        if let Some(signature) = &self.signature {
+            signature.check(args)?;
+        }
+        let mut ptrs = Vec::with_capacity(args.len());
+        for arg in args {
+            if arg.client_id() != self.client_id {
+                return Err(Error::ForeignObject("an argument buffer"));
+            }
+            let ptr = buffer_ptr(arg.pjrt()).ok_or_else(|| Error::Execute {
+                message: "an argument buffer has no device pointer".to_string(),
+            })?;
+            ptrs.push(ptr);
+        }
+        let outputs = guard("execute", || {
+            self.loaded.execution(Arguments(ptrs)).run_sync()
+        })?
+        .map_err(|e| Error::Execute {
+            message: pjrt_message(e),
+        })?;
+        let outputs = outputs.into_iter().next().unwrap_or_default();
+        let results = outputs
+            .into_iter()
+            .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))
+            .collect::<Result<Vec<_>>>()?;
+        tracing::trace!(
+            args = args.len(),
+            results = results.len(),
+            elapsed_us = start.elapsed().as_secs_f64() * 1e6,
+            "ran executable"
+        );
+        Ok(results)
+    }
+
+    /// The executable's bytes, for [`crate::Client::load_serialized`] with the same plugin.
+    ///
+    /// Format: when the signature of `@main` is known, an envelope `FXHLOEXE`, version byte
+    /// `1`, u32 little-endian length, the signature text, then the plugin's serialized
+    /// executable; otherwise the plugin's bytes alone. `load_serialized` accepts both.
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        let payload = guard("serialize", || {
+            self.loaded.executable().serialize().bytes().to_vec()
+        })
+        .map_err(|e| Error::Serialize {
+            message: e.to_string(),
+        })?;
+        Ok(match &self.signature {
+            Some(signature) => wrap(&signature.encode(), &payload),
+            None => payload,
+        })
+    }
+}
+
+/// First bytes of a serialized executable with a signature envelope.
+const MAGIC: &[u8; 8] = b"FXHLOEXE";
+/// The envelope layout version.
+const ENVELOPE_VERSION: u8 = 1;
+
+/// `MAGIC, version, u32 LE len, signature, payload`.
+fn wrap(signature: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + 5 + signature.len() + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.push(ENVELOPE_VERSION);
+    out.extend_from_slice(&(signature.len() as u32).to_le_bytes());
+    out.extend_from_slice(signature.as_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Splits serialized bytes into the signature (if enveloped) and the plugin's payload.
+pub(crate) fn unwrap(bytes: &[u8]) -> Result<(Option<Signature>, &[u8])> {
+    let Some(rest) = bytes.strip_prefix(MAGIC) else {
+        return Ok((None, bytes));
+    };
+    let bad = |what: &str| Error::Deserialize {
+        message: format!("fxhlo executable envelope: {what}"),
+    };
+    let (&version, rest) = rest.split_first().ok_or_else(|| bad("truncated"))?;
+    if version != ENVELOPE_VERSION {
+        return Err(bad(&format!(
+            "version {version}, this runtime reads {ENVELOPE_VERSION}"
+        )));
+    }
+    let (len, rest) = rest.split_at_checked(4).ok_or_else(|| bad("truncated"))?;
+    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    let (text, payload) = rest.split_at_checked(len).ok_or_else(|| bad("truncated"))?;
+    let text = std::str::from_utf8(text).map_err(|_| bad("signature is not UTF-8"))?;
+    let signature = Signature::decode(text).ok_or_else(|| bad("unreadable signature"))?;
+    Ok((Some(signature), payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_round_trip() {
+        let bytes = wrap("f32[2];i1[]", b"payload");
+        let (sig, payload) = unwrap(&bytes).unwrap_or((None, b""));
+        assert_eq!(sig.map(|s| s.encode()).as_deref(), Some("f32[2];i1[]"));
+        assert_eq!(payload, b"payload");
+        let (sig, payload) = unwrap(b"raw pjrt").unwrap_or((None, b""));
+        assert!(sig.is_none());
+        assert_eq!(payload, b"raw pjrt");
+        for bad in [&bytes[..9], &bytes[..12], b"FXHLOEXE\x02rest"] {
+            assert!(unwrap(bad).is_err());
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Compile hand-written StableHLO, run it, and compare with values computed here.
+
+use fxhlo_runtime::{CompileOptions, HostTensor};
+
+use super::{binary_module, cpu_client, run_mlir};
+
+#[test]
+fn client_reports_cpu_platform() {
+    let client = cpu_client();
+    assert_eq!(client.platform_name(), "cpu");
+    assert!(!client.platform_version().is_empty());
+    let (major, minor) = client.api_version();
+    assert_eq!(major, 0);
+    assert!(minor >= 81, "C API 0.{minor}");
+}
+
+#[test]
+fn add_2x3_f32() {
+    let client = cpu_client();
+    let a: Vec<f32> = (0..6).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..6).map(|i| 10.0 - i as f32).collect();
+    let out = run_mlir(
+        &client,
+        &binary_module("add", "2x3", "f32"),
+        &[
+            HostTensor::from_f32([2, 3], &a).unwrap(),
+            HostTensor::from_f32([2, 3], &b).unwrap(),
+        ],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].dims, vec![2, 3]);
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), want);
+}
+
+const MATMUL_EXP: &str = r#"
+func.func @main(%x: tensor<2x3xf32>, %w: tensor<3x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %1 = stablehlo.exponential %0 : tensor<2x2xf32>
+  return %0, %1 : tensor<2x2xf32>, tensor<2x2xf32>
+}
+"#;
+
+#[test]
+fn matmul_with_two_results() {
+    let client = cpu_client();
+    let x = [1.0f32, 2.0, 3.0, -1.0, 0.5, 0.25];
+    let w = [0.1f32, -0.2, 0.3, 0.4, -0.5, 0.6];
+    let out = run_mlir(
+        &client,
+        MATMUL_EXP,
+        &[
+            HostTensor::from_f32([2, 3], &x).unwrap(),
+            HostTensor::from_f32([3, 2], &w).unwrap(),
+        ],
+    );
+    assert_eq!(out.len(), 2);
+    let mut want = [0f32; 4];
+    for i in 0..2 {
+        for j in 0..2 {
+            want[i * 2 + j] = (0..3).map(|k| x[i * 3 + k] * w[k * 2 + j]).sum();
+        }
+    }
+    let got = out[0].to_vec::<f32>().unwrap();
+    let got_exp = out[1].to_vec::<f32>().unwrap();
+    for k in 0..4 {
+        assert!((got[k] - want[k]).abs() < 1e-5, "{got:?} vs {want:?}");
+        assert!((got_exp[k] - want[k].exp()).abs() < 1e-4 * want[k].exp().max(1.0));
+    }
+}
+
+#[test]
+fn scalar_and_reuse() {
+    let client = cpu_client();
+    let exe = client
+        .compile(&binary_module("multiply", "", "f64"))
+        .expect("compile scalar module");
+    for k in 0..3 {
+        let a = client
+            .upload(&HostTensor::scalar(1.5f64 + k as f64))
+            .unwrap();
+        let b = client.upload(&HostTensor::scalar(-2.0f64)).unwrap();
+        let out = exe.run(&[&a, &b]).unwrap();
+        assert!(out[0].dims().is_empty());
+        assert_eq!(
+            out[0].to_host().unwrap().to_vec::<f64>().unwrap(),
+            vec![-2.0 * (1.5 + k as f64)]
+        );
+    }
+}
+
+#[test]
+fn explicit_default_options_compile() {
+    let client = cpu_client();
+    let exe = client
+        .compile_with_options(
+            &binary_module("subtract", "4", "i32"),
+            &CompileOptions::default(),
+        )
+        .expect("compile with explicit options");
+    let a = client
+        .upload(&HostTensor::from_i32([4], &[5, 6, 7, 8]).unwrap())
+        .unwrap();
+    let b = client
+        .upload(&HostTensor::from_i32([4], &[1, 1, 10, -8]).unwrap())
+        .unwrap();
+    let out = exe.run(&[&a, &b]).unwrap();
+    assert_eq!(
+        out[0].to_host().unwrap().to_vec::<i32>().unwrap(),
+        vec![4, 5, -3, 16]
+    );
+}
+
+#[test]
+fn compile_time_is_logged_and_reasonable() {
+    let client = cpu_client();
+    let start = std::time::Instant::now();
+    let _exe = client.compile(MATMUL_EXP).expect("compile");
+    let elapsed = start.elapsed();
+    eprintln!("compile of a dot_general+exp module took {elapsed:?}");
+    assert!(elapsed.as_secs() < 60);
+}
