@@ -126,7 +126,7 @@ impl Compiled {
         }
         let refs: Vec<&DeviceBuffer> = buffers.iter().collect();
         let outputs = self.executable.run(&refs)?;
-        outputs.iter().map(|b| b.to_host().map_err(Error::Runtime)).collect()
+        outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect()
     }
 
     /// Runs with inputs from a bundle: weights from `weights.safetensors`, user inputs from the

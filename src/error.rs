@@ -1,18 +1,19 @@
 //! The facade's error: one variant per stage, plus inputs and reference checks.
 
 /// An error from any stage of fxhlo; the message names the stage's file, node or setting.
+/// Stage errors are boxed: they carry paths and messages, and `Result`s stay small.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Frontend(#[from] fxhlo_frontend::Error),
+    Frontend(Box<fxhlo_frontend::Error>),
     #[error(transparent)]
     Ir(#[from] fxhlo_ir::Error),
     #[error(transparent)]
-    Passes(#[from] fxhlo_passes::Error),
+    Passes(Box<fxhlo_passes::Error>),
     #[error(transparent)]
-    Codegen(#[from] fxhlo_codegen::Error),
+    Codegen(Box<fxhlo_codegen::Error>),
     #[error(transparent)]
-    Runtime(#[from] fxhlo_runtime::Error),
+    Runtime(Box<fxhlo_runtime::Error>),
     /// The caller's inputs do not match the graph (count, dtype or shape), or a bundle lacks
     /// the tensors needed to run it.
     #[error("inputs: {0}")]
@@ -21,6 +22,18 @@ pub enum Error {
     #[error("check failed: {0}")]
     Mismatch(String),
 }
+
+macro_rules! boxed_from {
+    ($($variant:ident: $ty:ty),*) => {$(
+        impl From<$ty> for Error {
+            fn from(e: $ty) -> Self {
+                Error::$variant(Box::new(e))
+            }
+        }
+    )*};
+}
+
+boxed_from!(Frontend: fxhlo_frontend::Error, Passes: fxhlo_passes::Error, Codegen: fxhlo_codegen::Error, Runtime: fxhlo_runtime::Error);
 
 /// Result alias of the facade.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

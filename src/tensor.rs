@@ -25,5 +25,5 @@ pub fn element_type(d: DType) -> ElementType {
 /// A host tensor holding a copy of a mapped tensor's bytes (PJRT needs owned host data).
 pub fn host_tensor(view: &TensorView<'_>) -> Result<HostTensor> {
     let dims: Vec<i64> = view.shape.iter().map(|&d| d as i64).collect();
-    HostTensor::new(element_type(view.dtype), dims, view.bytes.to_vec()).map_err(Error::Runtime)
+    HostTensor::new(element_type(view.dtype), dims, view.bytes.to_vec()).map_err(Error::from)
 }

@@ -2,7 +2,7 @@
 //! bad input (each asserted on its message).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn fixture() -> PathBuf {
