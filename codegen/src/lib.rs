@@ -10,7 +10,7 @@ mod emit;
 mod error;
 pub mod lower;
 
-use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
+use fxhlo_ir::{BinaryOp, Graph, NodeId, Op, UnaryOp, ValueRef};
 use melior::dialect::{func, DialectRegistry};
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
@@ -30,9 +30,9 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
     let mut ops = Vec::new();
     for id in graph.topo_order()? {
         let node = graph.node(id);
-        if let Op::Unknown { target } = &node.op {
+        if !lowerable(&node.op) {
             ops.push(UnsupportedOp {
-                target: target.clone(),
+                target: node.op.name().to_string(),
                 node: node.name.clone(),
                 source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
             });
@@ -122,16 +122,31 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
     let arg = |i: usize| operands.get(i).map(|o| o.0).ok_or_else(|| e.internal(format!("missing operand {i}")));
     let first = || operands.first().copied().ok_or_else(|| e.internal("missing operand 0"));
     match &node.op {
-        Op::Add => lower::elementwise::binary(e, "stablehlo.add", &operands, result, loc),
-        Op::Mul => lower::elementwise::binary(e, "stablehlo.multiply", &operands, result, loc),
-        Op::Relu => lower::elementwise::relu(e, arg(0)?, result, loc),
+        Op::Binary(BinaryOp::Add) => lower::elementwise::binary(e, "stablehlo.add", &operands, result, loc),
+        Op::Binary(BinaryOp::Mul) => lower::elementwise::binary(e, "stablehlo.multiply", &operands, result, loc),
+        Op::Unary(UnaryOp::Relu) => lower::elementwise::relu(e, arg(0)?, result, loc),
         Op::Mm => lower::matmul::mm(e, arg(0)?, arg(1)?, result, loc),
         Op::Addmm => lower::matmul::addmm(e, first()?, arg(1)?, arg(2)?, result, loc),
         Op::Permute { dims } => lower::shape::permute(e, arg(0)?, dims, result, loc),
         Op::Expand { .. } => lower::shape::expand(e, arg(0)?, first()?.1, result, loc),
         Op::Full { value } => lower::creation::full(e, *value, result, loc),
-        Op::Input { .. } | Op::Unknown { .. } => Err(e.internal(format!("{} reached lowering", node.op.name()))),
+        _ => Err(e.internal(format!("{} reached lowering", node.op.name()))),
     }
+}
+
+/// Whether codegen lowers `op` (everything else is listed by [`unsupported_ops`]).
+pub fn lowerable(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Input { .. }
+            | Op::Full { .. }
+            | Op::Binary(BinaryOp::Add | BinaryOp::Mul)
+            | Op::Unary(UnaryOp::Relu)
+            | Op::Mm
+            | Op::Addmm
+            | Op::Permute { .. }
+            | Op::Expand { .. }
+    )
 }
 
 /// `"node_name"("file":line:0)`, or the bare name where the node has no source.

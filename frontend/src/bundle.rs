@@ -7,10 +7,12 @@ use fxhlo_ir::{Graph, Op};
 
 use crate::schema::Trace;
 use crate::weights::TensorFile;
-use crate::{import, Error, Result};
+use crate::{encoding, import, Error, Result};
 
-/// File names inside a bundle.
+/// The graph in JSON (for people).
 pub const GRAPH_JSON: &str = "graph.json";
+/// The graph in bincode (for speed); preferred when both are present.
+pub const GRAPH_BIN: &str = "graph.bin";
 /// Weights (parameters, buffers, constants) keyed by their fully qualified names.
 pub const WEIGHTS: &str = "weights.safetensors";
 /// PyTorch eager reference: `input.<placeholder>` and `output.<index>` tensors.
@@ -41,11 +43,16 @@ impl Bundle {
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
             });
         }
-        let graph_path = dir.join(GRAPH_JSON);
-        if !graph_path.is_file() {
+        let (bin, json) = (dir.join(GRAPH_BIN), dir.join(GRAPH_JSON));
+        let (graph_path, trace) = if bin.is_file() {
+            let trace = read_bin(&bin)?;
+            (bin, trace)
+        } else if json.is_file() {
+            let trace = read_json(&json)?;
+            (json, trace)
+        } else {
             return Err(Error::NotABundle { path: dir });
-        }
-        let trace = read_json(&graph_path)?;
+        };
         let graph = import::import(&trace, &graph_path)?;
         let open_opt = |name: &str| {
             let p = dir.join(name);
@@ -58,20 +65,16 @@ impl Bundle {
     }
 }
 
-/// Parses a JSON trace; errors carry the line and column.
+/// Reads a JSON trace file; errors carry the line and column.
 pub fn read_json(path: &Path) -> Result<Trace> {
-    let text = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    parse_json(&text, path)
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    encoding::parse_json(&bytes, path)
 }
 
-/// Parses JSON trace bytes; `path` names the source in errors.
-pub fn parse_json(bytes: &[u8], path: &Path) -> Result<Trace> {
-    serde_json::from_slice(bytes).map_err(|e| Error::Json {
-        path: path.into(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })
+/// Reads a bincode trace file.
+pub fn read_bin(path: &Path) -> Result<Trace> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    encoding::parse_bin(&bytes, path)
 }
 
 fn check_weights(graph: &Graph, weights: Option<&TensorFile>, path: &Path) -> Result<()> {

@@ -12,6 +12,10 @@ pub enum Error {
     NotABundle { path: PathBuf },
     #[error("{path}:{line}:{column}: malformed trace JSON: {message}")]
     Json { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}: malformed bincode trace: {message}")]
+    Bincode { path: PathBuf, message: String },
+    #[error("{path}: `{node}` has symbolic size `{size}` at dim {dim}: fxhlo specializes shapes; capture with dynamic=False")]
+    SymbolicSize { path: PathBuf, node: String, dim: usize, size: String },
     #[error("{path}: not an fxhlo trace (format is `{found}`, expected `fxhlo-trace`)")]
     Format { path: PathBuf, found: String },
     #[error("{path}: trace schema version {found} is not supported (this fxhlo reads version {supported}); re-export the model with a matching fxhlo")]

@@ -1,15 +1,18 @@
-//! Trace → `ir::Graph`: resolves names, maps ATen targets to `ir::Op`, checks every node's
-//! meta against shape inference, and runs the IR verifier.
+//! Trace → `ir::Graph`: resolves names, maps ATen calls to `ir::Op` (see `aten.rs`), checks
+//! every node's meta against shape inference, and runs the IR verifier.
 //!
-//! Targets without a dedicated `Op` become `Op::Unknown` with their types from the meta, so
-//! import never fails because an op is unknown; lowering reports those.
+//! Scalars in tensor positions become 0-d `full` nodes named `<node>.scalar<i>`, typed as
+//! PyTorch types a wrapped number (the tensor's dtype unless the scalar is of a higher
+//! category, then the default dtype). `getitem` nodes become aliases of one result of their
+//! producer and leave no node behind.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use fxhlo_ir::{infer, DType, Graph, InputKind, Op, Scalar, SourceLoc, TensorType, ValueRef};
+use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Scalar, SourceLoc, TensorType, ValueRef};
 
-use crate::schema::{Arg, InputKindSpec, NodeSpec, TensorMeta, Trace, FORMAT, SCHEMA_VERSION};
+use crate::aten::{self, Mapped, Operand};
+use crate::schema::{Arg, Dim, InputKindSpec, NodeSpec, TensorMeta, Trace, FORMAT, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// Builds and verifies the graph of `trace`; `path` names the file in errors.
@@ -82,41 +85,49 @@ impl Importer {
             .dtype
             .parse()
             .map_err(|source| Error::DType { path: self.path.clone(), node: node.into(), source })?;
-        Ok(TensorType::new(dtype, meta.sizes.clone()))
+        let mut shape = Vec::with_capacity(meta.sizes.len());
+        for (dim, d) in meta.sizes.iter().enumerate() {
+            match d {
+                Dim::Static(v) if *v >= 0 => shape.push(*v),
+                Dim::Static(v) => {
+                    return Err(Error::BadArgument {
+                        path: self.path.clone(),
+                        node: node.into(),
+                        target: "meta".into(),
+                        message: format!("negative size {v} at dim {dim}"),
+                    })
+                }
+                Dim::Symbolic(size) => {
+                    return Err(Error::SymbolicSize { path: self.path.clone(), node: node.into(), dim, size: size.clone() })
+                }
+            }
+        }
+        Ok(TensorType::new(dtype, shape))
+    }
+
+    fn err(&self, spec: &NodeSpec, message: String) -> Error {
+        Error::BadArgument { path: self.path.clone(), node: spec.name.clone(), target: spec.target.clone(), message }
     }
 
     fn node(&mut self, spec: &NodeSpec) -> Result<()> {
-        let path = self.path.clone();
-        let bad = |message: String| Error::BadArgument {
-            path: path.clone(),
-            node: spec.name.clone(),
-            target: spec.target.clone(),
-            message,
-        };
         let mut results = Vec::with_capacity(spec.meta.len());
         for m in &spec.meta {
             results.push(self.tensor_type(&spec.name, m)?);
         }
         if results.is_empty() {
-            return Err(bad("node has no result meta".into()));
+            return Err(self.err(spec, "node has no result meta".into()));
         }
         let source = spec.source.as_ref().map(|s| SourceLoc { file: s.file.clone(), line: s.line });
-        let (op, operands) = self.op_and_operands(spec, &results)?;
-        let operand_types: Vec<&TensorType> =
-            operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
+        let (op, operands) = match aten::map(&spec.target, &spec.args, &spec.kwargs, &results) {
+            Mapped::GetItem(producer, index) => return self.getitem(spec, &producer, index, &results),
+            Mapped::Op(op, operands) => (op, self.operands(spec, &operands)?),
+            Mapped::Unknown => (Op::Unknown { target: spec.target.clone() }, self.all_tensor_args(spec)?),
+        };
+        let operand_types: Vec<&TensorType> = operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
         match infer::infer(&op, &operand_types) {
-            Ok(Some(inferred)) if inferred != results => {
-                let fmt = |v: &[TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
-                return Err(Error::MetaMismatch {
-                    path: self.path.clone(),
-                    node: spec.name.clone(),
-                    target: spec.target.clone(),
-                    meta: fmt(&results),
-                    inferred: fmt(&inferred),
-                });
-            }
+            Ok(Some(inferred)) if inferred != results => return Err(self.mismatch(spec, &results, &inferred)),
             Ok(_) => {}
-            Err(message) => return Err(bad(message)),
+            Err(message) => return Err(self.err(spec, message)),
         }
         let id = self
             .graph
@@ -125,87 +136,121 @@ impl Importer {
         self.define(&spec.name, ValueRef::first(id))
     }
 
-    /// Maps an ATen call to an op and its tensor operands. Scalars in tensor positions become
-    /// 0-d `full` nodes of the other operand's dtype (PyTorch: a Python scalar does not promote
-    /// a tensor of the same category).
-    fn op_and_operands(&mut self, spec: &NodeSpec, results: &[TensorType]) -> Result<(Op, Vec<ValueRef>)> {
-        let name = spec.name.as_str();
-        let args = &spec.args;
-        let kw_is_one = |k: &str| match spec.kwargs.get(k) {
-            None => true,
-            Some(Arg::Int(1)) => true,
-            Some(Arg::Float(f)) => *f == 1.0,
-            _ => false,
-        };
-        let ints = |i: usize| match args.get(i) {
-            Some(Arg::Ints(v)) => Some(v.clone()),
-            _ => None,
-        };
-        let known = match (spec.target.as_str(), args.as_slice()) {
-            ("aten.add.Tensor", [a, b]) if kw_is_one("alpha") => Some((Op::Add, vec![a, b])),
-            ("aten.mul.Tensor", [a, b]) => Some((Op::Mul, vec![a, b])),
-            ("aten.relu.default", [x]) => Some((Op::Relu, vec![x])),
-            ("aten.mm.default", [a, b]) => Some((Op::Mm, vec![a, b])),
-            ("aten.addmm.default", [c, a, b]) if kw_is_one("beta") && kw_is_one("alpha") => {
-                Some((Op::Addmm, vec![c, a, b]))
-            }
-            ("aten.permute.default", [x, _]) => ints(1).map(|dims| (Op::Permute { dims }, vec![x])),
-            ("aten.t.default", [x]) => Some((Op::Permute { dims: vec![1, 0] }, vec![x])),
-            ("aten.expand.default", [x, _]) => ints(1).map(|sizes| (Op::Expand { sizes }, vec![x])),
-            ("aten.full.default", [Arg::Ints(_), v]) => scalar(v).map(|value| (Op::Full { value }, vec![])),
-            _ => None,
-        };
-        let Some((op, arg_refs)) = known else {
-            // Unknown (or a known op with arguments we do not model yet): keep every tensor
-            // argument as an operand so the data dependencies stay right.
-            let mut operands = Vec::new();
-            for a in args.iter().chain(spec.kwargs.values()) {
-                match a {
-                    Arg::Tensor(n) => operands.push(self.value(name, n)?),
-                    Arg::Tensors(ns) => {
-                        for n in ns {
-                            operands.push(self.value(name, n)?);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            return Ok((Op::Unknown { target: spec.target.clone() }, operands));
-        };
-        let dtype = results[0].dtype;
-        let mut operands = Vec::with_capacity(arg_refs.len());
-        for (i, a) in arg_refs.into_iter().enumerate() {
+    fn mismatch(&self, spec: &NodeSpec, meta: &[TensorType], inferred: &[TensorType]) -> Error {
+        let fmt = |v: &[TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+        Error::MetaMismatch {
+            path: self.path.clone(),
+            node: spec.name.clone(),
+            target: spec.target.clone(),
+            meta: fmt(meta),
+            inferred: fmt(inferred),
+        }
+    }
+
+    fn getitem(&mut self, spec: &NodeSpec, producer: &str, index: u32, results: &[TensorType]) -> Result<()> {
+        let base = self.value(&spec.name, producer)?;
+        let v = ValueRef { node: base.node, result: index };
+        match self.graph.value_type(v) {
+            Some(t) if results.len() == 1 && *t == results[0] => self.define(&spec.name, v),
+            Some(t) => Err(self.mismatch(spec, results, std::slice::from_ref(t))),
+            None => Err(self.err(spec, format!("`{producer}` has no result {index}"))),
+        }
+    }
+
+    /// Every tensor argument, in order, for an unknown op (keeps data dependencies right).
+    fn all_tensor_args(&self, spec: &NodeSpec) -> Result<Vec<ValueRef>> {
+        let mut out = Vec::new();
+        for a in spec.args.iter().chain(spec.kwargs.values()) {
             match a {
-                Arg::Tensor(n) => operands.push(self.value(name, n)?),
-                other => match scalar(other) {
-                    Some(value) => {
-                        let ty = TensorType::new(dtype, Vec::new());
-                        let id = self
-                            .graph
-                            .add_node(format!("{name}.scalar{i}"), Op::Full { value }, &[], vec![ty], None)
-                            .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
-                        operands.push(ValueRef::first(id));
+                Arg::Tensor(n) => out.push(self.value(&spec.name, n)?),
+                Arg::Tensors(ns) => {
+                    for n in ns {
+                        out.push(self.value(&spec.name, n)?);
                     }
-                    None => {
-                        return Err(Error::BadArgument {
-                            path: self.path.clone(),
-                            node: name.into(),
-                            target: spec.target.clone(),
-                            message: format!("argument {i} must be a tensor or a scalar, found {other:?}"),
-                        })
+                }
+                Arg::OptTensors(ns) => {
+                    for n in ns.iter().flatten() {
+                        out.push(self.value(&spec.name, n)?);
                     }
-                },
+                }
+                _ => {}
             }
         }
-        Ok((op, operands))
+        Ok(out)
+    }
+
+    /// Resolves operands; scalars become 0-d `full` nodes typed like PyTorch's wrapped numbers.
+    fn operands(&mut self, spec: &NodeSpec, operands: &[Operand]) -> Result<Vec<ValueRef>> {
+        let mut tensor_dtypes = Vec::new();
+        for o in operands {
+            if let Operand::Tensor(n) = o.base() {
+                let v = self.value(&spec.name, n)?;
+                if let Some(t) = self.graph.value_type(v) {
+                    tensor_dtypes.push(t.clone());
+                }
+            }
+        }
+        let refs: Vec<&TensorType> = tensor_dtypes.iter().collect();
+        let tensor_dtype = (!refs.is_empty()).then(|| infer::result_type(&refs));
+        let mut out = Vec::with_capacity(operands.len());
+        for (i, o) in operands.iter().enumerate() {
+            out.push(self.operand(spec, i, o, tensor_dtype)?);
+        }
+        Ok(out)
+    }
+
+    fn operand(&mut self, spec: &NodeSpec, i: usize, o: &Operand, tensor_dtype: Option<DType>) -> Result<ValueRef> {
+        match o {
+            Operand::Tensor(n) => self.value(&spec.name, n),
+            Operand::Scalar(s) => self.full(format!("{}.scalar{i}", spec.name), *s, wrapped_dtype(*s, tensor_dtype)),
+            Operand::Scaled(inner, factor) => {
+                let v = self.operand(spec, i, inner, tensor_dtype)?;
+                let ty = self.graph.value_type(v).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let f = self.full(format!("{}.alpha{i}", spec.name), *factor, wrapped_dtype(*factor, Some(ty.dtype)))?;
+                let f_ty = self.graph.value_type(f).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let op = Op::Binary(BinaryOp::Mul);
+                let results = infer::infer(&op, &[&ty, &f_ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
+                let id = self
+                    .graph
+                    .add_node(format!("{}.scaled{i}", spec.name), op, &[v, f], results, None)
+                    .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
+                Ok(ValueRef::first(id))
+            }
+        }
+    }
+
+    fn full(&mut self, name: String, value: Scalar, dtype: DType) -> Result<ValueRef> {
+        let ty = TensorType::new(dtype, Vec::new());
+        let id = self
+            .graph
+            .add_node(name, Op::Full { value }, &[], vec![ty], None)
+            .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
+        Ok(ValueRef::first(id))
     }
 }
 
-fn scalar(a: &Arg) -> Option<Scalar> {
-    match *a {
-        Arg::Int(v) => Some(Scalar::Int(v)),
-        Arg::Float(v) => Some(Scalar::float(v)),
-        Arg::Bool(v) => Some(Scalar::Bool(v)),
-        _ => None,
+impl Operand {
+    fn base(&self) -> &Operand {
+        match self {
+            Operand::Scaled(inner, _) => inner.base(),
+            o => o,
+        }
+    }
+}
+
+/// The dtype PyTorch gives a Python scalar next to tensors of `tensor_dtype`: the tensor's when
+/// the scalar's category (bool < int < float) is not higher, else the default for its kind.
+fn wrapped_dtype(s: Scalar, tensor_dtype: Option<DType>) -> DType {
+    let (cat, default) = match s {
+        Scalar::Bool(_) => (0, DType::Bool),
+        Scalar::Int(_) => (1, DType::I64),
+        Scalar::Float(_) => (2, DType::F32),
+    };
+    match tensor_dtype {
+        Some(t) => {
+            let tcat = if t == DType::Bool { 0 } else if t.is_float() { 2 } else { 1 };
+            if cat > tcat { default } else { t }
+        }
+        None => default,
     }
 }

@@ -2,12 +2,15 @@
 //! validated [`fxhlo_ir::Graph`]. Never panics on bad input: every problem is an [`Error`]
 //! naming the file and, where there is one, the node.
 
+mod aten;
 mod bundle;
+pub mod encoding;
 mod error;
 pub mod import;
 pub mod schema;
 mod weights;
 
-pub use bundle::{parse_json, read_json, Bundle, GRAPH_JSON, REFERENCE, WEIGHTS};
+pub use bundle::{read_bin, read_json, Bundle, GRAPH_BIN, GRAPH_JSON, REFERENCE, WEIGHTS};
+pub use encoding::{parse_bin, parse_json, to_bin, to_json};
 pub use error::{Error, Result};
 pub use weights::{TensorFile, TensorView};

@@ -10,6 +10,8 @@ pub enum Error {
     DanglingOutput,
     #[error("the graph has a cycle through node `{node}`")]
     Cycle { node: String },
+    #[error("IR text, line {line}: {message}")]
+    Parse { line: usize, message: String },
     #[error("verifier: node `{node}`: {message}")]
     Verify { node: String, message: String },
 }

@@ -1,12 +1,16 @@
 //! The operations of the IR: a Rust enum with derived `Eq`/`Hash`, never compared as strings.
 //!
-//! Each variant names the ATen op (or op family) it models; `Op::Unknown` keeps any other ATen
-//! target so that import never fails on an op fxhlo cannot lower yet (lowering reports all of
-//! them at once).
-
-use std::fmt;
+//! Each variant models one ATen op or one family of them (elementwise ops share a variant and
+//! differ by a small enum). `Op::Unknown` keeps any other ATen target, so import never fails
+//! because an op is unknown; lowering reports those all at once. Attributes are converted to
+//! and from a generic [`Attr`] list ([`Op::to_parts`], [`Op::from_parts`]) so that the printer
+//! and the parser share one description of every op.
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::attr::Scalar;
+pub use crate::families::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
+use crate::types::DType;
 
 /// How a graph input is fed, following `torch.export`'s input kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -23,6 +27,9 @@ pub enum InputKind {
 }
 
 impl InputKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [InputKind; 4] = [InputKind::UserInput, InputKind::Parameter, InputKind::Buffer, InputKind::Constant];
+
     /// The name used in the IR text and the trace (`user_input`, `parameter`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -34,65 +41,96 @@ impl InputKind {
     }
 }
 
-/// A scalar literal. Floats are kept as their bit pattern so that `Op` can derive `Eq` and
-/// `Hash` (two NaNs with the same bits are the same constant, as a hash key must have it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Scalar {
-    /// A floating-point value, stored as `f64::to_bits`.
-    Float(u64),
-    Int(i64),
-    Bool(bool),
-}
-
-impl Scalar {
-    /// A float scalar.
-    pub fn float(v: f64) -> Self {
-        Scalar::Float(v.to_bits())
-    }
-
-    /// The value as f64 (bools are 0 or 1).
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Scalar::Float(bits) => f64::from_bits(bits),
-            Scalar::Int(v) => v as f64,
-            Scalar::Bool(b) => b as i64 as f64,
-        }
-    }
-}
-
-impl fmt::Display for Scalar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            // `{:?}` keeps a decimal point (1.0, not 1) and prints inf/NaN readably.
-            Scalar::Float(bits) => write!(f, "{:?}", f64::from_bits(bits)),
-            Scalar::Int(v) => write!(f, "{v}"),
-            Scalar::Bool(b) => write!(f, "{b}"),
-        }
-    }
-}
-
-/// One IR operation. Result types live on the node; attributes that change semantics live here.
+/// One IR operation. Result types live on the node; attributes that change semantics live
+/// here. Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
+/// `has_*` fields and, when present, follow the required operands in the order listed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
-    /// A graph input (FX placeholder). `weight` names the tensor in the bundle's weights file
-    /// for parameters, buffers and constants.
+    /// A graph input (FX placeholder); `weight` names its tensor in the bundle's weights.
     Input { kind: InputKind, weight: Option<String> },
-    /// A tensor filled with one value (its type is the node's result type).
+    /// A tensor of the node's type with every element `value` (`aten.full`, scalar arguments,
+    /// `aten.scalar_tensor`).
     Full { value: Scalar },
-    /// `aten.add.Tensor` with alpha = 1: elementwise, broadcasting.
-    Add,
-    /// `aten.mul.Tensor`: elementwise, broadcasting.
-    Mul,
-    /// `aten.relu.default`.
-    Relu,
-    /// `aten.mm.default`: `[m,k] x [k,n] -> [m,n]`.
+    /// `aten.arange`: `start, start + step, ...` below `end`; dtype from the result type.
+    Arange { start: Scalar, end: Scalar, step: Scalar },
+    /// Elementwise unary math.
+    Unary(UnaryOp),
+    /// Elementwise binary math with broadcasting and PyTorch type promotion.
+    Binary(BinaryOp),
+    /// Elementwise comparison with broadcasting; the result is bool.
+    Compare(CompareOp),
+    /// `aten.where.self(cond, a, b)`.
+    Where,
+    /// `aten.clamp` / `aten.hardtanh`: bounds are optional.
+    Clamp { min: Option<Scalar>, max: Option<Scalar> },
+    /// Element type conversion (`aten._to_copy` with a dtype, `prims.convert_element_type`).
+    Convert { dtype: DType },
+    /// A copy with no change of value (`aten.clone`, `aten._to_copy` without a dtype,
+    /// `aten.alias`, contiguous layouts).
+    Copy,
+    /// A reduction over `dims` (all dims when empty).
+    Reduce { op: ReduceOp, dims: Vec<i64>, keepdim: bool },
+    /// `aten._softmax` (`log` = false) and `aten._log_softmax` (`log` = true) over `dim`.
+    Softmax { dim: i64, log: bool },
+    /// `aten.native_layer_norm(x, [weight], [bias])`; results: out, mean, rstd.
+    LayerNorm { normalized_shape: Vec<i64>, eps: Scalar, has_weight: bool, has_bias: bool },
+    /// `aten.native_group_norm(x, [weight], [bias])`; results: out, mean `[N,G]`, rstd `[N,G]`.
+    GroupNorm { groups: i64, eps: Scalar, has_weight: bool, has_bias: bool },
+    /// `aten._native_batch_norm_legit_no_training(x, [weight], [bias], mean, var)`;
+    /// results: out and two empty tensors.
+    BatchNorm { eps: Scalar, has_weight: bool, has_bias: bool },
+    /// `aten.mm`: `[m,k] x [k,n] -> [m,n]`.
     Mm,
-    /// `aten.addmm.default` with beta = alpha = 1: `bias + a @ b`, bias broadcast to `[m,n]`.
+    /// `aten.bmm`: `[b,m,k] x [b,k,n] -> [b,m,n]`.
+    Bmm,
+    /// `aten.addmm(bias, a, b)` with beta = alpha = 1.
     Addmm,
-    /// `aten.permute.default`: result dim `i` is operand dim `dims[i]`.
+    /// `aten.convolution(x, w, [bias])` for 1d/2d/3d, plain or transposed.
+    Convolution {
+        stride: Vec<i64>,
+        padding: Vec<i64>,
+        dilation: Vec<i64>,
+        transposed: bool,
+        output_padding: Vec<i64>,
+        groups: i64,
+        has_bias: bool,
+    },
+    /// `aten.max_pool{1,2,3}d_with_indices`; results: values and i64 indices.
+    MaxPool { kernel: Vec<i64>, stride: Vec<i64>, padding: Vec<i64>, dilation: Vec<i64>, ceil_mode: bool },
+    /// `aten.avg_pool{1,2,3}d`.
+    AvgPool {
+        kernel: Vec<i64>,
+        stride: Vec<i64>,
+        padding: Vec<i64>,
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    },
+    /// `aten._adaptive_avg_pool{1,2,3}d`.
+    AdaptiveAvgPool { output_size: Vec<i64> },
+    /// `aten.upsample_nearest{1,2,3}d` to `output_size`.
+    UpsampleNearest { output_size: Vec<i64> },
+    /// `aten.view` / `aten._unsafe_view` / `aten.reshape` to `shape` (one `-1` allowed).
+    View { shape: Vec<i64> },
+    /// `aten.permute`: result dim `i` is operand dim `dims[i]`.
     Permute { dims: Vec<i64> },
-    /// `aten.expand.default`: broadcast to `sizes` (numpy rules, `-1` keeps a dim).
+    /// `aten.expand`: broadcast to `sizes` (numpy rules, `-1` keeps a dim).
     Expand { sizes: Vec<i64> },
+    /// `aten.slice.Tensor`; `end` is clamped to the dim size like Python slicing.
+    Slice { dim: i64, start: i64, end: i64, step: i64 },
+    /// `aten.select.int`: index `index` of `dim`, which disappears.
+    Select { dim: i64, index: i64 },
+    /// `aten.unsqueeze`.
+    Unsqueeze { dim: i64 },
+    /// `aten.squeeze.dims` (all size-1 dims when `dims` is empty).
+    Squeeze { dims: Vec<i64> },
+    /// `aten.cat` along `dim`.
+    Cat { dim: i64 },
+    /// `aten.embedding(weight, indices)`.
+    Embedding,
+    /// `aten.index.Tensor` / `aten._unsafe_index.Tensor`: `present[i]` says whether dim `i`
+    /// has an index tensor (operands after the first, in order).
+    Index { present: Vec<bool> },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -103,46 +141,60 @@ impl Op {
         match self {
             Op::Input { .. } => "input",
             Op::Full { .. } => "full",
-            Op::Add => "aten.add",
-            Op::Mul => "aten.mul",
-            Op::Relu => "aten.relu",
+            Op::Arange { .. } => "aten.arange",
+            Op::Unary(u) => u.name(),
+            Op::Binary(b) => b.name(),
+            Op::Compare(c) => c.name(),
+            Op::Where => "aten.where",
+            Op::Clamp { .. } => "aten.clamp",
+            Op::Convert { .. } => "convert",
+            Op::Copy => "copy",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Softmax { log: false, .. } => "aten.softmax",
+            Op::Softmax { log: true, .. } => "aten.log_softmax",
+            Op::LayerNorm { .. } => "aten.layer_norm",
+            Op::GroupNorm { .. } => "aten.group_norm",
+            Op::BatchNorm { .. } => "aten.batch_norm",
             Op::Mm => "aten.mm",
+            Op::Bmm => "aten.bmm",
             Op::Addmm => "aten.addmm",
+            Op::Convolution { .. } => "aten.convolution",
+            Op::MaxPool { .. } => "aten.max_pool",
+            Op::AvgPool { .. } => "aten.avg_pool",
+            Op::AdaptiveAvgPool { .. } => "aten.adaptive_avg_pool",
+            Op::UpsampleNearest { .. } => "aten.upsample_nearest",
+            Op::View { .. } => "aten.view",
             Op::Permute { .. } => "aten.permute",
             Op::Expand { .. } => "aten.expand",
+            Op::Slice { .. } => "aten.slice",
+            Op::Select { .. } => "aten.select",
+            Op::Unsqueeze { .. } => "aten.unsqueeze",
+            Op::Squeeze { .. } => "aten.squeeze",
+            Op::Cat { .. } => "aten.cat",
+            Op::Embedding => "aten.embedding",
+            Op::Index { .. } => "aten.index",
             Op::Unknown { target } => target,
         }
     }
 
     /// How many operands the op takes, or `None` where any number is valid.
     pub fn arity(&self) -> Option<usize> {
-        match self {
-            Op::Input { .. } | Op::Full { .. } => Some(0),
-            Op::Relu | Op::Permute { .. } | Op::Expand { .. } => Some(1),
-            Op::Add | Op::Mul | Op::Mm => Some(2),
-            Op::Addmm => Some(3),
-            Op::Unknown { .. } => None,
-        }
-    }
-
-    /// Attributes as `key = value` pairs, in a fixed order, for the printer.
-    pub fn attributes(&self) -> Vec<(&'static str, String)> {
-        let list = |v: &[i64]| {
-            let items: Vec<String> = v.iter().map(|d| d.to_string()).collect();
-            format!("[{}]", items.join(", "))
-        };
-        match self {
-            Op::Input { kind, weight } => {
-                let mut a = vec![("kind", kind.name().to_string())];
-                if let Some(w) = weight {
-                    a.push(("weight", format!("{w:?}")));
-                }
-                a
+        let opt = |b: &bool| *b as usize;
+        Some(match self {
+            Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } => 0,
+            Op::Unary(_) | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy | Op::Reduce { .. } => 1,
+            Op::Softmax { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } => 1,
+            Op::UpsampleNearest { .. } | Op::View { .. } | Op::Permute { .. } | Op::Expand { .. } => 1,
+            Op::Slice { .. } | Op::Select { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } => 1,
+            Op::Binary(_) | Op::Compare(_) | Op::Mm | Op::Bmm | Op::Embedding => 2,
+            Op::Where | Op::Addmm => 3,
+            Op::LayerNorm { has_weight, has_bias, .. } | Op::GroupNorm { has_weight, has_bias, .. } => {
+                1 + opt(has_weight) + opt(has_bias)
             }
-            Op::Full { value } => vec![("value", value.to_string())],
-            Op::Permute { dims } => vec![("dims", list(dims))],
-            Op::Expand { sizes } => vec![("sizes", list(sizes))],
-            Op::Add | Op::Mul | Op::Relu | Op::Mm | Op::Addmm | Op::Unknown { .. } => vec![],
-        }
+            Op::BatchNorm { has_weight, has_bias, .. } => 3 + opt(has_weight) + opt(has_bias),
+            Op::Convolution { has_bias, .. } => 2 + opt(has_bias),
+            Op::Index { present } => 1 + present.iter().filter(|p| **p).count(),
+            Op::Cat { .. } | Op::Unknown { .. } => return None,
+        })
     }
 }

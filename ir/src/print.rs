@@ -24,7 +24,7 @@ pub fn print(graph: &Graph) -> String {
     let _ = writeln!(out, "graph @{} {{", graph.name);
     for id in order {
         let node = graph.node(id);
-        let _ = write!(out, "  %{} = {}", node.name, node.op.name());
+        let _ = write!(out, "  %{} = {}", node.name, node.op.text_name());
         let operands: Vec<String> = graph.operands(id).iter().map(|v| value_name(graph, *v)).collect();
         if !operands.is_empty() {
             let _ = write!(out, " {}", operands.join(", "));

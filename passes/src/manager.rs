@@ -74,7 +74,7 @@ mod tests {
         let mut g = Graph::new("t");
         let ty = TensorType::new(DType::F32, vec![2]);
         let x = g.add_input("x", InputKind::UserInput, None, ty.clone(), None);
-        let r = g.add_node("r", Op::Relu, &[ValueRef::first(x)], vec![ty], None).unwrap();
+        let r = g.add_node("r", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty], None).unwrap();
         g.set_outputs(vec![ValueRef::first(r)]).unwrap();
         assert!(PassManager::new(vec![]).run(&mut g).unwrap().is_empty());
         let err = PassManager::new(vec![&BREAKER]).run(&mut g).unwrap_err().to_string();

@@ -2,7 +2,7 @@
 //! computed by hand in each test.
 
 use fxhlo::runtime::HostTensor;
-use fxhlo_ir::{DType, Op, Scalar, TensorType};
+use fxhlo_ir::{BinaryOp, DType, Op, Scalar, TensorType, UnaryOp};
 
 use crate::support::{max_abs_diff, run, Builder};
 
@@ -17,11 +17,11 @@ fn mlp_like_graph_matches_hand_computation() {
     let c = b.input("c", DType::F32, &[2]);
     let mm = b.op(Op::Mm, &[x, w], None);
     let be = b.op(Op::Expand { sizes: vec![2, -1] }, &[bias], None);
-    let add = b.op(Op::Add, &[mm, be], None);
-    let relu = b.op(Op::Relu, &[add], None);
+    let add = b.op(Op::Binary(BinaryOp::Add), &[mm, be], None);
+    let relu = b.op(Op::Unary(UnaryOp::Relu), &[add], None);
     let two = b.op(Op::Full { value: Scalar::float(2.0) }, &[], Some(TensorType::new(DType::F32, vec![])));
-    let mul = b.op(Op::Mul, &[relu, two], None);
-    let out = b.op(Op::Add, &[mul, c], None);
+    let mul = b.op(Op::Binary(BinaryOp::Mul), &[relu, two], None);
+    let out = b.op(Op::Binary(BinaryOp::Add), &[mul, c], None);
     let g = b.finish(&[out]);
 
     let xv = [1.0f32, -2.0, 0.5, 3.0, 0.25, -1.0];
@@ -55,8 +55,8 @@ fn integer_and_half_precision_elementwise() {
     let mut b = Builder::new("ints");
     let x = b.input("x", DType::I64, &[3]);
     let y = b.input("y", DType::I64, &[2, 3]);
-    let sum = b.op(Op::Add, &[x, y], None);
-    let prod = b.op(Op::Mul, &[sum, y], None);
+    let sum = b.op(Op::Binary(BinaryOp::Add), &[x, y], None);
+    let prod = b.op(Op::Binary(BinaryOp::Mul), &[sum, y], None);
     let g = b.finish(&[prod]);
     let xv = [1i64, -2, 3_000_000_000];
     let yv = [4i64, 5, 6, -7, 8, 9];
@@ -66,7 +66,7 @@ fn integer_and_half_precision_elementwise() {
 
     let mut b = Builder::new("bf16");
     let x = b.input("x", DType::BF16, &[4]);
-    let r = b.op(Op::Relu, &[x], None);
+    let r = b.op(Op::Unary(UnaryOp::Relu), &[x], None);
     let g = b.finish(&[r]);
     let xv: Vec<half::bf16> = [-1.5f32, 0.0, 2.25, -0.0].iter().map(|&v| half::bf16::from_f32(v)).collect();
     let out = run(&g, &[HostTensor::from_bf16([4], &xv).unwrap()]);
@@ -79,8 +79,8 @@ fn non_finite_constants_and_nan_propagation() {
     let mut b = Builder::new("nonfinite");
     let x = b.input("x", DType::F32, &[3]);
     let ninf = b.op(Op::Full { value: Scalar::float(f64::NEG_INFINITY) }, &[], Some(TensorType::new(DType::F32, vec![3])));
-    let sum = b.op(Op::Add, &[x, ninf], None);
-    let r = b.op(Op::Relu, &[x], None);
+    let sum = b.op(Op::Binary(BinaryOp::Add), &[x, ninf], None);
+    let r = b.op(Op::Unary(UnaryOp::Relu), &[x], None);
     let g = b.finish(&[sum, r]);
     let out = run(&g, &[HostTensor::from_f32([3], &[1.0, f32::NAN, -2.0]).unwrap()]);
     let s = out[0].to_f32_vec();

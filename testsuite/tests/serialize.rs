@@ -1,7 +1,7 @@
 //! Executable serialization round trip on the CPU plugin (what the persistent cache needs).
 
 use fxhlo::runtime::HostTensor;
-use fxhlo_ir::{DType, Op};
+use fxhlo_ir::{DType, Op, UnaryOp};
 
 use crate::support::{cpu, Builder};
 
@@ -11,7 +11,7 @@ fn serialized_executable_runs_with_the_same_result() {
     let x = b.input("x", DType::F32, &[2, 2]);
     let y = b.input("y", DType::F32, &[2, 2]);
     let mm = b.op(Op::Mm, &[x, y], None);
-    let r = b.op(Op::Relu, &[mm], None);
+    let r = b.op(Op::Unary(UnaryOp::Relu), &[mm], None);
     let g = b.finish(&[r]);
     let compiler = cpu();
     let compiled = compiler.compile(&g).unwrap();

@@ -5,9 +5,13 @@
 //! specification with an example is `docs/trace-format.md`; keep both in step and bump
 //! [`SCHEMA_VERSION`] on any incompatible change.
 
+mod scalars;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use scalars::{Dim, F64};
 
 /// The `format` field every trace carries.
 pub const FORMAT: &str = "fxhlo-trace";
@@ -65,8 +69,9 @@ pub struct InputSpec {
 pub struct TensorMeta {
     /// `f32`, `bf16`, `i64`, `bool`, ... (see `ir::DType`).
     pub dtype: String,
-    /// Static sizes. Symbolic sizes cannot be represented: fxhlo specializes shapes.
-    pub sizes: Vec<i64>,
+    /// Sizes. A symbolic size parses (so the error can name it) and is rejected on import:
+    /// fxhlo specializes shapes.
+    pub sizes: Vec<Dim>,
     /// Strides in elements.
     pub strides: Vec<i64>,
     #[serde(default)]
@@ -108,10 +113,13 @@ pub enum Arg {
     /// A reference to a value: an input or node name (`name` for the first result).
     Tensor(String),
     Tensors(Vec<String>),
+    /// A list of optional tensors (`Tensor?[]`, e.g. the indices of `aten.index`), `null` for
+    /// an absent entry.
+    OptTensors(Vec<Option<String>>),
     Int(i64),
     Ints(Vec<i64>),
-    Float(f64),
-    Floats(Vec<f64>),
+    Float(F64),
+    Floats(Vec<F64>),
     Bool(bool),
     Bools(Vec<bool>),
     String(String),

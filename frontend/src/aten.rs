@@ -1,0 +1,354 @@
+//! ATen targets → IR ops: reads each call's positional and keyword arguments by the names of
+//! the ATen schema and picks the `ir::Op`. A target not listed here, or a listed one called
+//! with arguments the IR cannot express, maps to `Op::Unknown` (reported at lowering).
+
+use std::collections::BTreeMap;
+
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, ReduceOp, Scalar, TensorType, UnaryOp};
+
+use crate::schema::Arg;
+
+/// An operand of a mapped op: a value by name, or a scalar that becomes a 0-d `full` node.
+#[derive(Debug, Clone)]
+pub enum Operand {
+    Tensor(String),
+    Scalar(Scalar),
+    /// `operand * factor` (the `alpha` of `add`/`sub`).
+    Scaled(Box<Operand>, Scalar),
+}
+
+/// The mapping of one call.
+#[derive(Debug)]
+pub enum Mapped {
+    /// A known op and its operands in the op's operand order.
+    Op(Op, Vec<Operand>),
+    /// `getitem(producer, index)`: an alias for one result of a multi-result node.
+    GetItem(String, u32),
+    /// Not modelled: keep as `Op::Unknown`.
+    Unknown,
+}
+
+/// Positional-or-keyword argument access by schema position and name.
+struct Args<'a> {
+    args: &'a [Arg],
+    kwargs: &'a BTreeMap<String, Arg>,
+}
+
+impl<'a> Args<'a> {
+    fn get(&self, i: usize, name: &str) -> Option<&'a Arg> {
+        self.args.get(i).or_else(|| self.kwargs.get(name)).filter(|a| !matches!(a, Arg::None))
+    }
+    fn tensor(&self, i: usize, name: &str) -> Option<Operand> {
+        match self.get(i, name)? {
+            Arg::Tensor(n) => Some(Operand::Tensor(n.clone())),
+            a => scalar(a).map(Operand::Scalar),
+        }
+    }
+    fn int(&self, i: usize, name: &str, default: i64) -> Option<i64> {
+        match self.get(i, name) {
+            None => Some(default),
+            Some(Arg::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+    fn opt_int(&self, i: usize, name: &str) -> Option<Option<i64>> {
+        match self.get(i, name) {
+            None => Some(None),
+            Some(Arg::Int(v)) => Some(Some(*v)),
+            _ => None,
+        }
+    }
+    fn ints(&self, i: usize, name: &str, default: &[i64]) -> Option<Vec<i64>> {
+        match self.get(i, name) {
+            None => Some(default.to_vec()),
+            Some(Arg::Ints(v)) => Some(v.clone()),
+            Some(Arg::Int(v)) => Some(vec![*v]),
+            _ => None,
+        }
+    }
+    fn bool(&self, i: usize, name: &str, default: bool) -> Option<bool> {
+        match self.get(i, name) {
+            None => Some(default),
+            Some(Arg::Bool(v)) => Some(*v),
+            _ => None,
+        }
+    }
+    fn scalar(&self, i: usize, name: &str) -> Option<Scalar> {
+        self.get(i, name).and_then(scalar)
+    }
+    fn opt_scalar(&self, i: usize, name: &str) -> Option<Option<Scalar>> {
+        match self.get(i, name) {
+            None => Some(None),
+            Some(a) => scalar(a).map(Some),
+        }
+    }
+    fn has(&self, i: usize, name: &str) -> bool {
+        self.get(i, name).is_some()
+    }
+    fn string(&self, i: usize, name: &str) -> Option<&'a str> {
+        match self.get(i, name) {
+            Some(Arg::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+    fn kwarg_dtype(&self, name: &str) -> Option<Option<DType>> {
+        self.dtype_arg(self.kwargs.get(name).filter(|a| !matches!(a, Arg::None)))
+    }
+    fn dtype(&self, i: usize, name: &str) -> Option<Option<DType>> {
+        self.dtype_arg(self.get(i, name))
+    }
+    fn dtype_arg(&self, arg: Option<&Arg>) -> Option<Option<DType>> {
+        match arg {
+            None => Some(None),
+            Some(Arg::Dtype(d)) => d.parse().ok().map(Some),
+            _ => None,
+        }
+    }
+}
+
+/// Converts a scalar argument.
+pub fn scalar(a: &Arg) -> Option<Scalar> {
+    match a {
+        Arg::Int(v) => Some(Scalar::Int(*v)),
+        Arg::Float(v) => Some(Scalar::float(v.0)),
+        Arg::Bool(v) => Some(Scalar::Bool(*v)),
+        _ => None,
+    }
+}
+
+/// Maps one call. `results` are the node's result types from its meta.
+pub fn map(target: &str, args: &[Arg], kwargs: &BTreeMap<String, Arg>, results: &[TensorType]) -> Mapped {
+    let a = Args { args, kwargs };
+    map_known(target, &a, results).unwrap_or(Mapped::Unknown)
+}
+
+fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
+    let (op, overload) = target.rsplit_once('.').unwrap_or((target, ""));
+    let x = || a.tensor(0, "self");
+    let op1 = |op: Op| Some(Mapped::Op(op, vec![x()?]));
+    let bin = |b: BinaryOp| Some(Mapped::Op(Op::Binary(b), vec![x()?, a.tensor(1, "other")?]));
+    if target == "getitem" {
+        let Some(Arg::Tensor(p)) = a.args.first() else { return None };
+        let i = u32::try_from(a.int(1, "index", -1)?).ok()?;
+        return Some(Mapped::GetItem(p.clone(), i));
+    }
+    let name = op.strip_prefix("aten.").or_else(|| op.strip_prefix("prims."))?;
+    if let Some(u) = UnaryOp::from_name(&format!("aten.{name}")) {
+        if !matches!(u, UnaryOp::Gelu | UnaryOp::GeluTanh) {
+            return op1(Op::Unary(u));
+        }
+    }
+    if let Some(c) = CompareOp::from_name(&format!("aten.{name}")) {
+        return bin_cmp(c, a);
+    }
+    match name {
+        "gelu" => match a.string(1, "approximate").unwrap_or("none") {
+            "none" => op1(Op::Unary(UnaryOp::Gelu)),
+            "tanh" => op1(Op::Unary(UnaryOp::GeluTanh)),
+            _ => None,
+        },
+        "add" | "sub" => {
+            let b = if name == "add" { BinaryOp::Add } else { BinaryOp::Sub };
+            let other = a.tensor(1, "other")?;
+            let other = match a.scalar(2, "alpha") {
+                None => other,
+                Some(alpha) if alpha.as_f64() == 1.0 => other,
+                Some(alpha) => Operand::Scaled(Box::new(other), alpha),
+            };
+            Some(Mapped::Op(Op::Binary(b), vec![x()?, other]))
+        }
+        "rsub" => {
+            // rsub(self, other, alpha) = other - alpha * self
+            let s = match a.scalar(2, "alpha") {
+                Some(alpha) if alpha.as_f64() != 1.0 => Operand::Scaled(Box::new(x()?), alpha),
+                _ => x()?,
+            };
+            Some(Mapped::Op(Op::Binary(BinaryOp::Sub), vec![a.tensor(1, "other")?, s]))
+        }
+        "mul" => bin(BinaryOp::Mul),
+        "div" => match (overload, a.string(2, "rounding_mode")) {
+            (_, None) => bin(BinaryOp::Div),
+            (_, Some("trunc")) => bin(BinaryOp::DivTrunc),
+            (_, Some("floor")) => bin(BinaryOp::DivFloor),
+            _ => None,
+        },
+        "remainder" => bin(BinaryOp::Remainder),
+        "fmod" => bin(BinaryOp::Fmod),
+        "maximum" => bin(BinaryOp::Maximum),
+        "minimum" => bin(BinaryOp::Minimum),
+        "atan2" => bin(BinaryOp::Atan2),
+        "logical_and" => bin(BinaryOp::LogicalAnd),
+        "logical_or" => bin(BinaryOp::LogicalOr),
+        "logical_xor" => bin(BinaryOp::LogicalXor),
+        "bitwise_and" => bin(BinaryOp::BitwiseAnd),
+        "bitwise_or" => bin(BinaryOp::BitwiseOr),
+        "bitwise_xor" => bin(BinaryOp::BitwiseXor),
+        "pow" => {
+            let base = a.tensor(0, "self")?;
+            Some(Mapped::Op(Op::Binary(BinaryOp::Pow), vec![base, a.tensor(1, "exponent")?]))
+        }
+        "where" => Some(Mapped::Op(Op::Where, vec![a.tensor(0, "condition")?, a.tensor(1, "self")?, a.tensor(2, "other")?])),
+        "clamp" => op1(Op::Clamp { min: a.opt_scalar(1, "min")?, max: a.opt_scalar(2, "max")? }),
+        "clamp_min" => op1(Op::Clamp { min: Some(a.scalar(1, "min")?), max: None }),
+        "clamp_max" => op1(Op::Clamp { min: None, max: Some(a.scalar(1, "max")?) }),
+        "hardtanh" => op1(Op::Clamp {
+            min: Some(a.scalar(1, "min_val").unwrap_or(Scalar::float(-1.0))),
+            max: Some(a.scalar(2, "max_val").unwrap_or(Scalar::float(1.0))),
+        }),
+        "_to_copy" | "convert_element_type" => {
+            let dtype = if name == "_to_copy" { a.kwarg_dtype("dtype")? } else { a.dtype(1, "dtype")? };
+            let input = results.first()?;
+            match dtype {
+                Some(d) => op1(Op::Convert { dtype: d }),
+                None => op1(Op::Convert { dtype: input.dtype }),
+            }
+        }
+        "clone" | "alias" | "lift_fresh_copy" | "contiguous" | "detach" => op1(Op::Copy),
+        "sum" | "mean" | "prod" | "amax" | "amin" | "any" | "all" => {
+            let r = ReduceOp::from_name(&format!("aten.{name}"))?;
+            if a.kwarg_dtype("dtype")?.is_some() {
+                return None; // an accumulation dtype is not modelled yet
+            }
+            let dims = match overload {
+                "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => a.ints(1, "dim", &[])?,
+                "default" => Vec::new(),
+                _ => a.ints(1, "dim", &[])?,
+            };
+            let keepdim = if overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin) {
+                false
+            } else {
+                a.bool(2, "keepdim", false)?
+            };
+            op1(Op::Reduce { op: r, dims, keepdim })
+        }
+        "_softmax" | "_log_softmax" => op1(Op::Softmax { dim: a.int(1, "dim", -1)?, log: name == "_log_softmax" }),
+        "native_layer_norm" => {
+            let (w, b) = (a.has(2, "weight"), a.has(3, "bias"));
+            let mut ops = vec![x1(a, "input")?];
+            ops.extend(w.then(|| a.tensor(2, "weight")).flatten());
+            ops.extend(b.then(|| a.tensor(3, "bias")).flatten());
+            let op = Op::LayerNorm { normalized_shape: a.ints(1, "normalized_shape", &[])?, eps: a.scalar(4, "eps")?, has_weight: w, has_bias: b };
+            Some(Mapped::Op(op, ops))
+        }
+        "native_group_norm" => {
+            let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
+            let mut ops = vec![x1(a, "input")?];
+            ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
+            ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
+            let op = Op::GroupNorm { groups: a.int(6, "group", 0)?, eps: a.scalar(7, "eps")?, has_weight: w, has_bias: b };
+            Some(Mapped::Op(op, ops))
+        }
+        "_native_batch_norm_legit_no_training" => {
+            let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
+            let mut ops = vec![x1(a, "input")?];
+            ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
+            ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
+            ops.push(a.tensor(3, "running_mean")?);
+            ops.push(a.tensor(4, "running_var")?);
+            Some(Mapped::Op(Op::BatchNorm { eps: a.scalar(6, "eps")?, has_weight: w, has_bias: b }, ops))
+        }
+        "mm" => Some(Mapped::Op(Op::Mm, vec![x()?, a.tensor(1, "mat2")?])),
+        "bmm" => Some(Mapped::Op(Op::Bmm, vec![x()?, a.tensor(1, "mat2")?])),
+        "addmm" => {
+            let one = |k: &str, i: usize| a.scalar(i, k).is_none_or(|s| s.as_f64() == 1.0);
+            if !(one("beta", 3) && one("alpha", 4)) {
+                return None;
+            }
+            Some(Mapped::Op(Op::Addmm, vec![x()?, a.tensor(1, "mat1")?, a.tensor(2, "mat2")?]))
+        }
+        "convolution" => {
+            let has_bias = a.has(2, "bias");
+            let mut ops = vec![x1(a, "input")?, a.tensor(1, "weight")?];
+            ops.extend(has_bias.then(|| a.tensor(2, "bias")).flatten());
+            let op = Op::Convolution {
+                stride: a.ints(3, "stride", &[1])?,
+                padding: a.ints(4, "padding", &[0])?,
+                dilation: a.ints(5, "dilation", &[1])?,
+                transposed: a.bool(6, "transposed", false)?,
+                output_padding: a.ints(7, "output_padding", &[0])?,
+                groups: a.int(8, "groups", 1)?,
+                has_bias,
+            };
+            Some(Mapped::Op(op, ops))
+        }
+        "max_pool2d_with_indices" | "max_pool3d_with_indices" => op1(Op::MaxPool {
+            kernel: a.ints(1, "kernel_size", &[])?,
+            stride: a.ints(2, "stride", &[])?,
+            padding: a.ints(3, "padding", &[0])?,
+            dilation: a.ints(4, "dilation", &[1])?,
+            ceil_mode: a.bool(5, "ceil_mode", false)?,
+        }),
+        "avg_pool1d" | "avg_pool2d" | "avg_pool3d" => op1(Op::AvgPool {
+            kernel: a.ints(1, "kernel_size", &[])?,
+            stride: a.ints(2, "stride", &[])?,
+            padding: a.ints(3, "padding", &[0])?,
+            ceil_mode: a.bool(4, "ceil_mode", false)?,
+            count_include_pad: a.bool(5, "count_include_pad", true)?,
+            divisor_override: if name == "avg_pool1d" { None } else { a.opt_int(6, "divisor_override")? },
+        }),
+        "_adaptive_avg_pool1d" | "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" | "adaptive_avg_pool1d" => {
+            op1(Op::AdaptiveAvgPool { output_size: a.ints(1, "output_size", &[])? })
+        }
+        "upsample_nearest1d" | "upsample_nearest2d" | "upsample_nearest3d" => {
+            // The output size is in the meta whichever overload (sizes or scale factors) was used.
+            let spatial = name.as_bytes()[name.len() - 2] - b'0';
+            let out = results.first()?;
+            let k = out.rank().checked_sub(spatial as usize)?;
+            op1(Op::UpsampleNearest { output_size: out.shape[k..].to_vec() })
+        }
+        "view" | "_unsafe_view" | "reshape" => op1(Op::View { shape: a.ints(1, "size", &[])? }),
+        "permute" => op1(Op::Permute { dims: a.ints(1, "dims", &[])? }),
+        "t" => op1(Op::Permute { dims: if results.first()?.rank() == 2 { vec![1, 0] } else { vec![0] } }),
+        "transpose" => {
+            let rank = results.first()?.rank();
+            let (d0, d1) = (a.int(1, "dim0", 0)?, a.int(2, "dim1", 0)?);
+            let norm = |d: i64| fxhlo_ir::infer::normalize_dim(d, rank).ok();
+            let (d0, d1) = (norm(d0)?, norm(d1)?);
+            let mut dims: Vec<i64> = (0..rank as i64).collect();
+            dims.swap(d0, d1);
+            op1(Op::Permute { dims })
+        }
+        "expand" => op1(Op::Expand { sizes: a.ints(1, "size", &[])? }),
+        "slice" => op1(Op::Slice {
+            dim: a.int(1, "dim", 0)?,
+            start: a.opt_int(2, "start")?.unwrap_or(0),
+            end: a.opt_int(3, "end")?.unwrap_or(i64::MAX),
+            step: a.int(4, "step", 1)?,
+        }),
+        "select" => op1(Op::Select { dim: a.int(1, "dim", 0)?, index: a.int(2, "index", 0)? }),
+        "unsqueeze" => op1(Op::Unsqueeze { dim: a.int(1, "dim", 0)? }),
+        "squeeze" => op1(Op::Squeeze { dims: a.ints(1, "dim", &[])? }),
+        "cat" => {
+            let Some(Arg::Tensors(ts)) = a.get(0, "tensors") else { return None };
+            let ops = ts.iter().map(|t| Operand::Tensor(t.clone())).collect();
+            Some(Mapped::Op(Op::Cat { dim: a.int(1, "dim", 0)? }, ops))
+        }
+        "embedding" => Some(Mapped::Op(Op::Embedding, vec![a.tensor(0, "weight")?, a.tensor(1, "indices")?])),
+        "index" | "_unsafe_index" => {
+            let Some(Arg::OptTensors(idx)) = a.get(1, "indices") else { return None };
+            let mut ops = vec![x()?];
+            ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n.clone())));
+            Some(Mapped::Op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops))
+        }
+        "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
+        "scalar_tensor" => Some(Mapped::Op(Op::Full { value: a.scalar(0, "s")? }, vec![])),
+        "arange" => {
+            let (start, end, step) = match overload {
+                "default" => (Scalar::Int(0), a.scalar(0, "end")?, Scalar::Int(1)),
+                "start" => (a.scalar(0, "start")?, a.scalar(1, "end")?, Scalar::Int(1)),
+                _ => (a.scalar(0, "start")?, a.scalar(1, "end")?, a.scalar(2, "step").unwrap_or(Scalar::Int(1))),
+            };
+            Some(Mapped::Op(Op::Arange { start, end, step }, vec![]))
+        }
+        _ => None,
+    }
+}
+
+/// The first tensor argument under its schema name (`input`, `self`, ...).
+fn x1(a: &Args, name: &str) -> Option<Operand> {
+    a.tensor(0, name).or_else(|| a.tensor(0, "self"))
+}
+
+fn bin_cmp(c: CompareOp, a: &Args) -> Option<Mapped> {
+    Some(Mapped::Op(Op::Compare(c), vec![a.tensor(0, "self")?, a.tensor(1, "other")?]))
+}

@@ -1,0 +1,66 @@
+//! The two encodings of one trace schema: JSON for people, bincode for speed.
+//!
+//! A bincode trace starts with a header: the magic bytes `FXHLOTRC`, then the schema version
+//! as a little-endian u32, then the bincode (standard configuration) of [`Trace`]. The header
+//! lets a reader reject another file or another schema version before decoding anything.
+
+use std::path::Path;
+
+use crate::schema::{Trace, SCHEMA_VERSION};
+use crate::{Error, Result};
+
+/// The first bytes of every bincode trace.
+pub const MAGIC: &[u8; 8] = b"FXHLOTRC";
+/// Decoding never allocates more than this for one trace (a corrupt length cannot exhaust
+/// memory).
+const DECODE_LIMIT: usize = 1 << 30;
+
+/// Parses JSON trace bytes; `path` names the source in errors, with line and column.
+pub fn parse_json(bytes: &[u8], path: &Path) -> Result<Trace> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Json {
+        path: path.into(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// The JSON text of a trace (pretty-printed, deterministic: fields in schema order, kwargs
+/// sorted).
+pub fn to_json(trace: &Trace) -> String {
+    // Serializing plain data to a String cannot fail.
+    let mut s = serde_json::to_string_pretty(trace).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Decodes a bincode trace (header included); `path` names the source in errors.
+pub fn parse_bin(bytes: &[u8], path: &Path) -> Result<Trace> {
+    let bad = |message: String| Error::Bincode { path: path.into(), message };
+    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+        return Err(bad("not a bincode fxhlo trace (missing the FXHLOTRC header)".into()));
+    }
+    let mut v = [0u8; 4];
+    v.copy_from_slice(&bytes[8..12]);
+    let version = u32::from_le_bytes(v);
+    if version != SCHEMA_VERSION {
+        return Err(Error::Version { path: path.into(), found: version, supported: SCHEMA_VERSION });
+    }
+    let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
+    let (trace, used): (Trace, usize) =
+        bincode::serde::decode_from_slice(&bytes[12..], config).map_err(|e| bad(e.to_string()))?;
+    if used != bytes.len() - 12 {
+        return Err(bad(format!("{} trailing bytes after the trace", bytes.len() - 12 - used)));
+    }
+    Ok(trace)
+}
+
+/// The bincode encoding of a trace, header included.
+pub fn to_bin(trace: &Trace) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&trace.version.to_le_bytes());
+    // Encoding plain data into a Vec cannot fail.
+    out.extend(bincode::serde::encode_to_vec(trace, bincode::config::standard()).unwrap_or_default());
+    out
+}

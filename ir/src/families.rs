@@ -1,0 +1,151 @@
+//! The small enums that distinguish ops of one family (elementwise unary, binary, comparison,
+//! reduction), each with its IR name and a table of all members for the parser.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! family {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name { $($(#[$vdoc])* $variant,)* }
+
+        impl $name {
+            /// Every member, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The IR name (`aten.<op>`).
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text,)* }
+            }
+
+            /// The member with IR name `name`.
+            pub fn from_name(name: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|m| m.name() == name)
+            }
+        }
+    };
+}
+
+family!(
+    /// Elementwise unary ops. Result dtype: float ops on integer input promote to the default
+    /// float (f32), as PyTorch does; the rest keep the input dtype (the `is*` tests give bool).
+    UnaryOp {
+        Abs => "aten.abs",
+        Neg => "aten.neg",
+        Exp => "aten.exp",
+        Expm1 => "aten.expm1",
+        Log => "aten.log",
+        Log1p => "aten.log1p",
+        Log2 => "aten.log2",
+        Sqrt => "aten.sqrt",
+        Rsqrt => "aten.rsqrt",
+        Reciprocal => "aten.reciprocal",
+        Sin => "aten.sin",
+        Cos => "aten.cos",
+        Tan => "aten.tan",
+        Tanh => "aten.tanh",
+        Asin => "aten.asin",
+        Acos => "aten.acos",
+        Atan => "aten.atan",
+        Sinh => "aten.sinh",
+        Cosh => "aten.cosh",
+        Asinh => "aten.asinh",
+        Acosh => "aten.acosh",
+        Atanh => "aten.atanh",
+        Sigmoid => "aten.sigmoid",
+        Erf => "aten.erf",
+        Relu => "aten.relu",
+        Silu => "aten.silu",
+        /// Exact GELU (`approximate='none'`).
+        Gelu => "aten.gelu",
+        /// GELU with `approximate='tanh'`.
+        GeluTanh => "aten.gelu_tanh",
+        Floor => "aten.floor",
+        Ceil => "aten.ceil",
+        /// Round half to even, as `torch.round`.
+        Round => "aten.round",
+        Trunc => "aten.trunc",
+        Sign => "aten.sign",
+        LogicalNot => "aten.logical_not",
+        BitwiseNot => "aten.bitwise_not",
+        IsNan => "aten.isnan",
+        IsInf => "aten.isinf",
+    }
+);
+
+impl UnaryOp {
+    /// Ops whose result is always bool.
+    pub fn returns_bool(self) -> bool {
+        matches!(self, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf)
+    }
+
+    /// Ops that compute in floating point (integer inputs give the default float dtype).
+    pub fn is_float_math(self) -> bool {
+        use UnaryOp::*;
+        matches!(
+            self,
+            Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Asin | Acos | Atan
+                | Sinh | Cosh | Asinh | Acosh | Atanh | Sigmoid | Erf | Silu | Gelu | GeluTanh
+        )
+    }
+}
+
+family!(
+    /// Elementwise binary ops with broadcasting and PyTorch type promotion.
+    BinaryOp {
+        Add => "aten.add",
+        Sub => "aten.sub",
+        Mul => "aten.mul",
+        /// True division: integer operands give the default float dtype.
+        Div => "aten.div",
+        /// `div(rounding_mode='trunc')`.
+        DivTrunc => "aten.div_trunc",
+        /// `div(rounding_mode='floor')`.
+        DivFloor => "aten.div_floor",
+        Remainder => "aten.remainder",
+        Fmod => "aten.fmod",
+        Pow => "aten.pow",
+        Maximum => "aten.maximum",
+        Minimum => "aten.minimum",
+        Atan2 => "aten.atan2",
+        LogicalAnd => "aten.logical_and",
+        LogicalOr => "aten.logical_or",
+        LogicalXor => "aten.logical_xor",
+        BitwiseAnd => "aten.bitwise_and",
+        BitwiseOr => "aten.bitwise_or",
+        BitwiseXor => "aten.bitwise_xor",
+    }
+);
+
+impl BinaryOp {
+    /// Ops whose result is always bool.
+    pub fn returns_bool(self) -> bool {
+        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor)
+    }
+}
+
+family!(
+    /// Elementwise comparisons; the result is bool.
+    CompareOp {
+        Eq => "aten.eq",
+        Ne => "aten.ne",
+        Lt => "aten.lt",
+        Le => "aten.le",
+        Gt => "aten.gt",
+        Ge => "aten.ge",
+    }
+);
+
+family!(
+    /// Reductions over a list of dims.
+    ReduceOp {
+        /// Bool and integer inputs sum to i64, as in PyTorch.
+        Sum => "aten.sum",
+        Mean => "aten.mean",
+        Prod => "aten.prod",
+        Amax => "aten.amax",
+        Amin => "aten.amin",
+        Any => "aten.any",
+        All => "aten.all",
+    }
+);

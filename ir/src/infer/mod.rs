@@ -1,0 +1,151 @@
+//! Shape and dtype inference: the result types each op must have, given its operand types.
+//! The importer checks a trace's meta against it and the verifier re-checks it after every
+//! pass. Rules follow PyTorch (broadcasting, type promotion, Python slicing).
+
+mod nn;
+mod promote;
+mod shape;
+
+pub use promote::{promote_types, result_type};
+
+use crate::op::{BinaryOp, Op, ReduceOp};
+use crate::types::{DType, TensorType};
+
+/// Inference outcome: the result types, `None` for ops whose types come from the trace
+/// (inputs, `full`, `arange`, unknown ops), or a message for the user (the caller adds the
+/// node's name).
+pub type InferResult = Result<Option<Vec<TensorType>>, String>;
+
+/// The result types of `op` applied to `operands`.
+pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
+    if let Some(n) = op.arity() {
+        if operands.len() != n {
+            return Err(format!("{} takes {n} operand(s), got {}", op.name(), operands.len()));
+        }
+    }
+    let t = |dtype: DType, shape: Vec<i64>| Ok(Some(vec![TensorType::new(dtype, shape)]));
+    let x = operands.first().copied();
+    match op {
+        Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } | Op::Unknown { .. } => Ok(None),
+        Op::Unary(u) => {
+            let x = x.ok_or("missing operand")?;
+            let dtype = match u {
+                u if u.returns_bool() => DType::Bool,
+                u if u.is_float_math() => promote::float_result(x.dtype),
+                _ => x.dtype,
+            };
+            t(dtype, x.shape.clone())
+        }
+        Op::Binary(b) => {
+            let shape = broadcast_all(operands)?;
+            let promoted = result_type(operands);
+            let dtype = match b {
+                b if b.returns_bool() => DType::Bool,
+                BinaryOp::Div | BinaryOp::Atan2 => promote::float_result(promoted),
+                _ => promoted,
+            };
+            t(dtype, shape)
+        }
+        Op::Compare(_) => t(DType::Bool, broadcast_all(operands)?),
+        Op::Where => {
+            if operands[0].dtype != DType::Bool {
+                return Err(format!("aten.where condition must be bool, found {}", operands[0].dtype));
+            }
+            t(result_type(&operands[1..]), broadcast_all(operands)?)
+        }
+        Op::Clamp { .. } | Op::Copy | Op::Softmax { .. } => {
+            let x = x.ok_or("missing operand")?;
+            t(x.dtype, x.shape.clone())
+        }
+        Op::Convert { dtype } => t(*dtype, x.ok_or("missing operand")?.shape.clone()),
+        Op::Reduce { op, dims, keepdim } => {
+            let x = x.ok_or("missing operand")?;
+            let dtype = match op {
+                ReduceOp::Sum | ReduceOp::Prod if !x.dtype.is_float() => DType::I64,
+                ReduceOp::Any | ReduceOp::All => DType::Bool,
+                ReduceOp::Mean if !x.dtype.is_float() => {
+                    return Err(format!("aten.mean needs a floating-point input, found {}", x.dtype))
+                }
+                _ => x.dtype,
+            };
+            t(dtype, shape::reduce(&x.shape, dims, *keepdim)?)
+        }
+        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } => nn::norm(op, operands),
+        Op::Mm | Op::Bmm | Op::Addmm => nn::matmul(op, operands),
+        Op::Convolution { .. } => nn::convolution(op, operands),
+        Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
+            nn::pool(op, operands)
+        }
+        Op::View { .. }
+        | Op::Permute { .. }
+        | Op::Expand { .. }
+        | Op::Slice { .. }
+        | Op::Select { .. }
+        | Op::Unsqueeze { .. }
+        | Op::Squeeze { .. }
+        | Op::Cat { .. }
+        | Op::Embedding
+        | Op::Index { .. } => shape::infer(op, operands),
+    }
+}
+
+/// Numpy-style broadcast of two shapes.
+pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>, String> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for (i, o) in out.iter_mut().enumerate() {
+        let da = if i < rank - a.len() { 1 } else { a[i - (rank - a.len())] };
+        let db = if i < rank - b.len() { 1 } else { b[i - (rank - b.len())] };
+        *o = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return Err(format!("shapes {a:?} and {b:?} do not broadcast")),
+        };
+    }
+    Ok(out)
+}
+
+fn broadcast_all(operands: &[&TensorType]) -> Result<Vec<i64>, String> {
+    operands.iter().try_fold(Vec::new(), |acc, t| broadcast_shapes(&acc, &t.shape))
+}
+
+/// `d` as an index into a tensor of rank `rank` (negative counts from the end).
+pub fn normalize_dim(d: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    // A scalar accepts dim 0 and -1, as in PyTorch.
+    let r_eff = r.max(1);
+    if d < -r_eff || d >= r_eff {
+        return Err(format!("dimension {d} out of range for rank {rank}"));
+    }
+    Ok(if d < 0 { (d + r_eff) as usize } else { d as usize })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::UnaryOp;
+    use crate::DType::{Bool, F32, I64};
+
+    fn t(s: &[i64]) -> TensorType {
+        TensorType::new(F32, s.to_vec())
+    }
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(broadcast_shapes(&[], &[5]).unwrap(), vec![5]);
+        assert!(broadcast_shapes(&[2, 3], &[4]).unwrap_err().contains("do not broadcast"));
+    }
+
+    #[test]
+    fn elementwise_dtypes() {
+        let i = TensorType::new(I64, vec![3]);
+        let r = infer(&Op::Binary(BinaryOp::Div), &[&i, &i]).unwrap().unwrap();
+        assert_eq!(r[0].dtype, F32, "integer true division gives the default float");
+        let r = infer(&Op::Unary(UnaryOp::IsNan), &[&t(&[2])]).unwrap().unwrap();
+        assert_eq!(r[0].dtype, Bool);
+        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0], keepdim: false }, &[&i]).unwrap().unwrap();
+        assert_eq!(r[0], TensorType::new(I64, vec![]));
+    }
+}

@@ -1,0 +1,183 @@
+//! Inference for the neural-network ops: norms, matrix products, convolution, pooling and
+//! upsampling.
+
+use super::{broadcast_shapes, result_type, InferResult};
+use crate::op::Op;
+use crate::types::{DType, TensorType};
+
+fn one(t: TensorType) -> InferResult {
+    Ok(Some(vec![t]))
+}
+
+/// Layer, group and batch norm: the normalized tensor plus the saved statistics.
+pub fn norm(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let x = operands[0];
+    match op {
+        Op::LayerNorm { normalized_shape, .. } => {
+            let k = normalized_shape.len();
+            if k > x.rank() || x.shape[x.rank() - k..] != normalized_shape[..] {
+                return Err(format!("layer norm over {normalized_shape:?} does not match input {x}"));
+            }
+            for w in &operands[1..] {
+                if w.shape != *normalized_shape {
+                    return Err(format!("layer norm weight/bias {w} must have shape {normalized_shape:?}"));
+                }
+            }
+            let mut stat = x.shape[..x.rank() - k].to_vec();
+            stat.extend(std::iter::repeat_n(1, k));
+            Ok(Some(vec![x.clone(), TensorType::new(x.dtype, stat.clone()), TensorType::new(x.dtype, stat)]))
+        }
+        Op::GroupNorm { groups, .. } => {
+            if x.rank() < 2 || *groups <= 0 || x.shape[1] % groups != 0 {
+                return Err(format!("group norm with {groups} groups does not fit input {x}"));
+            }
+            let stat = TensorType::new(x.dtype, vec![x.shape[0], *groups]);
+            Ok(Some(vec![x.clone(), stat.clone(), stat]))
+        }
+        Op::BatchNorm { .. } => {
+            if x.rank() < 2 {
+                return Err(format!("batch norm needs a [N, C, ...] input, found {x}"));
+            }
+            for p in &operands[1..] {
+                if p.shape != [x.shape[1]] {
+                    return Err(format!("batch norm parameter {p} must have shape [{}]", x.shape[1]));
+                }
+            }
+            let empty = TensorType::new(x.dtype, vec![0]);
+            Ok(Some(vec![x.clone(), empty.clone(), empty]))
+        }
+        _ => Err(format!("{} is not a norm", op.name())),
+    }
+}
+
+/// `mm`, `bmm` and `addmm`.
+pub fn matmul(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let dtype = result_type(operands);
+    if operands.iter().any(|t| t.dtype != dtype) {
+        return Err(format!("{} needs operands of one dtype", op.name()));
+    }
+    let (a, b) = match op {
+        Op::Addmm => (operands[1], operands[2]),
+        _ => (operands[0], operands[1]),
+    };
+    let batched = matches!(op, Op::Bmm);
+    let want = if batched { 3 } else { 2 };
+    let r = want - 2;
+    if a.rank() != want || b.rank() != want || a.shape[r + 1] != b.shape[r] || (batched && a.shape[0] != b.shape[0]) {
+        return Err(format!("{} of {a} and {b} has mismatched shapes", op.name()));
+    }
+    let mut shape = a.shape[..r + 1].to_vec();
+    shape.push(b.shape[r + 1]);
+    if let Op::Addmm = op {
+        if broadcast_shapes(&operands[0].shape, &shape)? != shape {
+            return Err(format!("addmm bias {} does not broadcast to {shape:?}", operands[0]));
+        }
+    }
+    one(TensorType::new(dtype, shape))
+}
+
+/// Output size of one spatial dim of a convolution or pooling window.
+fn window_out(input: i64, kernel: i64, stride: i64, pad: i64, dilation: i64, ceil: bool) -> i64 {
+    let span = input + 2 * pad - dilation * (kernel - 1) - 1;
+    let mut out = if ceil { (span + stride - 1).div_euclid(stride) + 1 } else { span.div_euclid(stride) + 1 };
+    // PyTorch: with ceil_mode the last window must start inside the input or left padding.
+    if ceil && (out - 1) * stride >= input + pad {
+        out -= 1;
+    }
+    out
+}
+
+fn per_dim(v: &[i64], n: usize, default: i64, what: &str) -> Result<Vec<i64>, String> {
+    match v.len() {
+        0 => Ok(vec![default; n]),
+        1 => Ok(vec![v[0]; n]),
+        k if k == n => Ok(v.to_vec()),
+        k => Err(format!("{what} has {k} values for {n} spatial dims")),
+    }
+}
+
+/// `aten.convolution`, plain or transposed.
+pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, .. } = op else {
+        return Err("not a convolution".into());
+    };
+    let (x, w) = (operands[0], operands[1]);
+    let n = w.rank().saturating_sub(2);
+    if n == 0 || x.rank() != n + 2 || *groups <= 0 {
+        return Err(format!("convolution of {x} with weight {w} needs [N, C, ...] input and weight of the same rank"));
+    }
+    let stride = per_dim(stride, n, 1, "stride")?;
+    let padding = per_dim(padding, n, 0, "padding")?;
+    let dilation = per_dim(dilation, n, 1, "dilation")?;
+    let out_pad = per_dim(output_padding, n, 0, "output_padding")?;
+    let (in_ch, out_ch) = if *transposed { (w.shape[0], w.shape[1] * groups) } else { (w.shape[1] * groups, w.shape[0]) };
+    if x.shape[1] != in_ch {
+        return Err(format!("convolution input has {} channels, weight {w} expects {in_ch}", x.shape[1]));
+    }
+    if let Some(b) = operands.get(2) {
+        if b.shape != [out_ch] {
+            return Err(format!("convolution bias {b} must have shape [{out_ch}]"));
+        }
+    }
+    let mut shape = vec![x.shape[0], out_ch];
+    for i in 0..n {
+        let (inp, k) = (x.shape[i + 2], w.shape[i + 2]);
+        let o = if *transposed {
+            (inp - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + out_pad[i] + 1
+        } else {
+            window_out(inp, k, stride[i], padding[i], dilation[i], false)
+        };
+        if o <= 0 {
+            return Err(format!("convolution output dim {i} would be {o}"));
+        }
+        shape.push(o);
+    }
+    one(TensorType::new(result_type(&operands[..2]), shape))
+}
+
+/// Pooling and upsampling over the trailing spatial dims.
+pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let x = operands[0];
+    let replace_tail = |sizes: &[i64]| -> Result<Vec<i64>, String> {
+        if sizes.len() > x.rank() {
+            return Err(format!("{} to {sizes:?} does not fit input {x}", op.name()));
+        }
+        let mut shape = x.shape[..x.rank() - sizes.len()].to_vec();
+        shape.extend_from_slice(sizes);
+        Ok(shape)
+    };
+    match op {
+        Op::AdaptiveAvgPool { output_size } | Op::UpsampleNearest { output_size } => {
+            one(TensorType::new(x.dtype, replace_tail(output_size)?))
+        }
+        Op::MaxPool { kernel, stride, padding, dilation, ceil_mode } => {
+            let n = kernel.len();
+            let (s, p, d) = (per_dim(stride, n, 0, "stride")?, per_dim(padding, n, 0, "padding")?, per_dim(dilation, n, 1, "dilation")?);
+            let out = spatial(x, kernel, &s, &p, &d, *ceil_mode)?;
+            let shape = replace_tail(&out)?;
+            Ok(Some(vec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
+        }
+        Op::AvgPool { kernel, stride, padding, ceil_mode, .. } => {
+            let n = kernel.len();
+            let (s, p) = (per_dim(stride, n, 0, "stride")?, per_dim(padding, n, 0, "padding")?);
+            let out = spatial(x, kernel, &s, &p, &vec![1; n], *ceil_mode)?;
+            one(TensorType::new(x.dtype, replace_tail(&out)?))
+        }
+        _ => Err(format!("{} is not a pooling op", op.name())),
+    }
+}
+
+fn spatial(x: &TensorType, kernel: &[i64], stride: &[i64], pad: &[i64], dil: &[i64], ceil: bool) -> Result<Vec<i64>, String> {
+    let n = kernel.len();
+    if n == 0 || x.rank() < n + 1 {
+        return Err(format!("pooling window {kernel:?} does not fit input {x}"));
+    }
+    (0..n)
+        .map(|i| {
+            // An empty stride means stride = kernel (PyTorch's default).
+            let s = if stride[i] == 0 { kernel[i] } else { stride[i] };
+            let o = window_out(x.shape[x.rank() - n + i], kernel[i], s, pad[i], dil[i], ceil);
+            if o <= 0 { Err(format!("pooling output dim {i} would be {o}")) } else { Ok(o) }
+        })
+        .collect()
+}

@@ -1,0 +1,215 @@
+//! Inference for the shape and indexing ops: view, permute, expand, slice, select, squeeze,
+//! unsqueeze, cat, embedding, index, and the result shape of reductions.
+
+use super::{broadcast_shapes, normalize_dim, result_type, InferResult};
+use crate::op::Op;
+use crate::types::TensorType;
+
+fn one(t: TensorType) -> InferResult {
+    Ok(Some(vec![t]))
+}
+
+/// Shape of a reduction over `dims` (all dims when empty).
+pub fn reduce(shape: &[i64], dims: &[i64], keepdim: bool) -> Result<Vec<i64>, String> {
+    let mut reduced = vec![dims.is_empty(); shape.len()];
+    for &d in dims {
+        reduced[normalize_dim(d, shape.len())?.min(shape.len().saturating_sub(1))] = true;
+    }
+    Ok(shape
+        .iter()
+        .zip(&reduced)
+        .filter_map(|(&s, &r)| match (r, keepdim) {
+            (false, _) => Some(s),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect())
+}
+
+/// Shape ops.
+pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let x = operands.first().copied().ok_or("missing operand")?;
+    let rank = x.rank();
+    let with = |shape: Vec<i64>| one(TensorType::new(x.dtype, shape));
+    match op {
+        Op::View { shape } => {
+            let total: i64 = x.shape.iter().product();
+            let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+            let holes = shape.iter().filter(|&&d| d == -1).count();
+            let mut out = shape.clone();
+            match holes {
+                0 if known == total => {}
+                1 if known > 0 && total % known == 0 => {
+                    out.iter_mut().filter(|d| **d == -1).for_each(|d| *d = total / known);
+                }
+                1 if known == 0 && total == 0 => return Err(format!("view {shape:?} of an empty tensor is ambiguous")),
+                _ => return Err(format!("view of {x} as {shape:?}: element counts differ")),
+            }
+            if out.iter().any(|&d| d < 0) {
+                return Err(format!("view to {shape:?} has a negative size"));
+            }
+            with(out)
+        }
+        Op::Permute { dims } => {
+            if dims.len() != rank {
+                return Err(format!("aten.permute dims {dims:?} do not match rank {rank}"));
+            }
+            let mut seen = vec![false; rank];
+            let mut shape = Vec::with_capacity(rank);
+            for &d in dims {
+                let d = normalize_dim(d, rank)?;
+                if std::mem::replace(&mut seen[d], true) {
+                    return Err(format!("aten.permute dims {dims:?} repeat dimension {d}"));
+                }
+                shape.push(x.shape[d]);
+            }
+            with(shape)
+        }
+        Op::Expand { sizes } => {
+            if sizes.len() < rank {
+                return Err(format!("aten.expand to {sizes:?} has fewer dims than {:?}", x.shape));
+            }
+            let lead = sizes.len() - rank;
+            let mut shape = Vec::with_capacity(sizes.len());
+            for (i, &s) in sizes.iter().enumerate() {
+                let src = if i >= lead { Some(x.shape[i - lead]) } else { None };
+                shape.push(match (s, src) {
+                    (-1, Some(d)) => d,
+                    (s, _) if s < 0 => return Err(format!("aten.expand size {s} at dim {i} is invalid")),
+                    (s, Some(d)) if d != s && d != 1 => {
+                        return Err(format!("aten.expand cannot expand dim {} of size {d} to {s}", i - lead))
+                    }
+                    (s, _) => s,
+                });
+            }
+            with(shape)
+        }
+        Op::Slice { dim, start, end, step } => {
+            let d = normalize_dim(*dim, rank)?;
+            if *step <= 0 {
+                return Err(format!("aten.slice step must be positive, found {step}"));
+            }
+            let (lo, hi) = slice_bounds(*start, *end, x.shape[d]);
+            let mut shape = x.shape.clone();
+            shape[d] = if hi > lo { (hi - lo + step - 1) / step } else { 0 };
+            with(shape)
+        }
+        Op::Select { dim, index } => {
+            let d = normalize_dim(*dim, rank)?;
+            let size = x.shape[d];
+            if *index < -size || *index >= size {
+                return Err(format!("aten.select index {index} out of range for size {size}"));
+            }
+            let mut shape = x.shape.clone();
+            shape.remove(d);
+            with(shape)
+        }
+        Op::Unsqueeze { dim } => {
+            let d = normalize_dim(*dim, rank + 1)?;
+            let mut shape = x.shape.clone();
+            shape.insert(d, 1);
+            with(shape)
+        }
+        Op::Squeeze { dims } => {
+            let mut drop = vec![dims.is_empty(); rank];
+            for &d in dims {
+                if rank > 0 {
+                    drop[normalize_dim(d, rank)?] = true;
+                }
+            }
+            with(x.shape.iter().zip(&drop).filter(|(&s, &dr)| !(dr && s == 1)).map(|(&s, _)| s).collect())
+        }
+        Op::Cat { dim } => {
+            let d = normalize_dim(*dim, rank)?;
+            let mut shape = x.shape.clone();
+            for t in &operands[1..] {
+                if t.rank() != rank || (0..rank).any(|i| i != d && t.shape[i] != x.shape[i]) {
+                    return Err(format!("aten.cat along dim {d}: {t} does not match {x}"));
+                }
+                shape[d] += t.shape[d];
+            }
+            one(TensorType::new(result_type(operands), shape))
+        }
+        Op::Embedding => {
+            let (w, idx) = (operands[0], operands[1]);
+            if w.rank() != 2 || idx.dtype.is_float() || idx.dtype == crate::DType::Bool {
+                return Err(format!("aten.embedding needs a [V, D] weight and integer indices, found {w} and {idx}"));
+            }
+            let mut shape = idx.shape.clone();
+            shape.push(w.shape[1]);
+            one(TensorType::new(w.dtype, shape))
+        }
+        Op::Index { present } => index(x, present, &operands[1..]),
+        _ => Err(format!("{} is not a shape op", op.name())),
+    }
+}
+
+/// Python slicing bounds of `[start, end)` on a dim of `size`: negatives count from the end,
+/// both clamp to `[0, size]`.
+pub fn slice_bounds(start: i64, end: i64, size: i64) -> (i64, i64) {
+    let norm = |v: i64| if v < 0 { (v.saturating_add(size)).max(0) } else { v.min(size) };
+    (norm(start), norm(end))
+}
+
+/// Advanced indexing: index tensors broadcast together; their shape replaces the indexed dims
+/// in place when those are adjacent, and goes first otherwise (NumPy's rule).
+fn index(x: &TensorType, present: &[bool], indices: &[&TensorType]) -> InferResult {
+    if present.len() > x.rank() || indices.is_empty() {
+        return Err(format!("aten.index with {} index positions on {x}", present.len()));
+    }
+    if let Some(b) = indices.iter().find(|t| t.dtype == crate::DType::Bool || t.dtype.is_float()) {
+        return Err(format!("aten.index with a {} index: only integer indices are supported (boolean masks have data-dependent shapes)", b.dtype));
+    }
+    let bshape = indices.iter().try_fold(Vec::new(), |acc, t| broadcast_shapes(&acc, &t.shape))?;
+    let positions: Vec<usize> = present.iter().enumerate().filter(|(_, p)| **p).map(|(i, _)| i).collect();
+    let adjacent = positions.windows(2).all(|w| w[1] == w[0] + 1);
+    let rest = |from: usize| x.shape[from..].iter().copied();
+    let mut shape = Vec::new();
+    if adjacent {
+        shape.extend_from_slice(&x.shape[..positions[0]]);
+        shape.extend_from_slice(&bshape);
+        shape.extend(rest(positions[positions.len() - 1] + 1));
+    } else {
+        shape.extend_from_slice(&bshape);
+        shape.extend((0..x.rank()).filter(|i| !positions.contains(i)).map(|i| x.shape[i]));
+    }
+    one(TensorType::new(x.dtype, shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType::{F32, I64};
+
+    fn t(s: &[i64]) -> TensorType {
+        TensorType::new(F32, s.to_vec())
+    }
+
+    #[test]
+    fn slicing_follows_python() {
+        // x[1:] on size 5 (FX passes end = i64::MAX), x[-2:], x[::2]: hand-computed lengths.
+        assert_eq!(slice_bounds(1, i64::MAX, 5), (1, 5));
+        assert_eq!(slice_bounds(-2, i64::MAX, 5), (3, 5));
+        let r = infer(&Op::Slice { dim: 0, start: 0, end: 5, step: 2 }, &[&t(&[5, 3])]).unwrap().unwrap();
+        assert_eq!(r[0].shape, vec![3, 3]);
+    }
+
+    #[test]
+    fn view_infers_the_hole() {
+        let r = infer(&Op::View { shape: vec![-1, 4] }, &[&t(&[2, 3, 4])]).unwrap().unwrap();
+        assert_eq!(r[0].shape, vec![6, 4]);
+        assert!(infer(&Op::View { shape: vec![5, -1] }, &[&t(&[2, 3])]).is_err());
+    }
+
+    #[test]
+    fn index_places_broadcast_indices() {
+        let i = TensorType::new(I64, vec![4, 1]);
+        let j = TensorType::new(I64, vec![8]);
+        // x[:, :, i, j] on [2, 3, 16, 16]: adjacent indices broadcast to [4, 8] in place.
+        let r = infer(&Op::Index { present: vec![false, false, true, true] }, &[&t(&[2, 3, 16, 16]), &i, &j]).unwrap().unwrap();
+        assert_eq!(r[0].shape, vec![2, 3, 4, 8]);
+        // x[i, :, j]: separated indices go first.
+        let r = infer(&Op::Index { present: vec![true, false, true] }, &[&t(&[5, 6, 7]), &i, &j]).unwrap().unwrap();
+        assert_eq!(r[0].shape, vec![4, 8, 6]);
+    }
+}

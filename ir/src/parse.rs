@@ -1,0 +1,297 @@
+//! The parser of the IR text format (the inverse of [`crate::print()`]). Golden tests and
+//! hand-written test graphs depend on it; `parse(print(g))` prints back byte-identically.
+//!
+//! Grammar, one statement per line (`//` starts a comment line):
+//! ```text
+//! graph @NAME {
+//!   %NAME = OP [%V, ...] [{KEY = VALUE, ...}] : TYPE | (TYPE, ...) [loc("FILE":LINE)]
+//!   return %V, ...
+//! }
+//! ```
+//! where a value `%V` is `%name` or `%name#k` for result `k` of a multi-result node.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::graph::{Graph, SourceLoc, ValueRef};
+use crate::op::Op;
+use crate::types::{DType, TensorType};
+use crate::{Error, Result};
+
+/// Parses one graph from IR text and verifies it.
+pub fn parse(text: &str) -> Result<Graph> {
+    let mut p = Parser { graph: None, values: HashMap::new(), done: false };
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with("//") {
+            continue;
+        }
+        p.statement(line).map_err(|message| Error::Parse { line: i + 1, message })?;
+    }
+    if !p.done {
+        return Err(Error::Parse { line: text.lines().count(), message: "missing closing `}`".into() });
+    }
+    let graph = p.graph.ok_or(Error::Parse { line: 1, message: "no `graph @name {` header".into() })?;
+    crate::verify(&graph)?;
+    Ok(graph)
+}
+
+struct Parser {
+    graph: Option<Graph>,
+    values: HashMap<String, ValueRef>,
+    done: bool,
+}
+
+type R<T> = std::result::Result<T, String>;
+
+impl Parser {
+    fn statement(&mut self, line: &str) -> R<()> {
+        if self.done {
+            return Err("text after the closing `}`".into());
+        }
+        let Some(graph) = self.graph.as_mut() else {
+            let name = line
+                .strip_prefix("graph @")
+                .and_then(|s| s.strip_suffix('{'))
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .ok_or("expected `graph @name {`")?;
+            self.graph = Some(Graph::new(name));
+            return Ok(());
+        };
+        if line == "}" {
+            self.done = true;
+            return Ok(());
+        }
+        if let Some(rest) = line.strip_prefix("return") {
+            let outputs = rest.split(',').map(|v| self.value(v.trim())).collect::<R<Vec<_>>>()?;
+            return graph_mut(&mut self.graph)?.set_outputs(outputs).map_err(|e| e.to_string());
+        }
+        let _ = graph;
+        self.node(line)
+    }
+
+    fn value(&self, text: &str) -> R<ValueRef> {
+        let text = text.strip_prefix('%').ok_or_else(|| format!("expected a value `%name`, found `{text}`"))?;
+        let (name, result) = match text.split_once('#') {
+            Some((n, k)) => (n, k.parse::<u32>().map_err(|_| format!("bad result index in `%{text}`"))?),
+            None => (text, 0),
+        };
+        let v = self.values.get(name).ok_or_else(|| format!("`%{name}` is not defined above"))?;
+        Ok(ValueRef { node: v.node, result })
+    }
+
+    fn node(&mut self, line: &str) -> R<()> {
+        let mut s = Scanner(line);
+        s.expect("%")?;
+        let name = s.take_while(|c| !c.is_whitespace() && c != '=').to_string();
+        s.expect("=")?;
+        let op_name = s.take_while(|c| !c.is_whitespace()).to_string();
+        let mut operands = Vec::new();
+        while s.peek() == Some('%') {
+            let v = s.take_while(|c| c != ',' && !c.is_whitespace());
+            operands.push(self.value(v)?);
+            if s.peek() == Some(',') {
+                s.expect(",")?;
+            }
+        }
+        let mut attrs = BTreeMap::new();
+        if s.peek() == Some('{') {
+            for (k, v) in split_top(s.balanced('{', '}')?)? {
+                if attrs.insert(k.clone(), v).is_some() {
+                    return Err(format!("attribute `{k}` given twice"));
+                }
+            }
+        }
+        s.expect(":")?;
+        let (types_text, loc_text) = match s.rest().find("loc(") {
+            Some(i) => (&s.rest()[..i], Some(&s.rest()[i..])),
+            None => (s.rest(), None),
+        };
+        let results = parse_types(types_text.trim())?;
+        let source = loc_text.map(parse_loc).transpose()?;
+        let op = Op::from_parts(&op_name, &attrs)?;
+        let graph = graph_mut(&mut self.graph)?;
+        let id = match op {
+            Op::Input { kind, weight } => {
+                let [ty] = <[TensorType; 1]>::try_from(results).map_err(|_| "an input has exactly one type")?;
+                if !operands.is_empty() {
+                    return Err("an input takes no operands".into());
+                }
+                graph.add_input(&name, kind, weight, ty, source)
+            }
+            op => graph.add_node(&name, op, &operands, results, source).map_err(|e| e.to_string())?,
+        };
+        if self.values.insert(name.clone(), ValueRef::first(id)).is_some() {
+            return Err(format!("`%{name}` is defined twice"));
+        }
+        Ok(())
+    }
+}
+
+fn graph_mut(g: &mut Option<Graph>) -> R<&mut Graph> {
+    g.as_mut().ok_or_else(|| "statement before the `graph` header".to_string())
+}
+
+/// A cursor over one line.
+struct Scanner<'a>(&'a str);
+
+impl<'a> Scanner<'a> {
+    fn skip_ws(&mut self) {
+        self.0 = self.0.trim_start();
+    }
+    fn peek(&mut self) -> Option<char> {
+        self.skip_ws();
+        self.0.chars().next()
+    }
+    fn expect(&mut self, tok: &str) -> R<()> {
+        self.skip_ws();
+        self.0 = self.0.strip_prefix(tok).ok_or_else(|| format!("expected `{tok}` at `{}`", self.0))?;
+        Ok(())
+    }
+    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
+        self.skip_ws();
+        let end = self.0.find(|c| !f(c)).unwrap_or(self.0.len());
+        let (head, tail) = self.0.split_at(end);
+        self.0 = tail;
+        head
+    }
+    /// The text between a balanced `open`/`close` pair (strings may hold either).
+    fn balanced(&mut self, open: char, close: char) -> R<&'a str> {
+        self.expect(&open.to_string())?;
+        let (mut depth, mut in_str, mut escaped) = (1, false, false);
+        for (i, c) in self.0.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if in_str => escaped = true,
+                '"' => in_str = !in_str,
+                c if c == open && !in_str => depth += 1,
+                c if c == close && !in_str => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let inner = &self.0[..i];
+                        self.0 = &self.0[i + 1..];
+                        return Ok(inner);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Err(format!("unbalanced `{open}`"))
+    }
+    fn rest(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// Splits `k = v, k = [a, b], k = "x,y"` at top-level commas.
+fn split_top(text: &str) -> R<Vec<(String, String)>> {
+    let (mut parts, mut depth, mut in_str, mut escaped, mut start) = (Vec::new(), 0, false, false, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_str => escaped = true,
+            '"' => in_str = !in_str,
+            '[' | '(' if !in_str => depth += 1,
+            ']' | ')' if !in_str => depth -= 1,
+            ',' if !in_str && depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("attribute `{}` has no `=`", p.trim()))?;
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// `f32[2,3]` or `(f32[2], i64[2])`.
+fn parse_types(text: &str) -> R<Vec<TensorType>> {
+    let inner = match text.strip_prefix('(') {
+        Some(t) => t.strip_suffix(')').ok_or("unbalanced `(` in result types")?,
+        None => text,
+    };
+    let mut out = Vec::new();
+    let mut rest = inner.trim();
+    while !rest.is_empty() {
+        let open = rest.find('[').ok_or_else(|| format!("expected a type like f32[2,3], found `{rest}`"))?;
+        let close = rest.find(']').ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
+        let dtype: DType = rest[..open].trim().parse().map_err(|e: crate::UnknownDType| e.to_string())?;
+        let dims = &rest[open + 1..close];
+        let shape = if dims.trim().is_empty() {
+            Vec::new()
+        } else {
+            dims.split(',').map(|d| d.trim().parse::<i64>().map_err(|_| format!("bad dimension `{d}`"))).collect::<R<_>>()?
+        };
+        out.push(TensorType::new(dtype, shape));
+        rest = rest[close + 1..].trim_start().trim_start_matches(',').trim_start();
+    }
+    if out.is_empty() {
+        return Err("a node needs at least one result type".into());
+    }
+    Ok(out)
+}
+
+/// `loc("file":12)`.
+fn parse_loc(text: &str) -> R<SourceLoc> {
+    let inner = text.trim().strip_prefix("loc(").and_then(|t| t.strip_suffix(')')).ok_or("malformed loc(...)")?;
+    let (file, line) = inner.rsplit_once(':').ok_or("loc needs \"file\":line")?;
+    let file = crate::attr::unquote(file.trim()).ok_or("loc file must be quoted")?;
+    let line = line.trim().parse().map_err(|_| format!("bad loc line `{line}`"))?;
+    Ok(SourceLoc { file, line })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"graph @sample {
+  %x = input {kind = user_input} : f32[2,3,8,8]
+  %w = input {kind = parameter, weight = "conv.weight"} : f32[4,3,3,3]
+  %b = input {kind = parameter, weight = "conv.bias"} : f32[4]
+  %ids = input {kind = user_input} : i64[2,5]
+  %emb = input {kind = parameter, weight = "emb"} : f32[10,6]
+  %c = aten.convolution %x, %w, %b {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1, has_bias = true} : f32[2,4,8,8]  loc("model.py":12)
+  %p = aten.max_pool %c {kernel = [2, 2], stride = [2, 2], padding = [0, 0], dilation = [1, 1], ceil_mode = false} : (f32[2,4,4,4], i64[2,4,4,4])
+  %r = aten.relu %p#0 : f32[2,4,4,4]
+  %s = aten.sum %r {dims = [2, 3], keepdim = false} : f32[2,4]
+  %half = full {value = 0.5} : f32[]
+  %m = aten.mul %s, %half : f32[2,4]
+  %e = aten.embedding %emb, %ids : f32[2,5,6]
+  %lt = aten.lt %m, %half : bool[2,4]
+  %odd = aten.sin.default %m : f32[2,4]
+  %u = unknown %m {target = "aten.add"} : f32[2,4]
+  return %m, %p#1, %e, %lt, %odd, %u
+}
+"#;
+
+    #[test]
+    fn print_parse_print_is_byte_identical() {
+        let g = parse(SAMPLE).unwrap();
+        let printed = crate::print(&g);
+        assert_eq!(printed, SAMPLE);
+        assert_eq!(crate::print(&parse(&printed).unwrap()), printed);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let bad = SAMPLE.replace("%s = aten.sum %r", "%s = aten.sum %nope");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("line 10") && err.contains("`%nope` is not defined"), "{err}");
+        let bad = SAMPLE.replace("keepdim = false", "keepdim = maybe");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("attribute `keepdim` must be true or false"), "{err}");
+        let bad = SAMPLE.replace("%half = full {value = 0.5}", "%half = full {value = 0.5, colour = 1}");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("unexpected attribute `colour`"), "{err}");
+        let bad = SAMPLE.replace(": f32[2,4]\n  %e", ": f32[2,5]\n  %e");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("verifier") && err.contains("`m`"), "{err}");
+    }
+}

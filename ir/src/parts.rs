@@ -1,0 +1,214 @@
+//! The text form of an op: its name and its attributes, written by the printer and read back
+//! by the parser. One function each way keeps the two in step; the round-trip tests hold them
+//! to it.
+
+use std::collections::BTreeMap;
+
+use crate::attr::{bools, ints, opt_scalar, quote, Attr};
+use crate::op::{BinaryOp, CompareOp, InputKind, Op, ReduceOp, UnaryOp};
+
+impl Op {
+    /// Attributes as `key = value` text pairs, in a fixed order.
+    pub fn attributes(&self) -> Vec<(&'static str, String)> {
+        let b = |v: &bool| v.to_string();
+        match self {
+            Op::Input { kind, weight } => {
+                let mut a = vec![("kind", kind.name().to_string())];
+                if let Some(w) = weight {
+                    a.push(("weight", quote(w)));
+                }
+                a
+            }
+            Op::Full { value } => vec![("value", value.to_string())],
+            Op::Arange { start, end, step } => {
+                vec![("start", start.to_string()), ("end", end.to_string()), ("step", step.to_string())]
+            }
+            Op::Clamp { min, max } => vec![("min", opt_scalar(min)), ("max", opt_scalar(max))],
+            Op::Convert { dtype } => vec![("dtype", dtype.to_string())],
+            Op::Reduce { dims, keepdim, .. } => vec![("dims", ints(dims)), ("keepdim", b(keepdim))],
+            Op::Softmax { dim, .. } => vec![("dim", dim.to_string())],
+            Op::LayerNorm { normalized_shape, eps, has_weight, has_bias } => vec![
+                ("normalized_shape", ints(normalized_shape)),
+                ("eps", eps.to_string()),
+                ("has_weight", b(has_weight)),
+                ("has_bias", b(has_bias)),
+            ],
+            Op::GroupNorm { groups, eps, has_weight, has_bias } => vec![
+                ("groups", groups.to_string()),
+                ("eps", eps.to_string()),
+                ("has_weight", b(has_weight)),
+                ("has_bias", b(has_bias)),
+            ],
+            Op::BatchNorm { eps, has_weight, has_bias } => {
+                vec![("eps", eps.to_string()), ("has_weight", b(has_weight)), ("has_bias", b(has_bias))]
+            }
+            Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } => vec![
+                ("stride", ints(stride)),
+                ("padding", ints(padding)),
+                ("dilation", ints(dilation)),
+                ("transposed", b(transposed)),
+                ("output_padding", ints(output_padding)),
+                ("groups", groups.to_string()),
+                ("has_bias", b(has_bias)),
+            ],
+            Op::MaxPool { kernel, stride, padding, dilation, ceil_mode } => vec![
+                ("kernel", ints(kernel)),
+                ("stride", ints(stride)),
+                ("padding", ints(padding)),
+                ("dilation", ints(dilation)),
+                ("ceil_mode", b(ceil_mode)),
+            ],
+            Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override } => vec![
+                ("kernel", ints(kernel)),
+                ("stride", ints(stride)),
+                ("padding", ints(padding)),
+                ("ceil_mode", b(ceil_mode)),
+                ("count_include_pad", b(count_include_pad)),
+                ("divisor_override", divisor_override.map(|d| d.to_string()).unwrap_or_else(|| "none".into())),
+            ],
+            Op::AdaptiveAvgPool { output_size } | Op::UpsampleNearest { output_size } => {
+                vec![("output_size", ints(output_size))]
+            }
+            Op::View { shape } => vec![("shape", ints(shape))],
+            Op::Permute { dims } => vec![("dims", ints(dims))],
+            Op::Expand { sizes } => vec![("sizes", ints(sizes))],
+            Op::Slice { dim, start, end, step } => vec![
+                ("dim", dim.to_string()),
+                ("start", start.to_string()),
+                ("end", end.to_string()),
+                ("step", step.to_string()),
+            ],
+            Op::Select { dim, index } => vec![("dim", dim.to_string()), ("index", index.to_string())],
+            Op::Unsqueeze { dim } | Op::Cat { dim } => vec![("dim", dim.to_string())],
+            Op::Squeeze { dims } => vec![("dims", ints(dims))],
+            Op::Index { present } => vec![("present", bools(present))],
+            Op::Unknown { target } if is_known_name(target) => vec![("target", quote(target))],
+            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
+            | Op::Embedding | Op::Unknown { .. } => vec![],
+        }
+    }
+
+    /// The name the printer writes: the op's name, or `unknown` for an unknown target that
+    /// would read back as a known op.
+    pub fn text_name(&self) -> &str {
+        match self {
+            Op::Unknown { target } if is_known_name(target) => "unknown",
+            _ => self.name(),
+        }
+    }
+
+    /// Rebuilds an op from its text name and attributes; rejects missing, malformed and
+    /// unexpected attributes.
+    pub fn from_parts(name: &str, values: &BTreeMap<String, String>) -> Result<Op, String> {
+        let a = Attr { op: name, values };
+        let op = match name {
+            "input" => {
+                let kind = values.get("kind").map(|s| s.as_str()).unwrap_or("");
+                let kind = InputKind::ALL
+                    .into_iter()
+                    .find(|k| k.name() == kind)
+                    .ok_or_else(|| format!("input: unknown kind `{kind}`"))?;
+                Op::Input { kind, weight: a.opt_string("weight")? }
+            }
+            "unknown" => Op::Unknown { target: a.opt_string("target")?.ok_or("unknown needs attribute `target`")? },
+            "full" => Op::Full { value: a.scalar("value")? },
+            "aten.arange" => Op::Arange { start: a.scalar("start")?, end: a.scalar("end")?, step: a.scalar("step")? },
+            "aten.where" => Op::Where,
+            "aten.clamp" => Op::Clamp { min: a.opt_scalar("min")?, max: a.opt_scalar("max")? },
+            "convert" => Op::Convert { dtype: a.dtype("dtype")? },
+            "copy" => Op::Copy,
+            "aten.softmax" | "aten.log_softmax" => Op::Softmax { dim: a.int("dim")?, log: name == "aten.log_softmax" },
+            "aten.layer_norm" => Op::LayerNorm {
+                normalized_shape: a.ints("normalized_shape")?,
+                eps: a.scalar("eps")?,
+                has_weight: a.bool("has_weight")?,
+                has_bias: a.bool("has_bias")?,
+            },
+            "aten.group_norm" => Op::GroupNorm {
+                groups: a.int("groups")?,
+                eps: a.scalar("eps")?,
+                has_weight: a.bool("has_weight")?,
+                has_bias: a.bool("has_bias")?,
+            },
+            "aten.batch_norm" => {
+                Op::BatchNorm { eps: a.scalar("eps")?, has_weight: a.bool("has_weight")?, has_bias: a.bool("has_bias")? }
+            }
+            "aten.mm" => Op::Mm,
+            "aten.bmm" => Op::Bmm,
+            "aten.addmm" => Op::Addmm,
+            "aten.convolution" => Op::Convolution {
+                stride: a.ints("stride")?,
+                padding: a.ints("padding")?,
+                dilation: a.ints("dilation")?,
+                transposed: a.bool("transposed")?,
+                output_padding: a.ints("output_padding")?,
+                groups: a.int("groups")?,
+                has_bias: a.bool("has_bias")?,
+            },
+            "aten.max_pool" => Op::MaxPool {
+                kernel: a.ints("kernel")?,
+                stride: a.ints("stride")?,
+                padding: a.ints("padding")?,
+                dilation: a.ints("dilation")?,
+                ceil_mode: a.bool("ceil_mode")?,
+            },
+            "aten.avg_pool" => Op::AvgPool {
+                kernel: a.ints("kernel")?,
+                stride: a.ints("stride")?,
+                padding: a.ints("padding")?,
+                ceil_mode: a.bool("ceil_mode")?,
+                count_include_pad: a.bool("count_include_pad")?,
+                divisor_override: a.opt_int("divisor_override")?,
+            },
+            "aten.adaptive_avg_pool" => Op::AdaptiveAvgPool { output_size: a.ints("output_size")? },
+            "aten.upsample_nearest" => Op::UpsampleNearest { output_size: a.ints("output_size")? },
+            "aten.view" => Op::View { shape: a.ints("shape")? },
+            "aten.permute" => Op::Permute { dims: a.ints("dims")? },
+            "aten.expand" => Op::Expand { sizes: a.ints("sizes")? },
+            "aten.slice" => {
+                Op::Slice { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
+            }
+            "aten.select" => Op::Select { dim: a.int("dim")?, index: a.int("index")? },
+            "aten.unsqueeze" => Op::Unsqueeze { dim: a.int("dim")? },
+            "aten.squeeze" => Op::Squeeze { dims: a.ints("dims")? },
+            "aten.cat" => Op::Cat { dim: a.int("dim")? },
+            "aten.embedding" => Op::Embedding,
+            "aten.index" => Op::Index { present: a.bools("present")? },
+            _ => {
+                if let Some(u) = UnaryOp::from_name(name) {
+                    Op::Unary(u)
+                } else if let Some(b) = BinaryOp::from_name(name) {
+                    Op::Binary(b)
+                } else if let Some(c) = CompareOp::from_name(name) {
+                    Op::Compare(c)
+                } else if let Some(r) = ReduceOp::from_name(name) {
+                    Op::Reduce { op: r, dims: a.ints("dims")?, keepdim: a.bool("keepdim")? }
+                } else {
+                    Op::Unknown { target: name.to_string() }
+                }
+            }
+        };
+        let expected: Vec<&str> = op.attributes().iter().map(|(k, _)| *k).collect();
+        if let Some(extra) = values.keys().find(|k| !expected.contains(&k.as_str())) {
+            return Err(format!("{name}: unexpected attribute `{extra}`"));
+        }
+        Ok(op)
+    }
+}
+
+/// Whether `name` is the text name of a known op (so an unknown target spelled the same must
+/// be written in the `unknown {target = ...}` form).
+fn is_known_name(name: &str) -> bool {
+    const FIXED: &[&str] = &[
+        "input", "unknown", "full", "aten.arange", "aten.where", "aten.clamp", "convert", "copy", "aten.softmax",
+        "aten.log_softmax", "aten.layer_norm", "aten.group_norm", "aten.batch_norm", "aten.mm", "aten.bmm",
+        "aten.addmm", "aten.convolution", "aten.max_pool", "aten.avg_pool", "aten.adaptive_avg_pool",
+        "aten.upsample_nearest", "aten.view", "aten.permute", "aten.expand", "aten.slice", "aten.select",
+        "aten.unsqueeze", "aten.squeeze", "aten.cat", "aten.embedding", "aten.index",
+    ];
+    FIXED.contains(&name)
+        || UnaryOp::from_name(name).is_some()
+        || BinaryOp::from_name(name).is_some()
+        || CompareOp::from_name(name).is_some()
+        || ReduceOp::from_name(name).is_some()
+}
