@@ -31,6 +31,20 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Import a bundle (validating everything) and print its IR or Graphviz DOT.
+    Import {
+        bundle: PathBuf,
+        /// Print the IR text.
+        #[arg(long)]
+        print: bool,
+        /// Print the graph in Graphviz DOT.
+        #[arg(long)]
+        dot: bool,
+        /// Also write the trace in the bincode encoding to this file (`graph.bin` in a bundle
+        /// is read in preference to `graph.json`).
+        #[arg(long, value_name = "PATH")]
+        write_bin: Option<PathBuf>,
+    },
     /// Import a bundle and print one stage of it.
     Compile {
         bundle: PathBuf,
@@ -98,6 +112,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 // The last line carries the errors, whatever the outcome.
                 println!("{report}");
                 return Ok(if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import { bundle, print, dot, write_bin } => {
+            let bundle = Bundle::open(&bundle)?;
+            if print {
+                print!("{}", fxhlo::ir::print(&bundle.graph));
+            }
+            if dot {
+                print!("{}", fxhlo::ir::to_dot(&bundle.graph));
+            }
+            if let Some(path) = write_bin {
+                std::fs::write(&path, fxhlo::frontend::to_bin(&bundle.trace))
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            if !print && !dot {
+                let g = &bundle.graph;
+                eprintln!("imported `{}`: {} nodes, {} inputs, {} outputs", g.name, g.node_count(), g.inputs().len(), g.outputs().len());
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -323,14 +323,28 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             let ops = ts.iter().map(|t| Operand::Tensor(t.clone())).collect();
             Some(Mapped::Op(Op::Cat { dim: a.int(1, "dim", 0)? }, ops))
         }
+        "split_with_sizes" => op1(Op::Split { sizes: a.ints(1, "split_sizes", &[])?, dim: a.int(2, "dim", 0)? }),
+        "split" => {
+            // split.Tensor(self, split_size, dim): chunks of split_size, the last one smaller.
+            let dim = a.int(2, "dim", 0)?;
+            let chunk = a.int(1, "split_size", 0)?;
+            let total: i64 = results.iter().map(|t| fxhlo_ir::infer::normalize_dim(dim, t.rank()).ok().map(|d| t.shape[d])).sum::<Option<i64>>()?;
+            if chunk <= 0 {
+                return None;
+            }
+            let sizes = (0..total).step_by(chunk as usize).map(|s| chunk.min(total - s)).collect();
+            op1(Op::Split { sizes, dim })
+        }
         "embedding" => Some(Mapped::Op(Op::Embedding, vec![a.tensor(0, "weight")?, a.tensor(1, "indices")?])),
         "index" | "_unsafe_index" => {
-            let Some(Arg::OptTensors(idx)) = a.get(1, "indices") else { return None };
+            let Some(Arg::OptionalTensors(idx)) = a.get(1, "indices") else { return None };
             let mut ops = vec![x()?];
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n.clone())));
             Some(Mapped::Op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops))
         }
         "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
+        // full_like depends only on the shape of `self`, which the result type carries.
+        "full_like" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
         "scalar_tensor" => Some(Mapped::Op(Op::Full { value: a.scalar(0, "s")? }, vec![])),
         "arange" => {
             let (start, end, step) = match overload {

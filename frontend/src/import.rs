@@ -168,7 +168,7 @@ impl Importer {
                         out.push(self.value(&spec.name, n)?);
                     }
                 }
-                Arg::OptTensors(ns) => {
+                Arg::OptionalTensors(ns) => {
                     for n in ns.iter().flatten() {
                         out.push(self.value(&spec.name, n)?);
                     }

@@ -126,6 +126,8 @@ pub enum Op {
     Squeeze { dims: Vec<i64> },
     /// `aten.cat` along `dim`.
     Cat { dim: i64 },
+    /// `aten.split_with_sizes` / `aten.split.Tensor`: one result per size along `dim`.
+    Split { sizes: Vec<i64>, dim: i64 },
     /// `aten.embedding(weight, indices)`.
     Embedding,
     /// `aten.index.Tensor` / `aten._unsafe_index.Tensor`: `present[i]` says whether dim `i`
@@ -171,6 +173,7 @@ impl Op {
             Op::Unsqueeze { .. } => "aten.unsqueeze",
             Op::Squeeze { .. } => "aten.squeeze",
             Op::Cat { .. } => "aten.cat",
+            Op::Split { .. } => "aten.split",
             Op::Embedding => "aten.embedding",
             Op::Index { .. } => "aten.index",
             Op::Unknown { target } => target,
@@ -185,7 +188,7 @@ impl Op {
             Op::Unary(_) | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy | Op::Reduce { .. } => 1,
             Op::Softmax { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } => 1,
             Op::UpsampleNearest { .. } | Op::View { .. } | Op::Permute { .. } | Op::Expand { .. } => 1,
-            Op::Slice { .. } | Op::Select { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } => 1,
+            Op::Slice { .. } | Op::Select { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Split { .. } => 1,
             Op::Binary(_) | Op::Compare(_) | Op::Mm | Op::Bmm | Op::Embedding => 2,
             Op::Where | Op::Addmm => 3,
             Op::LayerNorm { has_weight, has_bias, .. } | Op::GroupNorm { has_weight, has_bias, .. } => {

@@ -81,6 +81,7 @@ impl Op {
             Op::Select { dim, index } => vec![("dim", dim.to_string()), ("index", index.to_string())],
             Op::Unsqueeze { dim } | Op::Cat { dim } => vec![("dim", dim.to_string())],
             Op::Squeeze { dims } => vec![("dims", ints(dims))],
+            Op::Split { sizes, dim } => vec![("sizes", ints(sizes)), ("dim", dim.to_string())],
             Op::Index { present } => vec![("present", bools(present))],
             Op::Unknown { target } if is_known_name(target) => vec![("target", quote(target))],
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
@@ -172,6 +173,7 @@ impl Op {
             "aten.unsqueeze" => Op::Unsqueeze { dim: a.int("dim")? },
             "aten.squeeze" => Op::Squeeze { dims: a.ints("dims")? },
             "aten.cat" => Op::Cat { dim: a.int("dim")? },
+            "aten.split" => Op::Split { sizes: a.ints("sizes")?, dim: a.int("dim")? },
             "aten.embedding" => Op::Embedding,
             "aten.index" => Op::Index { present: a.bools("present")? },
             _ => {
@@ -204,7 +206,7 @@ fn is_known_name(name: &str) -> bool {
         "aten.log_softmax", "aten.layer_norm", "aten.group_norm", "aten.batch_norm", "aten.mm", "aten.bmm",
         "aten.addmm", "aten.convolution", "aten.max_pool", "aten.avg_pool", "aten.adaptive_avg_pool",
         "aten.upsample_nearest", "aten.view", "aten.permute", "aten.expand", "aten.slice", "aten.select",
-        "aten.unsqueeze", "aten.squeeze", "aten.cat", "aten.embedding", "aten.index",
+        "aten.unsqueeze", "aten.squeeze", "aten.cat", "aten.split", "aten.embedding", "aten.index",
     ];
     FIXED.contains(&name)
         || UnaryOp::from_name(name).is_some()

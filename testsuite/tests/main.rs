@@ -3,5 +3,6 @@
 
 mod codegen_e2e;
 mod fixtures;
+mod golden;
 mod serialize;
 mod support;

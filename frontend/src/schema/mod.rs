@@ -115,7 +115,7 @@ pub enum Arg {
     Tensors(Vec<String>),
     /// A list of optional tensors (`Tensor?[]`, e.g. the indices of `aten.index`), `null` for
     /// an absent entry.
-    OptTensors(Vec<Option<String>>),
+    OptionalTensors(Vec<Option<String>>),
     Int(i64),
     Ints(Vec<i64>),
     Float(F64),

@@ -84,6 +84,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         | Op::Unsqueeze { .. }
         | Op::Squeeze { .. }
         | Op::Cat { .. }
+        | Op::Split { .. }
         | Op::Embedding
         | Op::Index { .. } => shape::infer(op, operands),
     }

@@ -130,6 +130,22 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             }
             one(TensorType::new(result_type(operands), shape))
         }
+        Op::Split { sizes, dim } => {
+            let d = normalize_dim(*dim, rank)?;
+            if sizes.iter().any(|&s| s < 0) || sizes.iter().sum::<i64>() != x.shape[d] {
+                return Err(format!("aten.split sizes {sizes:?} do not add up to dim {d} of {x}"));
+            }
+            Ok(Some(
+                sizes
+                    .iter()
+                    .map(|&s| {
+                        let mut shape = x.shape.clone();
+                        shape[d] = s;
+                        TensorType::new(x.dtype, shape)
+                    })
+                    .collect(),
+            ))
+        }
         Op::Embedding => {
             let (w, idx) = (operands[0], operands[1]);
             if w.rank() != 2 || idx.dtype.is_float() || idx.dtype == crate::DType::Bool {
