@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+mod encodings;
+
 use fxhlo_frontend::{Bundle, GRAPH_JSON, WEIGHTS};
 use serde_json::{json, Value};
 
