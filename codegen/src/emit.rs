@@ -80,6 +80,56 @@ impl<'c, 'a> Emitter<'c, 'a> {
         op.result(0).map(Into::into).map_err(|e| self.internal(format!("{name} result: {e}")))
     }
 
+    /// Appends an op with several results (or none) and returns them all.
+    pub fn op_n(
+        &self,
+        name: &str,
+        loc: Location<'c>,
+        operands: &[Value<'c, 'a>],
+        results: &[TensorType],
+        attrs: &[(&str, String)],
+        regions: Vec<melior::ir::Region<'c>>,
+    ) -> Result<Vec<Value<'c, 'a>>> {
+        let mut parsed = Vec::with_capacity(attrs.len());
+        for (k, v) in attrs {
+            parsed.push((Identifier::new(self.ctx, k), self.attr(v)?));
+        }
+        let types: Vec<Type<'c>> = results.iter().map(|t| self.tensor_type(t)).collect();
+        let op = OperationBuilder::new(name, loc)
+            .add_operands(operands)
+            .add_results(&types)
+            .add_attributes(&parsed)
+            .add_regions_vec(regions)
+            .build()
+            .map_err(|e| self.internal(format!("building {name}: {e}")))?;
+        let op = self.block.append_operation(op);
+        (0..results.len())
+            .map(|i| op.result(i).map(Into::into).map_err(|e| self.internal(format!("{name} result {i}: {e}"))))
+            .collect()
+    }
+
+    /// `v` converted from `from` to element type `to` (no op when equal).
+    pub fn convert(&self, v: Value<'c, 'a>, from: &TensorType, to: DType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        if from.dtype == to {
+            return Ok(v);
+        }
+        self.op("stablehlo.convert", loc, &[v], &TensorType::new(to, from.shape.clone()), &[])
+    }
+
+    /// `v` reshaped to `to` (no op when the shapes are equal).
+    pub fn reshape(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        if from.shape == to.shape {
+            return Ok(v);
+        }
+        self.op("stablehlo.reshape", loc, &[v], to, &[])
+    }
+
+    /// Elementwise comparison (`EQ`, `NE`, `LT`, `LE`, `GT`, `GE`) of two equally shaped values.
+    pub fn compare(&self, dir: &str, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let ty = TensorType::new(DType::Bool, shape.to_vec());
+        self.op("stablehlo.compare", loc, &[a, b], &ty, &[("comparison_direction", format!("#stablehlo<comparison_direction {dir}>"))])
+    }
+
     /// A constant tensor of type `ty` with every element `value`.
     pub fn splat(&self, value: Scalar, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let literal = literal(value, ty.dtype);
@@ -120,6 +170,21 @@ pub fn element_type(ctx: &Context, d: DType) -> Type<'_> {
 pub fn tensor_type<'c>(ctx: &'c Context, t: &TensorType) -> Type<'c> {
     let dims: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
     RankedTensorType::new(&dims, element_type(ctx, t.dtype), None).into()
+}
+
+/// `array<i64: ...>` from integers.
+pub fn i64s(items: &[i64]) -> String {
+    let items: Vec<String> = items.iter().map(|d| d.to_string()).collect();
+    i64_array(&items)
+}
+
+/// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>` padding attribute.
+pub fn padding_attr(pads: &[(i64, i64)]) -> String {
+    let rows: Vec<String> = pads.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
+    if pads.is_empty() {
+        return "dense<> : tensor<0x2xi64>".into();
+    }
+    format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), pads.len())
 }
 
 /// `array<i64: ...>` from already formatted items.

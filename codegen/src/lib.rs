@@ -9,8 +9,9 @@
 mod emit;
 mod error;
 pub mod lower;
+mod region;
 
-use fxhlo_ir::{BinaryOp, Graph, NodeId, Op, UnaryOp, ValueRef};
+use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
 use melior::dialect::{func, DialectRegistry};
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
@@ -30,9 +31,9 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
     let mut ops = Vec::new();
     for id in graph.topo_order()? {
         let node = graph.node(id);
-        if !lowerable(&node.op) {
+        if let Some(target) = unsupported_reason(graph, id) {
             ops.push(UnsupportedOp {
-                target: node.op.name().to_string(),
+                target,
                 node: node.name.clone(),
                 source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
             });
@@ -102,15 +103,17 @@ fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph) -> Result<(
             continue;
         }
         e.node = graph.node(id).name.clone();
-        let value = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
-        e.bind(ValueRef::first(id), value);
+        let values = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
+        for (k, value) in values.into_iter().enumerate() {
+            e.bind(ValueRef { node: id, result: k as u32 }, value);
+        }
     }
     let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
     block.append_operation(func::r#return(&results, Location::unknown(ctx)));
     Ok(())
 }
 
-fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Location<'c>) -> Result<Vec<Value<'c, 'a>>> {
     let node = graph.node(id);
     let refs = graph.operands(id);
     let mut operands = Vec::with_capacity(refs.len());
@@ -118,35 +121,28 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
         let ty = graph.value_type(*v).ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
         operands.push((e.value(*v)?, ty));
     }
-    let result = &node.results[0];
-    let arg = |i: usize| operands.get(i).map(|o| o.0).ok_or_else(|| e.internal(format!("missing operand {i}")));
-    let first = || operands.first().copied().ok_or_else(|| e.internal("missing operand 0"));
+    let values = lower::lower(e, &node.op, &operands, &node.results, loc)?;
+    if values.len() != node.results.len() {
+        return Err(e.internal(format!("lowering gave {} values for {} results", values.len(), node.results.len())));
+    }
+    Ok(values)
+}
+
+/// Why codegen cannot lower node `id`, if it cannot: an unknown op, or a use codegen does
+/// not support (max pool's indices).
+fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<String> {
+    let node = graph.node(id);
     match &node.op {
-        Op::Binary(BinaryOp::Add) => lower::elementwise::binary(e, "stablehlo.add", &operands, result, loc),
-        Op::Binary(BinaryOp::Mul) => lower::elementwise::binary(e, "stablehlo.multiply", &operands, result, loc),
-        Op::Unary(UnaryOp::Relu) => lower::elementwise::relu(e, arg(0)?, result, loc),
-        Op::Mm => lower::matmul::mm(e, arg(0)?, arg(1)?, result, loc),
-        Op::Addmm => lower::matmul::addmm(e, first()?, arg(1)?, arg(2)?, result, loc),
-        Op::Permute { dims } => lower::shape::permute(e, arg(0)?, dims, result, loc),
-        Op::Expand { .. } => lower::shape::expand(e, arg(0)?, first()?.1, result, loc),
-        Op::Full { value } => lower::creation::full(e, *value, result, loc),
-        _ => Err(e.internal(format!("{} reached lowering", node.op.name()))),
+        Op::Unknown { target } => Some(target.clone()),
+        Op::MaxPool { .. } if result_used(graph, id, 1) => Some("aten.max_pool (indices result)".into()),
+        _ => None,
     }
 }
 
-/// Whether codegen lowers `op` (everything else is listed by [`unsupported_ops`]).
-pub fn lowerable(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Input { .. }
-            | Op::Full { .. }
-            | Op::Binary(BinaryOp::Add | BinaryOp::Mul)
-            | Op::Unary(UnaryOp::Relu)
-            | Op::Mm
-            | Op::Addmm
-            | Op::Permute { .. }
-            | Op::Expand { .. }
-    )
+/// Whether result `k` of node `id` is used by another node or returned.
+fn result_used(graph: &Graph, id: NodeId, k: u32) -> bool {
+    let v = ValueRef { node: id, result: k };
+    graph.outputs().contains(&v) || graph.node_ids().any(|n| graph.operands(n).contains(&v))
 }
 
 /// `"node_name"("file":line:0)`, or the bare name where the node has no source.

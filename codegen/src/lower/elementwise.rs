@@ -1,33 +1,263 @@
-//! Elementwise ops: `aten.add`, `aten.mul`, `aten.relu`.
+//! Elementwise ops: unary math and activations, binary arithmetic, comparisons, `where`,
+//! `clamp`, conversions.
 //!
-//! Operands are broadcast to the result shape with `broadcast_in_dim` (PyTorch broadcasting is
-//! numpy's). `relu` is `maximum(x, 0)`; note that StableHLO's maximum propagates NaN, as
-//! `torch.relu` does.
+//! PyTorch semantics kept on purpose:
+//! - operands are converted to the promoted dtype (the node's result type, or for comparisons
+//!   the promotion of the operands) and broadcast before the StableHLO op;
+//! - integer `div` is true division in the default float; `div(rounding_mode='floor')` and
+//!   `remainder` round toward negative infinity (Python), `fmod` and `'trunc'` toward zero;
+//! - `maximum`/`minimum`/`clamp`/`relu` propagate NaN (StableHLO's maximum/minimum do);
+//! - `round` rounds half to even; `gelu` is exact (erf) unless `approximate='tanh'`.
 
-use fxhlo_ir::{Scalar, TensorType};
+use fxhlo_ir::{infer, BinaryOp, CompareOp, DType, Scalar, TensorType, UnaryOp};
 use melior::ir::{Location, Value};
 
+use super::{arg, Operand};
 use crate::emit::Emitter;
 use crate::Result;
 
-/// A broadcasting binary op (`stablehlo.add`, `stablehlo.multiply`, ...).
-pub fn binary<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    name: &str,
-    operands: &[(Value<'c, 'a>, &TensorType)],
-    result: &TensorType,
-    loc: Location<'c>,
-) -> Result<Value<'c, 'a>> {
-    let [(a, ta), (b, tb)] = operands else {
-        return Err(e.internal(format!("{name} needs 2 operands")));
-    };
-    let a = e.broadcast(*a, ta, result, loc)?;
-    let b = e.broadcast(*b, tb, result, loc)?;
-    e.op(name, loc, &[a, b], result, &[])
+type V<'c, 'a> = Value<'c, 'a>;
+
+/// `x` converted to `dtype` and broadcast to `shape`.
+fn prepare<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, dtype: DType, shape: &[i64], loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let v = e.convert(x.0, x.1, dtype, loc)?;
+    let t = TensorType::new(dtype, x.1.shape.clone());
+    e.broadcast(v, &t, &TensorType::new(dtype, shape.to_vec()), loc)
 }
 
-/// `relu(x) = maximum(x, 0)`.
-pub fn relu<'c, 'a>(e: &Emitter<'c, 'a>, x: Value<'c, 'a>, result: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
-    let zero = e.splat(Scalar::Int(0), result, loc)?;
-    e.op("stablehlo.maximum", loc, &[x, zero], result, &[])
+fn k<'c, 'a>(e: &Emitter<'c, 'a>, v: f64, t: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    e.splat(Scalar::float(v), t, loc)
+}
+
+/// Unary math in the result dtype.
+pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    use UnaryOp::*;
+    let x = arg(e, operands, 0)?;
+    let simple = |name: &str| -> Result<V<'c, 'a>> {
+        let v = e.convert(x.0, x.1, out.dtype, loc)?;
+        e.op(name, loc, &[v], out, &[])
+    };
+    let xv = || e.convert(x.0, x.1, out.dtype, loc);
+    let is_int = !out.dtype.is_float();
+    match u {
+        Abs => simple("stablehlo.abs"),
+        Neg => simple("stablehlo.negate"),
+        Exp => simple("stablehlo.exponential"),
+        Expm1 => simple("stablehlo.exponential_minus_one"),
+        Log => simple("stablehlo.log"),
+        Log1p => simple("stablehlo.log_plus_one"),
+        Log2 => {
+            let l = simple("stablehlo.log")?;
+            e.op("stablehlo.divide", loc, &[l, k(e, std::f64::consts::LN_2, out, loc)?], out, &[])
+        }
+        Sqrt => simple("stablehlo.sqrt"),
+        Rsqrt => simple("stablehlo.rsqrt"),
+        Reciprocal => e.op("stablehlo.divide", loc, &[k(e, 1.0, out, loc)?, xv()?], out, &[]),
+        Sin => simple("stablehlo.sine"),
+        Cos => simple("stablehlo.cosine"),
+        Tan => simple("chlo.tan"),
+        Tanh => simple("stablehlo.tanh"),
+        Asin => simple("chlo.asin"),
+        Acos => simple("chlo.acos"),
+        Atan => simple("chlo.atan"),
+        Sinh => simple("chlo.sinh"),
+        Cosh => simple("chlo.cosh"),
+        Asinh => simple("chlo.asinh"),
+        Acosh => simple("chlo.acosh"),
+        Atanh => simple("chlo.atanh"),
+        Erf => simple("chlo.erf"),
+        Sigmoid => simple("stablehlo.logistic"),
+        Relu => e.op("stablehlo.maximum", loc, &[xv()?, e.splat(Scalar::Int(0), out, loc)?], out, &[]),
+        Silu => {
+            let x = xv()?;
+            let s = e.op("stablehlo.logistic", loc, &[x], out, &[])?;
+            e.op("stablehlo.multiply", loc, &[x, s], out, &[])
+        }
+        Gelu => gelu(e, xv()?, out, false, loc),
+        GeluTanh => gelu(e, xv()?, out, true, loc),
+        Floor | Ceil | Round | Trunc if is_int => xv(),
+        Floor => simple("stablehlo.floor"),
+        Ceil => simple("stablehlo.ceil"),
+        Round => simple("stablehlo.round_nearest_even"),
+        Trunc => {
+            // trunc(x) = sign(x) * floor(|x|), which keeps -0.0 and NaN like torch.trunc.
+            let x = xv()?;
+            let a = e.op("stablehlo.abs", loc, &[x], out, &[])?;
+            let f = e.op("stablehlo.floor", loc, &[a], out, &[])?;
+            let s = e.op("stablehlo.sign", loc, &[x], out, &[])?;
+            e.op("stablehlo.multiply", loc, &[s, f], out, &[])
+        }
+        Sign if out.dtype == DType::Bool => xv(),
+        Sign => simple("stablehlo.sign"),
+        LogicalNot => {
+            let b = to_bool(e, x, loc)?;
+            e.op("stablehlo.not", loc, &[b], out, &[])
+        }
+        BitwiseNot => simple("stablehlo.not"),
+        IsNan if !x.1.dtype.is_float() => e.splat(Scalar::Bool(false), out, loc),
+        IsNan => e.compare("NE", x.0, x.0, &out.shape, loc),
+        IsInf if !x.1.dtype.is_float() => e.splat(Scalar::Bool(false), out, loc),
+        IsInf => {
+            let a = e.op("stablehlo.abs", loc, &[x.0], x.1, &[])?;
+            let inf = e.splat(Scalar::float(f64::INFINITY), x.1, loc)?;
+            e.compare("EQ", a, inf, &out.shape, loc)
+        }
+    }
+}
+
+/// `x != 0` as bool (identity on bool).
+fn to_bool<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    if x.1.dtype == DType::Bool {
+        return Ok(x.0);
+    }
+    let zero = e.splat(Scalar::Int(0), x.1, loc)?;
+    e.compare("NE", x.0, zero, &x.1.shape, loc)
+}
+
+fn gelu<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, tanh: bool, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], t, &[]);
+    let add = |a, b| e.op("stablehlo.add", loc, &[a, b], t, &[]);
+    let inner = if tanh {
+        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        let x3 = mul(mul(x, x)?, x)?;
+        let poly = add(x, mul(x3, k(e, 0.044715, t, loc)?)?)?;
+        let arg = mul(poly, k(e, (2.0 / std::f64::consts::PI).sqrt(), t, loc)?)?;
+        e.op("stablehlo.tanh", loc, &[arg], t, &[])?
+    } else {
+        // 0.5 x (1 + erf(x / sqrt(2)))
+        let arg = mul(x, k(e, std::f64::consts::FRAC_1_SQRT_2, t, loc)?)?;
+        e.op("chlo.erf", loc, &[arg], t, &[])?
+    };
+    let one_plus = add(inner, k(e, 1.0, t, loc)?)?;
+    mul(mul(x, one_plus)?, k(e, 0.5, t, loc)?)
+}
+
+/// Binary arithmetic with PyTorch promotion and rounding rules.
+pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    use BinaryOp::*;
+    let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+    let shape = &out.shape;
+    let op = |name: &str, a, b| e.op(name, loc, &[a, b], out, &[]);
+    if b.returns_bool() {
+        let (xb, yb) = (to_bool(e, x, loc)?, to_bool(e, y, loc)?);
+        let bt = TensorType::new(DType::Bool, x.1.shape.clone());
+        let ybt = TensorType::new(DType::Bool, y.1.shape.clone());
+        let (xb, yb) = (e.broadcast(xb, &bt, out, loc)?, e.broadcast(yb, &ybt, out, loc)?);
+        let name = match b {
+            LogicalAnd => "stablehlo.and",
+            LogicalOr => "stablehlo.or",
+            _ => "stablehlo.xor",
+        };
+        return op(name, xb, yb);
+    }
+    let (a, c) = (prepare(e, x, out.dtype, shape, loc)?, prepare(e, y, out.dtype, shape, loc)?);
+    let is_float = out.dtype.is_float();
+    match b {
+        Add if out.dtype == DType::Bool => op("stablehlo.or", a, c),
+        Add => op("stablehlo.add", a, c),
+        Sub => op("stablehlo.subtract", a, c),
+        Mul if out.dtype == DType::Bool => op("stablehlo.and", a, c),
+        Mul => op("stablehlo.multiply", a, c),
+        Div => op("stablehlo.divide", a, c),
+        DivTrunc if is_float => {
+            let q = op("stablehlo.divide", a, c)?;
+            unary(e, UnaryOp::Trunc, &[(q, out)], out, loc)
+        }
+        DivTrunc => op("stablehlo.divide", a, c),
+        DivFloor if is_float => {
+            let q = op("stablehlo.divide", a, c)?;
+            e.op("stablehlo.floor", loc, &[q], out, &[])
+        }
+        DivFloor => {
+            // q = trunc(a / b) - 1 where the remainder is non-zero and the signs differ.
+            let q = op("stablehlo.divide", a, c)?;
+            let r = op("stablehlo.remainder", a, c)?;
+            let fix = sign_fix(e, r, c, out, loc)?;
+            let one = e.splat(Scalar::Int(1), out, loc)?;
+            let q1 = op("stablehlo.subtract", q, one)?;
+            e.op("stablehlo.select", loc, &[fix, q1, q], out, &[])
+        }
+        Remainder => {
+            // Python's modulo: the result takes the divisor's sign.
+            let r = op("stablehlo.remainder", a, c)?;
+            let fix = sign_fix(e, r, c, out, loc)?;
+            let r2 = op("stablehlo.add", r, c)?;
+            e.op("stablehlo.select", loc, &[fix, r2, r], out, &[])
+        }
+        Fmod => op("stablehlo.remainder", a, c),
+        Pow => op("stablehlo.power", a, c),
+        Maximum if out.dtype == DType::Bool => op("stablehlo.or", a, c),
+        Minimum if out.dtype == DType::Bool => op("stablehlo.and", a, c),
+        Maximum => op("stablehlo.maximum", a, c),
+        Minimum => op("stablehlo.minimum", a, c),
+        Atan2 => op("stablehlo.atan2", a, c),
+        BitwiseAnd => op("stablehlo.and", a, c),
+        BitwiseOr => op("stablehlo.or", a, c),
+        BitwiseXor => op("stablehlo.xor", a, c),
+        LogicalAnd | LogicalOr | LogicalXor => Err(e.internal("logical ops are handled above")),
+    }
+}
+
+/// `r != 0 && (r < 0) != (b < 0)`: where a truncating remainder/quotient needs Python's fix.
+fn sign_fix<'c, 'a>(e: &Emitter<'c, 'a>, r: V<'c, 'a>, b: V<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let zero = e.splat(Scalar::Int(0), t, loc)?;
+    let bt = TensorType::new(DType::Bool, t.shape.clone());
+    let nonzero = e.compare("NE", r, zero, &t.shape, loc)?;
+    let rneg = e.compare("LT", r, zero, &t.shape, loc)?;
+    let bneg = e.compare("LT", b, zero, &t.shape, loc)?;
+    let differ = e.op("stablehlo.xor", loc, &[rneg, bneg], &bt, &[])?;
+    e.op("stablehlo.and", loc, &[nonzero, differ], &bt, &[])
+}
+
+/// Comparison in the operands' promoted dtype.
+pub fn compare<'c, 'a>(e: &Emitter<'c, 'a>, c: CompareOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+    let dtype = infer::result_type(&[x.1, y.1]);
+    let (a, b) = (prepare(e, x, dtype, &out.shape, loc)?, prepare(e, y, dtype, &out.shape, loc)?);
+    let dir = match c {
+        CompareOp::Eq => "EQ",
+        CompareOp::Ne => "NE",
+        CompareOp::Lt => "LT",
+        CompareOp::Le => "LE",
+        CompareOp::Gt => "GT",
+        CompareOp::Ge => "GE",
+    };
+    e.compare(dir, a, b, &out.shape, loc)
+}
+
+/// `where(cond, a, b)`.
+pub fn select<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let cond = prepare(e, arg(e, operands, 0)?, DType::Bool, &out.shape, loc)?;
+    let a = prepare(e, arg(e, operands, 1)?, out.dtype, &out.shape, loc)?;
+    let b = prepare(e, arg(e, operands, 2)?, out.dtype, &out.shape, loc)?;
+    e.op("stablehlo.select", loc, &[cond, a, b], out, &[])
+}
+
+/// `clamp(x, min, max)` as `minimum(maximum(x, min), max)` (NaN propagates).
+pub fn clamp<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let mut v = e.convert(arg(e, operands, 0)?.0, arg(e, operands, 0)?.1, out.dtype, loc)?;
+    if let Some(lo) = min {
+        v = e.op("stablehlo.maximum", loc, &[v, e.splat(lo, out, loc)?], out, &[])?;
+    }
+    if let Some(hi) = max {
+        v = e.op("stablehlo.minimum", loc, &[v, e.splat(hi, out, loc)?], out, &[])?;
+    }
+    Ok(v)
+}
+
+/// Conversion to the result dtype (float → int truncates toward zero; non-zero → true), or a
+/// plain copy.
+pub fn convert<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let x = arg(e, operands, 0)?;
+    if out.dtype == DType::Bool && x.1.dtype != DType::Bool {
+        return to_bool(e, x, loc);
+    }
+    e.convert(x.0, x.1, out.dtype, loc)
 }

@@ -1,0 +1,119 @@
+//! Matrix products (`mm`, `bmm`, `addmm`) as `stablehlo.dot_general`, and `convolution`
+//! (1d/2d/3d, strided, padded, dilated, grouped, transposed) as `stablehlo.convolution`.
+//!
+//! f32/f64 products ask for HIGHEST precision: PyTorch computes them in full precision, while
+//! XLA's default on TPU (bf16 passes) and GPU (TF32) would round the operands. A transposed
+//! convolution is the gradient of a convolution: the input is dilated by the stride, padded by
+//! `dilation * (k - 1) - padding` (plus `output_padding` at the end), and convolved with the
+//! spatially reversed kernel whose in/out features are swapped.
+
+use fxhlo_ir::{DType, Op, TensorType};
+use melior::ir::{Location, Value};
+
+use super::{arg, Operand};
+use crate::emit::{i64s, padding_attr, Emitter};
+use crate::Result;
+
+type V<'c, 'a> = Value<'c, 'a>;
+
+fn precision(dtype: DType) -> Option<(&'static str, String)> {
+    matches!(dtype, DType::F32 | DType::F64)
+        .then(|| ("precision_config", "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".to_string()))
+}
+
+/// `mm`, `bmm`, `addmm`.
+pub fn matmul<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (a, b) = match op {
+        Op::Addmm => (arg(e, operands, 1)?, arg(e, operands, 2)?),
+        _ => (arg(e, operands, 0)?, arg(e, operands, 1)?),
+    };
+    let dims = if matches!(op, Op::Bmm) {
+        "#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>"
+    } else {
+        "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>"
+    };
+    let mut attrs = vec![("dot_dimension_numbers", dims.to_string())];
+    attrs.extend(precision(out.dtype));
+    let product = e.op("stablehlo.dot_general", loc, &[a.0, b.0], out, &attrs)?;
+    if let Op::Addmm = op {
+        let bias = arg(e, operands, 0)?;
+        let bias = e.broadcast(bias.0, bias.1, out, loc)?;
+        return e.op("stablehlo.add", loc, &[bias, product], out, &[]);
+    }
+    Ok(product)
+}
+
+fn per_dim(v: &[i64], n: usize, default: i64) -> Vec<i64> {
+    match v.len() {
+        0 => vec![default; n],
+        1 => vec![v[0]; n],
+        _ => v.to_vec(),
+    }
+}
+
+/// `aten.convolution`.
+pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } = op else {
+        return Err(e.internal("not a convolution"));
+    };
+    let (x, w) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+    let n = w.1.rank() - 2;
+    let (stride, padding, dilation) = (per_dim(stride, n, 1), per_dim(padding, n, 0), per_dim(dilation, n, 1));
+    let spatial: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    let sp = spatial.join(", ");
+    let mut attrs = vec![("batch_group_count", "1 : i64".to_string())];
+    let (weight, pads, lhs_dilation, strides, kernel_layout, feature_groups);
+    if *transposed {
+        let out_pad = per_dim(output_padding, n, 0);
+        // Reverse the kernel spatially; its dims are [in, out/groups, k...].
+        let spatial_dims: Vec<i64> = (2..w.1.rank() as i64).collect();
+        let reversed = e.op("stablehlo.reverse", loc, &[w.0], w.1, &[("dimensions", i64s(&spatial_dims))])?;
+        weight = if *groups == 1 {
+            reversed
+        } else {
+            // [G*Cin/G, Cout/G, k] -> [G, Cin/G, Cout/G, k] -> [Cin/G, G, Cout/G, k] -> [Cin/G, Cout, k]
+            let g = *groups;
+            let (cin, cout_g) = (w.1.shape[0], w.1.shape[1]);
+            let ks = &w.1.shape[2..];
+            let t1 = TensorType::new(w.1.dtype, [vec![g, cin / g, cout_g], ks.to_vec()].concat());
+            let r1 = e.reshape(reversed, w.1, &t1, loc)?;
+            let mut perm = vec![1, 0, 2];
+            perm.extend(3..3 + n as i64);
+            let t2 = TensorType::new(w.1.dtype, [vec![cin / g, g, cout_g], ks.to_vec()].concat());
+            let r2 = e.op("stablehlo.transpose", loc, &[r1], &t2, &[("permutation", i64s(&perm))])?;
+            let t3 = TensorType::new(w.1.dtype, [vec![cin / g, g * cout_g], ks.to_vec()].concat());
+            e.reshape(r2, &t2, &t3, loc)?
+        };
+        kernel_layout = format!("[i, o, {sp}]");
+        pads = (0..n)
+            .map(|i| {
+                let k = dilation[i] * (w.1.shape[i + 2] - 1);
+                (k - padding[i], k - padding[i] + out_pad[i])
+            })
+            .collect::<Vec<_>>();
+        lhs_dilation = stride.clone();
+        strides = vec![1; n];
+        feature_groups = *groups;
+    } else {
+        weight = w.0;
+        kernel_layout = format!("[o, i, {sp}]");
+        pads = padding.iter().map(|&p| (p, p)).collect();
+        lhs_dilation = vec![1; n];
+        strides = stride.clone();
+        feature_groups = *groups;
+    }
+    attrs.push(("dimension_numbers", format!("#stablehlo.conv<[b, f, {sp}]x{kernel_layout}->[b, f, {sp}]>")));
+    attrs.push(("feature_group_count", format!("{feature_groups} : i64")));
+    attrs.push(("window_strides", i64s(&strides)));
+    attrs.push(("padding", padding_attr(&pads)));
+    attrs.push(("lhs_dilation", i64s(&lhs_dilation)));
+    attrs.push(("rhs_dilation", i64s(&dilation)));
+    attrs.extend(precision(out.dtype));
+    let y = e.op("stablehlo.convolution", loc, &[x.0, weight], out, &attrs)?;
+    if !has_bias {
+        return Ok(y);
+    }
+    let b = arg(e, operands, 2)?;
+    let bb = e.op("stablehlo.broadcast_in_dim", loc, &[b.0], out, &[("broadcast_dimensions", "array<i64: 1>".into())])?;
+    e.op("stablehlo.add", loc, &[y, bb], out, &[])
+}

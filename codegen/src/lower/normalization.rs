@@ -1,0 +1,141 @@
+//! Normalization: `native_layer_norm`, `native_group_norm` and inference batch norm
+//! (`_native_batch_norm_legit_no_training`).
+//!
+//! Statistics are computed in f32 for 16-bit inputs and the variance is the biased one (divide
+//! by N), as PyTorch does; `rstd = rsqrt(var + eps)`. Batch norm's two extra results are the
+//! empty tensors PyTorch returns in inference.
+
+use fxhlo_ir::{Op, Scalar, TensorType};
+use melior::ir::{Location, Value};
+
+use super::reduction::{compute_dtype, reduce_to};
+use super::{arg, Operand};
+use crate::emit::Emitter;
+use crate::region::Combiner;
+use crate::Result;
+
+type V<'c, 'a> = Value<'c, 'a>;
+
+/// Lowers one norm op to its results.
+pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let x = arg(e, operands, 0)?;
+    let work = compute_dtype(x.1.dtype);
+    match op {
+        Op::LayerNorm { normalized_shape, eps, has_weight, has_bias } => {
+            let k = normalized_shape.len();
+            let dims: Vec<usize> = (x.1.rank() - k..x.1.rank()).collect();
+            let xt = TensorType::new(work, x.1.shape.clone());
+            let xv = e.convert(x.0, x.1, work, loc)?;
+            let (mean, rstd, st) = stats(e, xv, &xt, &dims, *eps, loc)?;
+            let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
+            // weight/bias have the normalized shape: broadcast over the leading dims.
+            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, None, loc)?;
+            let out = e.convert(y, &xt, x.1.dtype, loc)?;
+            let stat_out = &results[1];
+            Ok(vec![out, e.convert(mean, &st, stat_out.dtype, loc)?, e.convert(rstd, &st, stat_out.dtype, loc)?])
+        }
+        Op::GroupNorm { groups, eps, has_weight, has_bias } => {
+            // [N, C, *] -> [N, G, C/G * prod(*)], statistics over the last dim.
+            let (n, c) = (x.1.shape[0], x.1.shape[1]);
+            let per_group = x.1.num_elements() as i64 / (n * groups).max(1);
+            let xt = TensorType::new(work, x.1.shape.clone());
+            let gt = TensorType::new(work, vec![n, *groups, per_group]);
+            let xv = e.convert(x.0, x.1, work, loc)?;
+            let xg = e.reshape(xv, &xt, &gt, loc)?;
+            let (mean, rstd, st) = stats(e, xg, &gt, &[2], *eps, loc)?;
+            let yg = normalize(e, xg, &gt, mean, rstd, &st, loc)?;
+            let y = e.reshape(yg, &gt, &xt, loc)?;
+            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, Some(c), loc)?;
+            let out = e.convert(y, &xt, x.1.dtype, loc)?;
+            let ng = TensorType::new(work, vec![n, *groups]);
+            let mean = e.reshape(mean, &st, &ng, loc)?;
+            let rstd = e.reshape(rstd, &st, &ng, loc)?;
+            let sd = results[1].dtype;
+            Ok(vec![out, e.convert(mean, &ng, sd, loc)?, e.convert(rstd, &ng, sd, loc)?])
+        }
+        Op::BatchNorm { eps, has_weight, has_bias } => {
+            let c = x.1.shape[1];
+            let xt = TensorType::new(work, x.1.shape.clone());
+            let xv = e.convert(x.0, x.1, work, loc)?;
+            let base = 1 + *has_weight as usize + *has_bias as usize;
+            let chan = |i: usize| -> Result<V<'c, 'a>> {
+                let p = arg(e, operands, i)?;
+                let pv = e.convert(p.0, p.1, work, loc)?;
+                channel_broadcast(e, pv, &TensorType::new(work, p.1.shape.clone()), &xt, loc)
+            };
+            let (mean, var) = (chan(base)?, chan(base + 1)?);
+            let eps = e.splat(*eps, &xt, loc)?;
+            let rstd = e.op("stablehlo.add", loc, &[var, eps], &xt, &[])?;
+            let rstd = e.op("stablehlo.rsqrt", loc, &[rstd], &xt, &[])?;
+            let centered = e.op("stablehlo.subtract", loc, &[xv, mean], &xt, &[])?;
+            let y = e.op("stablehlo.multiply", loc, &[centered, rstd], &xt, &[])?;
+            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, Some(c), loc)?;
+            let out = e.convert(y, &xt, x.1.dtype, loc)?;
+            let empty = |t: &TensorType| e.splat(Scalar::Int(0), t, loc);
+            Ok(vec![out, empty(&results[1])?, empty(&results[2])?])
+        }
+        _ => Err(e.internal(format!("{} is not a norm", op.name()))),
+    }
+}
+
+/// Mean and rstd over `dims` (kept as size-1 dims).
+fn stats<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, dims: &[usize], eps: Scalar, loc: Location<'c>) -> Result<(V<'c, 'a>, V<'c, 'a>, TensorType)> {
+    let count: i64 = dims.iter().map(|&d| t.shape[d]).product();
+    let (sum, st) = reduce_to(e, (x, t), dims, true, Combiner::Add, t.dtype, loc)?;
+    let n = e.splat(Scalar::Int(count), &st, loc)?;
+    let mean = e.op("stablehlo.divide", loc, &[sum, n], &st, &[])?;
+    let mb = e.broadcast(mean, &st, t, loc)?;
+    let centered = e.op("stablehlo.subtract", loc, &[x, mb], t, &[])?;
+    let sq = e.op("stablehlo.multiply", loc, &[centered, centered], t, &[])?;
+    let (ssum, _) = reduce_to(e, (sq, t), dims, true, Combiner::Add, t.dtype, loc)?;
+    let var = e.op("stablehlo.divide", loc, &[ssum, n], &st, &[])?;
+    let var = e.op("stablehlo.add", loc, &[var, e.splat(eps, &st, loc)?], &st, &[])?;
+    let rstd = e.op("stablehlo.rsqrt", loc, &[var], &st, &[])?;
+    Ok((mean, rstd, st))
+}
+
+fn normalize<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, mean: V<'c, 'a>, rstd: V<'c, 'a>, st: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let mb = e.broadcast(mean, st, t, loc)?;
+    let rb = e.broadcast(rstd, st, t, loc)?;
+    let centered = e.op("stablehlo.subtract", loc, &[x, mb], t, &[])?;
+    e.op("stablehlo.multiply", loc, &[centered, rb], t, &[])
+}
+
+/// A per-channel vector `[C]` broadcast along dim 1 of `to`.
+fn channel_broadcast<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    e.op("stablehlo.broadcast_in_dim", loc, &[v], &TensorType::new(from.dtype, to.shape.clone()), &[("broadcast_dimensions", "array<i64: 1>".into())])
+}
+
+/// `y * weight + bias` for the optional operands starting at `first`; `channels` = Some(C)
+/// broadcasts them along dim 1, None along the trailing dims.
+#[allow(clippy::too_many_arguments)]
+fn affine<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mut y: V<'c, 'a>,
+    t: &TensorType,
+    operands: &[Operand<'c, 'a, '_>],
+    has_weight: bool,
+    has_bias: bool,
+    first: usize,
+    channels: Option<i64>,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let param = |i: usize| -> Result<V<'c, 'a>> {
+        let p = arg(e, operands, i)?;
+        let pt = TensorType::new(t.dtype, p.1.shape.clone());
+        let pv = e.convert(p.0, p.1, t.dtype, loc)?;
+        match channels {
+            Some(_) => channel_broadcast(e, pv, &pt, t, loc),
+            None => e.broadcast(pv, &pt, t, loc),
+        }
+    };
+    let mut i = first;
+    if has_weight {
+        y = e.op("stablehlo.multiply", loc, &[y, param(i)?], t, &[])?;
+        i += 1;
+    }
+    if has_bias {
+        y = e.op("stablehlo.add", loc, &[y, param(i)?], t, &[])?;
+    }
+    Ok(y)
+}

@@ -1,0 +1,178 @@
+//! Pooling and resampling over the trailing spatial dims: max pool, average pool, adaptive
+//! average pool, nearest upsampling.
+//!
+//! PyTorch semantics: `ceil_mode` adds windows at the high end only where they start inside
+//! the input or its left padding; average pooling divides by the window size clipped to the
+//! padded input (`count_include_pad=True`), by the number of real elements
+//! (`count_include_pad=False`), or by `divisor_override`; adaptive pooling uses PyTorch's
+//! windows `[floor(i*in/out), ceil((i+1)*in/out))`; nearest upsampling reads source index
+//! `floor(dst * in / out)`. Max pool's indices result is not lowered (graphs that use it are
+//! reported as unsupported before codegen).
+
+use fxhlo_ir::{DType, Op, Scalar, TensorType};
+use melior::ir::{Location, Value};
+
+use super::indexing::index_select;
+use super::reduction::compute_dtype;
+use super::{arg, Operand};
+use crate::emit::{i64s, Emitter};
+use crate::region::Combiner;
+use crate::Result;
+
+type V<'c, 'a> = Value<'c, 'a>;
+
+fn per_dim(v: &[i64], n: usize, default: &[i64]) -> Vec<i64> {
+    match v.len() {
+        0 => default.to_vec(),
+        1 => vec![v[0]; n],
+        _ => v.to_vec(),
+    }
+}
+
+/// Lowers one pooling op to its results.
+pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let x = arg(e, operands, 0)?;
+    let out = results.first().ok_or_else(|| e.internal("pooling has no result"))?;
+    let rank = x.1.rank();
+    match op {
+        Op::MaxPool { kernel, stride, padding, dilation, .. } => {
+            let n = kernel.len();
+            let (s, p, d) = (per_dim(stride, n, kernel), per_dim(padding, n, &vec![0; n]), per_dim(dilation, n, &vec![1; n]));
+            let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &d);
+            let init = crate::region::Combiner::Max.identity(x.1.dtype);
+            let v = e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?;
+            // Indices are unused (checked before codegen); give the result a well-defined value.
+            let idx = e.splat(Scalar::Int(0), &results[1], loc)?;
+            Ok(vec![v, idx])
+        }
+        Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
+            let n = kernel.len();
+            let (s, p) = (per_dim(stride, n, kernel), per_dim(padding, n, &vec![0; n]));
+            let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &vec![1; n]);
+            let work = compute_dtype(x.1.dtype);
+            let xt = TensorType::new(work, x.1.shape.clone());
+            let ot = TensorType::new(work, out.shape.clone());
+            let xv = e.convert(x.0, x.1, work, loc)?;
+            let zero = Scalar::Int(0);
+            let sum = e.reduce_window(xv, &xt, &ot, &window, &strides, &dil, &pads, Combiner::Add, zero, loc)?;
+            let divisor = match divisor_override {
+                Some(dv) => e.splat(Scalar::Int(*dv), &ot, loc)?,
+                None => {
+                    // Count the window's elements: ones over the input, padded with ones where
+                    // the explicit padding counts, then the same window sum (ceil-mode overhang
+                    // pads with zeros, so it never counts).
+                    let ones = e.splat(Scalar::Int(1), &xt, loc)?;
+                    let (src, st, pads2) = if *count_include_pad {
+                        let lo: Vec<i64> = (0..rank).map(|i| if i + n >= rank { p[i + n - rank] } else { 0 }).collect();
+                        let padded: Vec<i64> = (0..rank).map(|i| xt.shape[i] + 2 * lo[i]).collect();
+                        let pt = TensorType::new(work, padded);
+                        let one = e.splat(Scalar::Int(1), &TensorType::new(work, vec![]), loc)?;
+                        let attrs = [("edge_padding_low", i64s(&lo)), ("edge_padding_high", i64s(&lo)), ("interior_padding", i64s(&vec![0; rank]))];
+                        let padded_ones = e.op("stablehlo.pad", loc, &[ones, one], &pt, &attrs)?;
+                        let rest: Vec<(i64, i64)> = pads.iter().zip(&lo).map(|(&(l, h), &q)| (l - q, h - q)).collect();
+                        (padded_ones, pt, rest)
+                    } else {
+                        (ones, xt.clone(), pads.clone())
+                    };
+                    e.reduce_window(src, &st, &ot, &window, &strides, &dil, &pads2, Combiner::Add, zero, loc)?
+                }
+            };
+            let avg = e.op("stablehlo.divide", loc, &[sum, divisor], &ot, &[])?;
+            Ok(vec![e.convert(avg, &ot, out.dtype, loc)?])
+        }
+        Op::AdaptiveAvgPool { output_size } => Ok(vec![adaptive(e, x, output_size, out, loc)?]),
+        Op::UpsampleNearest { output_size } => {
+            let n = output_size.len();
+            let mut cur = x.0;
+            let mut cur_t = x.1.clone();
+            for (i, &o) in output_size.iter().enumerate() {
+                let d = rank - n + i;
+                let inp = cur_t.shape[d];
+                if inp == o {
+                    continue;
+                }
+                // src = floor(dst * in / out), exactly in integers.
+                let idx: Vec<i64> = (0..o).map(|j| ((j as i128 * inp as i128) / o as i128) as i64).collect();
+                let it = TensorType::new(DType::I64, vec![o]);
+                let text = format!("dense<[{}]> : tensor<{o}xi64>", idx.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "));
+                let iv = e.op("stablehlo.constant", loc, &[], &it, &[("value", text)])?;
+                cur = index_select(e, (cur, &cur_t), d, iv, o, loc)?;
+                cur_t.shape[d] = o;
+            }
+            Ok(vec![cur])
+        }
+        _ => Err(e.internal(format!("{} is not a pooling op", op.name()))),
+    }
+}
+
+/// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
+/// end so the window count matches the result shape).
+fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>) {
+    let (rank, n) = (x.rank(), kernel.len());
+    let lead = rank - n;
+    let mut window = vec![1; lead];
+    let mut strides = vec![1; lead];
+    let mut dil = vec![1; lead];
+    let mut pads = vec![(0, 0); lead];
+    for i in 0..n {
+        window.push(kernel[i]);
+        strides.push(s[i]);
+        dil.push(d[i]);
+        let needed = (out.shape[lead + i] - 1) * s[i] + d[i] * (kernel[i] - 1) + 1;
+        let have = x.shape[lead + i] + 2 * p[i];
+        pads.push((p[i], p[i] + (needed - have).max(0)));
+    }
+    (window, strides, dil, pads)
+}
+
+/// Adaptive average pooling: a plain average pool where every input size is a multiple of its
+/// output size, else PyTorch's variable windows, one dim at a time, as a product with a
+/// constant averaging matrix.
+fn adaptive<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, output_size: &[i64], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let rank = x.1.rank();
+    let n = output_size.len();
+    let work = compute_dtype(x.1.dtype);
+    let mut t = TensorType::new(work, x.1.shape.clone());
+    let mut v = e.convert(x.0, x.1, work, loc)?;
+    for (i, &o) in output_size.iter().enumerate() {
+        let d = rank - n + i;
+        let inp = t.shape[d];
+        if inp == o {
+            continue;
+        }
+        let mut next = t.clone();
+        next.shape[d] = o;
+        if inp % o == 0 {
+            let k = inp / o;
+            let mut window = vec![1; rank];
+            window[d] = k;
+            let pads = vec![(0, 0); rank];
+            let sum = e.reduce_window(v, &t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
+            v = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
+        } else {
+            // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.
+            let mut a = vec![0.0f64; (inp * o) as usize];
+            for oi in 0..o {
+                let start = (oi * inp) / o;
+                let end = ((oi + 1) * inp + o - 1) / o;
+                for j in start..end {
+                    a[(j * o + oi) as usize] = 1.0 / (end - start) as f64;
+                }
+            }
+            let at = TensorType::new(work, vec![inp, o]);
+            let text = format!("dense<[{}]> : {}", a.chunks(o as usize).map(|r| format!("[{}]", r.iter().map(|v| format!("{v:.17e}")).collect::<Vec<_>>().join(", "))).collect::<Vec<_>>().join(", "), crate::emit::mlir_type_text(&at));
+            let am = e.op("stablehlo.constant", loc, &[], &at, &[("value", text)])?;
+            // dot_general puts the free lhs dims first and the new dim last: transpose back.
+            let mut dot_shape: Vec<i64> = (0..rank).filter(|&k| k != d).map(|k| t.shape[k]).collect();
+            dot_shape.push(o);
+            let dt = TensorType::new(work, dot_shape);
+            let dims = format!("#stablehlo.dot<lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [0]>");
+            let dot = e.op("stablehlo.dot_general", loc, &[v, am], &dt, &[("dot_dimension_numbers", dims)])?;
+            let mut perm: Vec<i64> = (0..rank as i64 - 1).collect();
+            perm.insert(d, rank as i64 - 1);
+            v = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", i64s(&perm))])?;
+        }
+        t = next;
+    }
+    e.convert(v, &t, out.dtype, loc)
+}
