@@ -8,16 +8,25 @@ use fxhlo::frontend::Bundle;
 
 use crate::support::cpu;
 
+/// Every bundled model fixture compiles on the CPU plugin and matches its PyTorch reference.
 #[test]
-fn mlp_fixture_matches_pytorch() {
-    let bundle = Bundle::open(&fxhlo_testsuite::fixtures_dir().join("mlp.fxt")).unwrap();
+fn every_fixture_matches_pytorch() {
     let compiler = cpu();
-    let compiled = compiler.compile(&bundle.graph).unwrap();
-    let outputs = compiled.run_bundle(&compiler, &bundle).unwrap();
-    let report = fxhlo::check(&outputs, &bundle).unwrap();
-    println!("{report}");
-    assert!(report.passed(), "{report}");
-    assert!(report.max_abs_err() < 1e-5);
+    let mut names = Vec::new();
+    let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for dir in entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "fxt")) {
+        let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let compiled = compiler.compile(&bundle.graph).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let outputs = compiled.run_bundle(&compiler, &bundle).unwrap();
+        let report = fxhlo::check(&outputs, &bundle).unwrap();
+        println!("{}: {report}", bundle.graph.name);
+        assert!(report.passed(), "{}: {report}", dir.display());
+        names.push(bundle.graph.name.clone());
+    }
+    for required in ["mlp", "cnn", "resnet_block", "transformer_encoder", "gpt_block", "unet_block"] {
+        assert!(names.iter().any(|n| n == required), "fixture {required} missing: {names:?}");
+    }
 }
 
 #[test]
