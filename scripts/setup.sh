@@ -3,7 +3,8 @@
 # Rust toolchain, Python 3.11, git). Installs only what is missing, so a second run takes seconds.
 #
 #   1. Debian packages: LLVM/MLIR 22 (melior's build), protoc (pjrt-sys' protos)
-#   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt) and PyTorch (fixture generation)
+#   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt), PyTorch (fixture generation), pytest,
+#      and the project's Python package `fxhlo` (python/) installed in editable mode
 #   3. the Rust build of the `fxhlo` binary (debug profile, shared with the tests)
 #
 # FXHLO_SETUP_SKIP_BUILD=1 stops after step 2.
@@ -17,6 +18,8 @@ XLA_CPU_PJRT_VERSION="0.0.1"
 TORCH_VERSION="2.15.0"
 NUMPY_VERSION="2.4.6"
 SAFETENSORS_VERSION="0.8.0"
+SETUPTOOLS_VERSION="84.2.1"   # builds python/ (editable install, no build isolation)
+PYTEST_VERSION="9.2.0"
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev protobuf-compiler
@@ -56,7 +59,7 @@ if [[ ! -x "$PY" ]]; then
   python3 -m venv "$VENV" || fail "python venv" "python3 -m venv .venv   (Debian: apt-get install python3-venv)"
 fi
 want=("xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION" "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION"
-      "safetensors==$SAFETENSORS_VERSION")
+      "safetensors==$SAFETENSORS_VERSION" "setuptools==$SETUPTOOLS_VERSION" "pytest==$PYTEST_VERSION")
 # pip's resolver takes seconds even when all is installed; check versions ourselves first.
 if ! "$PY" - "${want[@]}" <<'EOF' 2>/dev/null
 import sys
@@ -72,6 +75,25 @@ then
     fail "pip install" "$PY -m pip install ${want[*]}"
 else
   step "Python packages: all present"
+fi
+
+# The project's package, editable: `import fxhlo` loads python/fxhlo from this checkout. Skipped
+# when the installed metadata has pyproject's version and `fxhlo` resolves to this checkout
+# (without importing it, and so torch: milliseconds).
+if ! "$PY" - "$ROOT/python" <<'EOF' 2>/dev/null
+import importlib.metadata, importlib.util, pathlib, sys, tomllib
+src = pathlib.Path(sys.argv[1])
+want = tomllib.loads((src / "pyproject.toml").read_text())["project"]["version"]
+spec = importlib.util.find_spec("fxhlo")
+sys.exit(0 if importlib.metadata.version("fxhlo") == want and spec is not None and spec.origin is not None
+         and pathlib.Path(spec.origin).resolve() == (src / "fxhlo" / "__init__.py").resolve() else 1)
+EOF
+then
+  step "installing the fxhlo Python package (editable, from python/)"
+  "$PY" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT/python" ||
+    fail "pip install -e python" "$PY -m pip install --no-deps --no-build-isolation -e python"
+else
+  step "Python package fxhlo: installed (editable)"
 fi
 
 # The pjrt-sys build and the runtime find the plugin and its header through the venv.

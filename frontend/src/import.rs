@@ -111,8 +111,13 @@ impl Importer {
 
     fn node(&mut self, spec: &NodeSpec) -> Result<()> {
         let mut results = Vec::with_capacity(spec.meta.len());
-        for m in &spec.meta {
-            results.push(self.tensor_type(&spec.name, m)?);
+        for (i, m) in spec.meta.iter().enumerate() {
+            match m {
+                Some(m) => results.push(self.tensor_type(&spec.name, m)?),
+                // Every IR value is a tensor; ops returning None (training-only variants)
+                // have no inference use, so they are refused here with their name.
+                None => return Err(self.err(spec, format!("result {i} is None; fxhlo supports only ops whose results are all tensors"))),
+            }
         }
         if results.is_empty() {
             return Err(self.err(spec, "node has no result meta".into()));

@@ -79,6 +79,14 @@ impl TensorFile {
         Some(TensorView { dtype: e.dtype, shape: &e.shape, bytes })
     }
 
+    /// The address range of the memory map (`None` for an empty file): every [`TensorView`]'s
+    /// bytes lie inside it, which shows that tensors are borrowed from the file, never copied.
+    pub fn mapped_range(&self) -> Option<std::ops::Range<usize>> {
+        let map = self.map.as_deref()?;
+        let start = map.as_ptr() as usize;
+        Some(start..start + map.len())
+    }
+
     /// Tensor names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(|s| s.as_str())

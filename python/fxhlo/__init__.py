@@ -3,6 +3,6 @@
 This package holds the exporter (``fxhlo.export``) that writes trace bundles the Rust side reads.
 """
 
-from .export import capture, export
+from .export import Capture, CapturedInput, ExportError, capture, export
 
-__all__ = ["capture", "export"]
+__all__ = ["Capture", "CapturedInput", "ExportError", "capture", "export"]

@@ -2,29 +2,49 @@
 
 Capture is Dynamo (``fullgraph=True, dynamic=False``) followed by AOT Autograd with the core ATen
 decompositions under ``torch.no_grad()``: the graph written is the one a backend receives.
-The bundle format is specified in ``docs/trace-format.md``.
+The bundle format is specified in ``docs/trace-format.md``; ``frontend/src/schema`` reads it.
+
+Everything written is deterministic: the same model and inputs give byte-identical files, in
+one process or in several (names come from FX, keys are sorted, floats are written by ``repr``,
+which round-trips exactly).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import operator
-import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
+from torch.utils import _pytree as pytree
 
 FORMAT = "fxhlo-trace"
 SCHEMA_VERSION = 1
+DECOMPOSITION_TABLE = "core_aten"
+
+# The files of a bundle.
+GRAPH_JSON = "graph.json"
+WEIGHTS = "weights.safetensors"
+REFERENCE = "reference.safetensors"
+# Written by other tools from graph.json; a stale copy would shadow a new graph.json.
+_DERIVED = ("graph.bin",)
 
 _DTYPES = {
     torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
     torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
     torch.uint8: "u8", torch.bool: "bool",
 }
+
+# Prefix of the weights key of a lifted constant that has no attribute name of its own.
+CONSTANT_PREFIX = "_constant."
+
+_TORCH_DIR = Path(torch.__file__).resolve().parent
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 class ExportError(Exception):
@@ -35,20 +55,64 @@ def dtype_name(dtype: torch.dtype) -> str:
     try:
         return _DTYPES[dtype]
     except KeyError:
-        raise ExportError(f"dtype {dtype} is not supported by fxhlo; supported: {sorted(_DTYPES.values())}")
+        raise ExportError(f"dtype {dtype} is not supported by fxhlo; supported: {sorted(_DTYPES.values())}") from None
 
 
-def capture(model: torch.nn.Module, example_args: tuple):
-    """Returns (aot_graph_module, placeholder_kinds, eager_outputs).
+# ---- capture --------------------------------------------------------------------------------
 
-    placeholder_kinds[i] is ("parameter"|"buffer"|"user_input", fqn_or_None) for the i-th
-    placeholder of the AOT graph.
-    """
-    names = {}
+
+@dataclass(frozen=True)
+class CapturedInput:
+    """What one placeholder of the captured graph is bound to."""
+
+    kind: str
+    """``user_input``, ``parameter``, ``buffer`` or ``constant``; ``symbolic`` for a SymInt."""
+    key: str | None
+    """The fully qualified name of a parameter, buffer or tensor attribute; else None."""
+    value: object
+    """The real tensor Dynamo passed (or the SymInt / int for ``symbolic``)."""
+    user_index: int | None = None
+    """For user inputs: the index among the tensors of ``example_args`` (flattened)."""
+
+
+@dataclass
+class Capture:
+    gm: torch.fx.GraphModule
+    """The AOT Autograd forward graph (core ATen)."""
+    inputs: list
+    """One :class:`CapturedInput` per placeholder of ``gm``, in order."""
+    outputs: list
+    """The compiled model's outputs on the example arguments, flattened."""
+
+
+def _tensor_origins(model: torch.nn.Module) -> dict:
+    """id(tensor) -> (kind, fully qualified name) for the model's parameters, buffers and plain
+    tensor attributes (which Dynamo lifts to graph inputs like parameters)."""
+    origins = {}
     for fqn, p in model.named_parameters(remove_duplicate=False):
-        names.setdefault(id(p), ("parameter", fqn))
+        origins.setdefault(id(p), ("parameter", fqn))
     for fqn, b in model.named_buffers(remove_duplicate=False):
-        names.setdefault(id(b), ("buffer", fqn))
+        origins.setdefault(id(b), ("buffer", fqn))
+    for prefix, module in model.named_modules(remove_duplicate=False):
+        for attr, v in sorted(vars(module).items()):
+            if isinstance(v, torch.Tensor):
+                origins.setdefault(id(v), ("constant", f"{prefix}.{attr}" if prefix else attr))
+    return origins
+
+
+def capture(model: torch.nn.Module, example_args) -> Capture:
+    """Captures ``model(*example_args)`` as the torch.compile backend sees it.
+
+    Each placeholder is identified by the identity of the tensor Dynamo binds to it: a
+    parameter, a buffer, one of ``example_args``, a tensor attribute of a module, or (anything
+    else, e.g. a global tensor) an anonymous constant.
+    """
+    example_args = tuple(example_args)
+    origins = _tensor_origins(model)
+    user_tensors = [x for x in pytree.tree_leaves(example_args) if isinstance(x, torch.Tensor)]
+    user = {}
+    for i, t in enumerate(user_tensors):
+        user.setdefault(id(t), i)
     result = {}
 
     def fw_compiler(gm, _inputs):
@@ -58,25 +122,57 @@ def capture(model: torch.nn.Module, example_args: tuple):
     aot = aot_autograd(fw_compiler=fw_compiler, decompositions=core_aten_decompositions())
 
     def backend(gm, example_inputs):
-        # Dynamo hands real tensors here, so parameters are identified by identity; AOT
-        # Autograd keeps its placeholders in the same order.
-        result["kinds"] = [names.get(id(t), ("user_input", None)) for t in example_inputs]
+        # Real tensors arrive here, in the order AOT Autograd keeps for its placeholders.
+        result.setdefault("calls", 0)
+        result["calls"] += 1
+        result["example_inputs"] = list(example_inputs)
         return aot(gm, example_inputs)
 
     torch._dynamo.reset()
-    with torch.no_grad():
-        compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=False)
-        outputs = compiled(*example_args)
-    torch._dynamo.reset()
-    return result["gm"], result["kinds"], outputs
+    try:
+        with torch.no_grad():
+            compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=False)
+            outputs = compiled(*example_args)
+    finally:
+        torch._dynamo.reset()
+    if "gm" not in result:
+        raise ExportError("Dynamo captured no graph: the model's forward computes nothing with tensors")
+    if result["calls"] != 1:
+        raise ExportError(f"Dynamo captured {result['calls']} graphs; a trace holds exactly one")
+
+    inputs = []
+    for value in result["example_inputs"]:
+        if not isinstance(value, torch.Tensor):
+            inputs.append(CapturedInput("symbolic", None, value))
+        elif id(value) in origins and origins[id(value)][0] != "constant":
+            inputs.append(CapturedInput(*origins[id(value)], value))
+        elif id(value) in user:
+            inputs.append(CapturedInput("user_input", None, value, user[id(value)]))
+        elif id(value) in origins:
+            inputs.append(CapturedInput(*origins[id(value)], value))
+        else:
+            inputs.append(CapturedInput("constant", None, value))
+    return Capture(result["gm"], inputs, pytree.tree_leaves(outputs))
 
 
-def _meta(val) -> dict:
+# ---- graph -> trace dict --------------------------------------------------------------------
+
+
+def _check_static(val: torch.Tensor, what: str) -> None:
+    for field, dims in (("size", val.shape), ("stride", val.stride()), ("storage offset", [val.storage_offset()])):
+        for s in dims:
+            if not isinstance(s, int):
+                raise ExportError(
+                    f"{what} has symbolic {field} {s} (shape {tuple(val.shape)}): fxhlo specializes "
+                    "shapes; do not mark dimensions dynamic (torch._dynamo.mark_dynamic) when exporting"
+                )
+
+
+def _meta(val, what: str) -> dict:
     if not isinstance(val, torch.Tensor):
-        raise ExportError(f"expected a tensor value, found {type(val).__name__}")
-    for s in val.shape:
-        if not isinstance(s, int):
-            raise ExportError(f"symbolic size {s}: fxhlo specializes shapes (use dynamic=False)")
+        kind = "symbolic " if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) else ""
+        raise ExportError(f"{what}: expected a tensor value, found {kind}{type(val).__name__} {val!r}")
+    _check_static(val, what)
     return {
         "dtype": dtype_name(val.dtype),
         "sizes": list(val.shape),
@@ -85,17 +181,51 @@ def _meta(val) -> dict:
     }
 
 
-def _arg(a):
+def encode_float(x: float):
+    """A float as graph.json holds it: the number itself, or ``"inf"``, ``"-inf"``, ``"nan"``
+    (JSON has no literal for those; ``json.dumps`` would write ``Infinity``, which is not JSON)."""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _schema_type(node: torch.fx.Node, position) -> str:
+    """The declared type of an argument (by index or keyword name), e.g. ``List[Tensor]``."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return ""
+    for i, arg in enumerate(schema.arguments):
+        if position == i or position == arg.name:
+            return str(arg.type)
+    return ""
+
+
+def _describe_node(node: torch.fx.Node) -> str:
+    target = "getitem" if node.target is operator.getitem else node.target
+    return f"node {node.name} ({target})"
+
+
+def _arg(a, node: torch.fx.Node, position=None):
+    """One argument, externally tagged (see docs/trace-format.md)."""
+    where = f"{_describe_node(node)} argument {position}"
     if isinstance(a, torch.fx.Node):
+        val = a.meta.get("val")
+        if a.op != "get_attr" and not isinstance(val, (torch.Tensor, list, tuple)):
+            raise ExportError(f"{where} is {a.name}, a symbolic value ({val!r}): fxhlo specializes shapes")
         return {"tensor": a.name}
     if a is None:
         return "none"
+    if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise ExportError(f"{where} is symbolic ({a}): fxhlo specializes shapes")
     if isinstance(a, bool):
         return {"bool": a}
     if isinstance(a, int):
         return {"int": a}
     if isinstance(a, float):
-        return {"float": a}
+        return {"float": encode_float(a)}
     if isinstance(a, str):
         return {"string": a}
     if isinstance(a, torch.dtype):
@@ -104,119 +234,295 @@ def _arg(a):
         return {"device": str(a)}
     if isinstance(a, torch.memory_format):
         return {"memory_format": str(a).replace("torch.", "")}
+    if isinstance(a, torch.layout):
+        # ATen's layout arguments are all `Layout?`, where None means strided.
+        if a == torch.strided:
+            return "none"
+        raise ExportError(f"{where}: layout {a} is not supported (only torch.strided)")
     if isinstance(a, (list, tuple)):
-        if all(isinstance(x, torch.fx.Node) for x in a) and a:
-            return {"tensors": [x.name for x in a]}
-        if all(isinstance(x, bool) for x in a) and a:
-            return {"bools": list(a)}
-        if all(isinstance(x, int) and not isinstance(x, bool) for x in a):
-            return {"ints": list(a)}
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in a):
-            return {"floats": [float(x) for x in a]}
-    raise ExportError(f"argument {a!r} of type {type(a).__name__} cannot be serialized")
+        items = list(a)
+        if not items:
+            declared = _schema_type(node, position)
+            if "Optional[Tensor]" in declared:
+                return {"optional_tensors": []}
+            if "Tensor" in declared:
+                return {"tensors": []}
+            if "float" in declared:
+                return {"floats": []}
+            if "bool" in declared:
+                return {"bools": []}
+            return {"ints": []}
+        if any(isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) for x in items):
+            raise ExportError(f"{where} holds symbolic values ({items}): fxhlo specializes shapes")
+        if all(isinstance(x, torch.fx.Node) for x in items):
+            return {"tensors": [x.name for x in items]}
+        if all(isinstance(x, torch.fx.Node) or x is None for x in items):
+            return {"optional_tensors": [None if x is None else x.name for x in items]}
+        if all(isinstance(x, bool) for x in items):
+            return {"bools": items}
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+            return {"ints": items}
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            return {"floats": [encode_float(x) for x in items]}
+    raise ExportError(f"{where}: {a!r} of type {type(a).__name__} cannot be serialized")
 
 
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+def _kwargs(node: torch.fx.Node) -> dict:
+    out = {}
+    for k, v in sorted(node.kwargs.items()):
+        if k == "layout" and v == torch.strided:
+            continue  # the default; every fxhlo tensor is strided
+        out[k] = _arg(v, node, k)
+    return out
 
 
-def _source(node, root: Path):
+def _source(node: torch.fx.Node, root: Path):
+    """The last user frame of the node's stack trace: frames inside torch itself are skipped, and a
+    file inside ``root`` is written relative to it (with ``/``)."""
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
-    frames = _FRAME.findall(trace)
-    if not frames:
-        return None
-    file, line = frames[-1]
-    # Paths relative to the working directory keep traces free of machine-specific prefixes.
-    try:
-        file = os.path.relpath(file, root) if Path(file).resolve().is_relative_to(root) else file
-    except ValueError:
-        pass
-    return {"file": file, "line": int(line)}
+    for file, line in reversed(_FRAME.findall(trace)):
+        if file.startswith("<"):
+            continue
+        path = Path(file).resolve()
+        if path.is_relative_to(_TORCH_DIR):
+            continue
+        if path.is_relative_to(root):
+            file = path.relative_to(root).as_posix()
+        return {"file": file, "line": int(line)}
+    return None
 
 
-def _target(node) -> str:
+def _target(node: torch.fx.Node) -> str:
     if node.target is operator.getitem:
         return "getitem"
-    name = str(node.target)  # e.g. "aten.addmm.default"
-    return name if name.startswith("aten.") else f"aten.{name}"
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target)  # e.g. "aten.addmm.default"
+    raise ExportError(f"node {node.name} calls {node.target!r}, which is not an ATen operator")
 
 
-def trace_dict(gm, kinds, name: str, root: Path) -> dict:
-    inputs, nodes, outputs = [], [], []
+# Ops tagged nondeterministic_seeded that are deterministic with these arguments (dropout
+# probability 0 or not training): name of the probability argument, name of the train flag.
+_DROPOUT_ARGS = {
+    "native_dropout": ("p", "train"),
+    "dropout": ("p", "train"),
+    "feature_dropout": ("p", "train"),
+    "alpha_dropout": ("p", "train"),
+    "lstm": ("dropout", "train"),
+    "gru": ("dropout", "train"),
+    "rnn_tanh": ("dropout", "train"),
+    "rnn_relu": ("dropout", "train"),
+}
+
+
+def _check_random(node: torch.fx.Node) -> None:
+    """Refuses random ops: a trace must compute the same values as its stored reference."""
+    op = node.target
+    if not isinstance(op, torch._ops.OpOverload) or torch.Tag.nondeterministic_seeded not in op.tags:
+        return
+    names = [a.name for a in op._schema.arguments]
+    bound = dict(zip(names, node.args))
+    bound.update(node.kwargs)
+    defaults = {a.name: a.default_value for a in op._schema.arguments if a.has_default_value()}
+    get = lambda k: bound.get(k, defaults.get(k))  # noqa: E731
+    name = op._schema.name.split("::")[-1]
+    if "dropout_p" in names and get("dropout_p") == 0:
+        return  # fused attention without dropout
+    if name in _DROPOUT_ARGS:
+        p, train = _DROPOUT_ARGS[name]
+        if get(train) is False or get(p) == 0:
+            return
+    raise ExportError(
+        f"node {node.name} calls {op}, a random op: a trace must be deterministic "
+        "(export in eval mode, and do not draw random numbers in forward)"
+    )
+
+
+def _describe_input(node: torch.fx.Node, inp: CapturedInput) -> str:
+    if inp.kind == "user_input":
+        return f"user input {inp.user_index} (placeholder {node.name})"
+    if inp.key is not None:
+        return f"{inp.kind} {inp.key} (placeholder {node.name})"
+    return f"input {node.name}"
+
+
+def _result_metas(node: torch.fx.Node, producers: dict) -> list:
+    """One meta per result. A multi-result op keeps every position; a result that is None (some
+    ops return None for outputs they do not compute) has the meta ``None`` (``null``)."""
+    what = _describe_node(node)
+    if node.target is operator.getitem:
+        producer, index = node.args
+        vals = producers.get(producer.name)
+        if vals is not None and vals[index] is None:
+            raise ExportError(f"{what} selects result {index} of {producer.name}, which is None")
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        if all(v is None for v in val):
+            raise ExportError(f"{what} returns no tensor")
+        producers[node.name] = list(val)
+        return [None if v is None else _meta(v, f"{what} result {i}") for i, v in enumerate(val)]
+    if val is None:
+        raise ExportError(f"{what} returns no tensor (ops run only for side effects cannot be traced)")
+    return [_meta(val, what)]
+
+
+def trace_dict(cap: Capture, name: str, root: Path):
+    """Returns ``(trace, weights)``: the graph.json content and the tensors of
+    weights.safetensors by key."""
+    gm = cap.gm
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != len(kinds):
-        raise ExportError(f"{len(placeholders)} placeholders but {len(kinds)} captured inputs")
-    for node, (kind, fqn) in zip(placeholders, kinds):
-        spec = {"name": node.name, "kind": kind, "meta": _meta(node.meta["val"])}
-        if fqn is not None:
-            spec["weight"] = fqn
+    if len(placeholders) != len(cap.inputs):
+        raise ExportError(f"{len(placeholders)} placeholders but {len(cap.inputs)} captured inputs")
+    # Symbolic sizes first, so that the error names the tensor input and not the size variable.
+    for node, inp in zip(placeholders, cap.inputs):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            _check_static(val, _describe_input(node, inp))
+    inputs, nodes, outputs, weights = [], [], [], {}
+
+    def add_weight(key, tensor, what):
+        if key in weights:
+            raise ExportError(f"{what}: weights key {key} is used twice")
+        weights[key] = tensor.detach().clone(memory_format=torch.contiguous_format)
+
+    for node, inp in zip(placeholders, cap.inputs):
+        what = _describe_input(node, inp)
+        if inp.kind == "symbolic":
+            raise ExportError(f"{what} is the symbolic value {inp.value!r}: fxhlo specializes shapes")
+        spec = {"name": node.name, "kind": inp.kind, "meta": _meta(node.meta["val"], what)}
+        if inp.kind != "user_input":
+            spec["weight"] = inp.key if inp.key is not None else CONSTANT_PREFIX + node.name
+            add_weight(spec["weight"], inp.value, what)
         inputs.append(spec)
+    producers = {}
     for node in gm.graph.nodes:
         if node.op == "call_function":
-            val = node.meta.get("val")
-            metas = [_meta(v) for v in val] if isinstance(val, (tuple, list)) else [_meta(val)]
+            _check_random(node)
             spec = {
                 "name": node.name,
                 "target": _target(node),
-                "args": [_arg(a) for a in node.args],
-                "kwargs": {k: _arg(v) for k, v in sorted(node.kwargs.items())},
-                "meta": metas,
+                "args": [_arg(a, node, i) for i, a in enumerate(node.args)],
+                "kwargs": _kwargs(node),
+                "meta": _result_metas(node, producers),
             }
             src = _source(node, root)
             if src:
                 spec["source"] = src
             nodes.append(spec)
+        elif node.op == "get_attr":
+            # A tensor constant created in forward (torch.tensor(...)), lifted into the graph
+            # module: it becomes a constant input after the placeholders.
+            value = operator.attrgetter(node.target)(gm)
+            if not isinstance(value, torch.Tensor):
+                raise ExportError(f"get_attr node {node.name} holds a {type(value).__name__}, not a tensor")
+            what = f"constant {node.name}"
+            spec = {"name": node.name, "kind": "constant", "meta": _meta(value, what),
+                    "weight": CONSTANT_PREFIX + node.name}
+            add_weight(spec["weight"], value, what)
+            inputs.append(spec)
         elif node.op == "output":
             outs = node.args[0]
             outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-            outputs = [_arg(o) for o in outs]
+            for i, o in enumerate(outs):
+                if not isinstance(o, torch.fx.Node):
+                    raise ExportError(f"graph output {i} is {o!r}, not a tensor")
+                outputs.append(_arg(o, node, i))
         elif node.op != "placeholder":
             raise ExportError(f"FX node {node.name} has op {node.op}, which traces cannot hold")
-    return {
+    if len(outputs) != len(cap.outputs):
+        raise ExportError(
+            f"the graph returns {len(outputs)} values for the model's {len(cap.outputs)} outputs: the "
+            "model mutates an input or buffer (e.g. batch norm in training mode), which traces cannot express"
+        )
+    trace = {
         "format": FORMAT,
         "version": SCHEMA_VERSION,
         "name": name,
-        "decomposition_table": "core_aten",
+        "decomposition_table": DECOMPOSITION_TABLE,
         "inputs": inputs,
         "nodes": nodes,
         "outputs": outputs,
     }
+    return trace, weights
 
 
-_NUMBER_LIST = re.compile(r"\[\s*(-?\d[\d\s,.eE+-]*?)\s*\]")
+# ---- writing --------------------------------------------------------------------------------
+
+
+def _scalar(v) -> str:
+    return json.dumps(v, allow_nan=False)
+
+
+def _is_scalar(v) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str))
+
+
+def _emit(v, level: int) -> str:
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        pad = " " * (level + 1)
+        body = ",\n".join(f"{pad}{_scalar(k)}: {_emit(x, level + 1)}" for k, x in v.items())
+        return "{\n" + body + "\n" + " " * level + "}"
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return "[]"
+        if all(_is_scalar(x) for x in v):
+            return "[" + ", ".join(_scalar(x) for x in v) + "]"
+        pad = " " * (level + 1)
+        body = ",\n".join(pad + _emit(x, level + 1) for x in v)
+        return "[\n" + body + "\n" + " " * level + "]"
+    return _scalar(v)
 
 
 def to_json(trace: dict) -> str:
-    """Indented JSON with number lists kept on one line, for people reading the trace."""
-    text = json.dumps(trace, indent=1)
-    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+    """JSON indented by one space, with lists of scalars kept on one line for people reading the
+    trace. Never writes ``NaN`` or ``Infinity`` (not JSON): non-finite floats are strings."""
+    return _emit(trace, 0) + "\n"
 
 
-def export(model: torch.nn.Module, example_args: tuple, path, reference: bool = True, name=None) -> Path:
-    """Captures ``model`` on ``example_args`` and writes the bundle folder ``path``.
+def export(model: torch.nn.Module, example_args, path, reference: bool = True, name=None,
+           source_root=None) -> Path:
+    """Captures ``model`` (put in eval mode) on ``example_args`` and writes the bundle folder ``path``.
 
-    With ``reference=True`` the eager outputs for ``example_args`` are stored beside the graph.
+    With ``reference=True`` the inputs and the eager outputs are stored beside the graph.
+    Source locations are written relative to ``source_root`` (default: the working directory)
+    when they lie inside it.
     """
     from safetensors.torch import save_file
 
+    if isinstance(example_args, torch.Tensor):
+        example_args = (example_args,)
+    example_args = tuple(example_args)
     path = Path(path)
+    root = Path(source_root if source_root is not None else Path.cwd()).resolve()
     model = model.eval()
-    gm, kinds, _ = capture(model, example_args)
-    trace = trace_dict(gm, kinds, name or path.stem, Path.cwd().resolve())
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "graph.json").write_text(to_json(trace))
-    state = dict(model.named_parameters())
-    state.update(dict(model.named_buffers()))
-    weights = {i["weight"]: state[i["weight"]].detach().contiguous() for i in trace["inputs"] if "weight" in i}
-    save_file(weights, str(path / "weights.safetensors"))
+    cap = capture(model, example_args)
+    trace, weights = trace_dict(cap, name or path.stem, root)
+
+    ref = None
     if reference:
         with torch.no_grad():
-            out = model(*example_args)
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        user = [i["name"] for i in trace["inputs"] if i["kind"] == "user_input"]
-        tensors = [a for a in example_args if isinstance(a, torch.Tensor)]
-        ref = {f"input.{n}": t.detach().contiguous() for n, t in zip(user, tensors)}
-        ref.update({f"output.{i}": o.detach().contiguous() for i, o in enumerate(outs)})
-        save_file(ref, str(path / "reference.safetensors"))
+            out = pytree.tree_leaves(model(*example_args))
+        if len(out) != len(trace["outputs"]) or not all(isinstance(o, torch.Tensor) for o in out):
+            kinds = [type(o).__name__ for o in out]
+            raise ExportError(f"the model returns {kinds}; the graph returns {len(trace['outputs'])} tensors")
+        ref = {}
+        for spec, inp in zip(trace["inputs"], cap.inputs):
+            if inp.kind == "user_input":
+                ref[f"input.{spec['name']}"] = inp.value.detach().clone(memory_format=torch.contiguous_format)
+        for i, o in enumerate(out):
+            ref[f"output.{i}"] = o.detach().clone(memory_format=torch.contiguous_format)
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / GRAPH_JSON).write_bytes(to_json(trace).encode())
+    save_file(weights, str(path / WEIGHTS))
+    stale = list(_DERIVED)
+    if ref is not None:
+        save_file(ref, str(path / REFERENCE))
+    else:
+        stale.append(REFERENCE)
+    for f in stale:
+        (path / f).unlink(missing_ok=True)
     return path

@@ -99,8 +99,9 @@ pub struct NodeSpec {
     /// Keyword arguments, sorted by name.
     #[serde(default)]
     pub kwargs: BTreeMap<String, Arg>,
-    /// One meta per result (one for single-result ops).
-    pub meta: Vec<TensorMeta>,
+    /// One meta per result (one for single-result ops); `null` where the op returns `None`
+    /// in that position.
+    pub meta: Vec<Option<TensorMeta>>,
     #[serde(default)]
     pub source: Option<SourceSpec>,
 }

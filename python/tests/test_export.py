@@ -1,0 +1,195 @@
+"""Exporter behaviour on small models: errors, constants, multi-result nodes, scalars."""
+
+import json
+import math
+import operator
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+import fxhlo
+from fxhlo.export import Capture, CapturedInput, encode_float, to_json, trace_dict
+
+from conftest import COMMITTED, ROOT
+
+
+def _export(model, args, tmp_path, **kw):
+    path = fxhlo.export(model, args, tmp_path / "m.fxt", source_root=ROOT, **kw)
+    return path, json.loads((path / "graph.json").read_text())
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_symbolic_size_is_refused_naming_the_input(tmp_path):
+    x = torch.randn(4, 3)
+    torch._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(fxhlo.ExportError, match=r"user input 0 \(placeholder arg\d+_1\) has symbolic size s\d+"):
+        _export(Linear(), (x,), tmp_path)
+    assert not (tmp_path / "m.fxt").exists(), "nothing is written when export fails"
+
+
+def test_static_export_of_the_same_model_works(tmp_path):
+    _, trace = _export(Linear(), (torch.randn(4, 3),), tmp_path)
+    assert [i["meta"]["sizes"] for i in trace["inputs"] if i["kind"] == "user_input"] == [[4, 3]]
+
+
+class Noisy(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.rand_like(x)
+
+
+def test_random_op_is_refused_naming_the_node(tmp_path):
+    with pytest.raises(fxhlo.ExportError, match=r"node rand_like calls aten\.rand_like\.default, a random op"):
+        _export(Noisy(), (torch.randn(2, 3),), tmp_path)
+
+
+class TrainingDropout(torch.nn.Module):
+    def forward(self, x):
+        return F.dropout(x, 0.5, training=True)
+
+
+def test_dropout_in_training_is_refused_and_vanishes_in_eval(tmp_path):
+    with pytest.raises(fxhlo.ExportError, match=r"native_dropout.*random op"):
+        _export(TrainingDropout(), (torch.randn(2, 3),), tmp_path)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout(0.5)).train()
+    _, trace = _export(model, (torch.randn(2, 3),), tmp_path)  # export puts the model in eval mode
+    assert not any("dropout" in n["target"] for n in trace["nodes"])
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x):
+        self.count += 1
+        return x * 2
+
+
+def test_buffer_mutation_is_refused(tmp_path):
+    with pytest.raises(fxhlo.ExportError, match="mutates an input or buffer"):
+        _export(Counter(), (torch.randn(3),), tmp_path)
+
+
+class WithConstants(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("scale", torch.full((3,), 2.0))
+        self.offset = torch.arange(3.0)  # a plain tensor attribute: neither parameter nor buffer
+
+    def forward(self, x):
+        return (self.lin(x) + torch.tensor([1.0, 2.0, float("inf")])) * self.scale + self.offset
+
+
+def test_parameters_buffers_and_constants_are_stored_by_key(tmp_path):
+    model = WithConstants()
+    path, trace = _export(model, (torch.randn(2, 3),), tmp_path)
+    kinds = {i["weight"]: i["kind"] for i in trace["inputs"] if "weight" in i}
+    constant = next(n["name"] for n in trace["inputs"] if n["kind"] == "constant" and n["weight"].startswith("_constant."))
+    assert kinds == {"lin.weight": "parameter", "lin.bias": "parameter", "scale": "buffer", "offset": "constant",
+                     f"_constant.{constant}": "constant"}
+    weights = load_file(path / "weights.safetensors")
+    assert sorted(weights) == sorted(kinds)
+    assert torch.equal(weights["offset"], model.offset)
+    assert torch.equal(weights["scale"], model.scale)
+    assert torch.equal(weights[f"_constant.{constant}"], torch.tensor([1.0, 2.0, float("inf")]))
+    names = {i["name"] for i in trace["inputs"]}
+    used = {a["tensor"] for n in trace["nodes"] for a in n["args"] if isinstance(a, dict) and "tensor" in a}
+    assert constant in used and names >= used - {n["name"] for n in trace["nodes"]}
+
+
+class Swapped(torch.nn.Module):
+    def forward(self, a, b):
+        return b * 2 + a  # uses b first: Dynamo's placeholder order is not the argument order
+
+
+def test_reference_inputs_are_bound_by_identity(tmp_path):
+    a, b = torch.randn(3), torch.randn(3)
+    path, trace = _export(Swapped(), (a, b), tmp_path)
+    ref = load_file(path / "reference.safetensors")
+    users = [i["name"] for i in trace["inputs"] if i["kind"] == "user_input"]
+    mul = next(n for n in trace["nodes"] if n["target"] == "aten.mul.Tensor")
+    b_name = mul["args"][0]["tensor"]
+    (a_name,) = set(users) - {b_name}
+    assert torch.equal(ref[f"input.{b_name}"], b) and torch.equal(ref[f"input.{a_name}"], a)
+    assert torch.equal(ref["output.0"], b * 2 + a)
+
+
+class NonFinite(torch.nn.Module):
+    def forward(self, x):
+        return x.masked_fill(x > 0, float("nan")).clamp(min=float("-inf"), max=float("inf"))
+
+
+def test_non_finite_floats_are_strings(tmp_path):
+    path, trace = _export(NonFinite(), (torch.randn(4),), tmp_path)
+    text = (path / "graph.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    floats = [a["float"] for n in trace["nodes"] for a in n["args"] if isinstance(a, dict) and "float" in a]
+    assert {"nan", "-inf", "inf"} <= set(floats), floats
+    assert encode_float(0.1) == 0.1 and json.loads(json.dumps(encode_float(1e-300))) == 1e-300
+    assert [encode_float(v) for v in (math.inf, -math.inf, math.nan, -0.0)] == ["inf", "-inf", "nan", -0.0]
+
+
+def test_floats_round_trip_and_ints_stay_ints():
+    values = [0.1, 1 / 3, 1e-5, 5e-324, 1.7976931348623157e308, -2.5]
+    text = to_json({"floats": values, "int": 3, "ints": [1, -2]})
+    back = json.loads(text)
+    assert back["floats"] == values and all(type(v) is float for v in back["floats"])
+    assert type(back["int"]) is int and back["ints"] == [1, -2]
+
+
+def test_getitem_of_a_multi_result_node():
+    trace = json.loads((COMMITTED / "cnn.fxt" / "graph.json").read_text())
+    by_name = {n["name"]: n for n in trace["nodes"]}
+    pool = next(n for n in trace["nodes"] if n["target"] == "aten.max_pool2d_with_indices.default")
+    assert [m["dtype"] for m in pool["meta"]] == ["f32", "i64"]
+    getitems = [n for n in trace["nodes"] if n["target"] == "getitem" and n["args"][0] == {"tensor": pool["name"]}]
+    assert getitems, "the pooled values are selected with getitem"
+    for g in getitems:
+        producer, index = g["args"]
+        assert set(index) == {"int"} and g["kwargs"] == {}
+        assert g["meta"] == [by_name[producer["tensor"]]["meta"][index["int"]]]
+
+
+def _layer_norm_graph(select):
+    """A hand-built graph: native_layer_norm whose mean and rstd results are None (as for ops
+    that skip outputs they are not asked for), then getitem `select`."""
+    x = torch.randn(2, 4)
+    graph = torch.fx.Graph()
+    p = graph.placeholder("x")
+    p.meta["val"] = x
+    ln = graph.call_function(torch.ops.aten.native_layer_norm.default, (p, [4], None, None, 1e-5))
+    ln.meta["val"] = (torch.empty(2, 4), None, None)
+    g = graph.call_function(operator.getitem, (ln, select))
+    g.meta["val"] = ln.meta["val"][select]
+    graph.output((g,))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    return Capture(gm, [CapturedInput("user_input", None, x, 0)], [x])
+
+
+def test_none_results_keep_their_position_as_null(tmp_path):
+    trace, _ = trace_dict(_layer_norm_graph(0), "ln", tmp_path)
+    ln, g = trace["nodes"]
+    f32 = {"dtype": "f32", "sizes": [2, 4], "strides": [4, 1], "storage_offset": 0}
+    assert ln["meta"] == [f32, None, None]
+    assert g["args"] == [{"tensor": ln["name"]}, {"int": 0}] and g["meta"] == [f32]
+    assert json.loads(to_json(trace))["nodes"][0]["meta"] == [f32, None, None]  # written as null
+    with pytest.raises(fxhlo.ExportError, match=r"node getitem \(getitem\) selects result 1 of native_layer_norm\w*, which is None"):
+        trace_dict(_layer_norm_graph(1), "ln", tmp_path)
+
+
+def test_reexport_without_reference_removes_a_stale_one(tmp_path):
+    path, _ = _export(Linear(), (torch.randn(2, 3),), tmp_path)
+    (path / "graph.bin").write_bytes(b"stale")
+    fxhlo.export(Linear(), (torch.randn(2, 3),), path, reference=False)
+    assert sorted(f.name for f in path.iterdir()) == ["graph.json", "weights.safetensors"]
