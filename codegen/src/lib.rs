@@ -128,21 +128,13 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
     Ok(values)
 }
 
-/// Why codegen cannot lower node `id`, if it cannot: an unknown op, or a use codegen does
-/// not support (max pool's indices).
+/// Why codegen cannot lower node `id`, if it cannot (today: an op fxhlo does not model).
 fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<String> {
     let node = graph.node(id);
     match &node.op {
         Op::Unknown { target } => Some(target.clone()),
-        Op::MaxPool { .. } if result_used(graph, id, 1) => Some("aten.max_pool (indices result)".into()),
         _ => None,
     }
-}
-
-/// Whether result `k` of node `id` is used by another node or returned.
-fn result_used(graph: &Graph, id: NodeId, k: u32) -> bool {
-    let v = ValueRef { node: id, result: k };
-    graph.outputs().contains(&v) || graph.node_ids().any(|n| graph.operands(n).contains(&v))
 }
 
 /// `"node_name"("file":line:0)`, or the bare name where the node has no source.

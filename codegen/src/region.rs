@@ -115,3 +115,142 @@ impl<'c, 'a> Emitter<'c, 'a> {
         v.into_iter().next().ok_or_else(|| self.internal("reduce_window has no result"))
     }
 }
+
+/// The arg-reduction body `(av, ai, bv, bi) -> (v, i)`: keeps the larger (`max`) or smaller
+/// value; NaN wins (as in `torch.argmax`/`max`); ties keep the smaller index.
+impl<'c, 'a> Emitter<'c, 'a> {
+    fn arg_body(&self, max: bool, vdtype: DType, loc: Location<'c>) -> Result<Region<'c>> {
+        let vt = TensorType::new(vdtype, Vec::new());
+        let it = TensorType::new(DType::I64, Vec::new());
+        let (vty, ity) = (self.tensor_type(&vt), self.tensor_type(&it));
+        let block = Block::new(&[(vty, loc), (ity, loc), (vty, loc), (ity, loc)]);
+        {
+            let inner = Emitter::new(self.ctx, &block);
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
+            let (av, ai, bv, bi) = (arg(0)?, arg(1)?, arg(2)?, arg(3)?);
+            let bt = TensorType::new(DType::Bool, Vec::new());
+            let cmp = |dir: &str, x, y| inner.compare(dir, x, y, &[], loc);
+            let better = cmp(if max { "GT" } else { "LT" }, av, bv)?;
+            let eq = cmp("EQ", av, bv)?;
+            let a_nan = cmp("NE", av, av)?;
+            let b_nan = cmp("NE", bv, bv)?;
+            let lt_i = cmp("LT", ai, bi)?;
+            let and = |x, y| inner.op("stablehlo.and", loc, &[x, y], &bt, &[]);
+            let or = |x, y| inner.op("stablehlo.or", loc, &[x, y], &bt, &[]);
+            let not_b_nan = inner.op("stablehlo.not", loc, &[b_nan], &bt, &[])?;
+            let both_nan = and(a_nan, b_nan)?;
+            let tie = or(eq, both_nan)?;
+            let pick_a = or(or(and(a_nan, not_b_nan)?, and(tie, lt_i)?)?, better)?;
+            let v = inner.op("stablehlo.select", loc, &[pick_a, av, bv], &vt, &[])?;
+            let i = inner.op("stablehlo.select", loc, &[pick_a, ai, bi], &it, &[])?;
+            let ret = OperationBuilder::new("stablehlo.return", loc)
+                .add_operands(&[v, i])
+                .build()
+                .map_err(|e| self.internal(e.to_string()))?;
+            block.append_operation(ret);
+        }
+        let region = Region::new();
+        region.append_block(block);
+        Ok(region)
+    }
+
+    /// Values and i64 indices of the max (or min) over `dims` of `x`, whose candidate indices
+    /// are `idx` (same shape, i64).
+    pub fn arg_reduce(&self, x: Value<'c, 'a>, idx: Value<'c, 'a>, ty: &TensorType, dims: &[usize], max: bool, loc: Location<'c>) -> Result<(Value<'c, 'a>, Value<'c, 'a>)> {
+        let c = if max { Combiner::Max } else { Combiner::Min };
+        let init_v = self.splat(c.identity(ty.dtype), &TensorType::new(ty.dtype, Vec::new()), loc)?;
+        let init_i = self.splat(Scalar::Int(0), &TensorType::new(DType::I64, Vec::new()), loc)?;
+        let shape: Vec<i64> = (0..ty.rank()).filter(|i| !dims.contains(i)).map(|i| ty.shape[i]).collect();
+        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let outs = [TensorType::new(ty.dtype, shape.clone()), TensorType::new(DType::I64, shape)];
+        let region = self.arg_body(max, ty.dtype, loc)?;
+        let v = self.op_n("stablehlo.reduce", loc, &[x, idx, init_v, init_i], &outs, &[("dimensions", i64s(&dims))], vec![region])?;
+        Ok((v[0], v[1]))
+    }
+
+    /// Windowed max with the index of the winner (max pool with indices).
+    #[allow(clippy::too_many_arguments)]
+    pub fn arg_reduce_window(
+        &self,
+        x: Value<'c, 'a>,
+        idx: Value<'c, 'a>,
+        out: &TensorType,
+        window: &[i64],
+        strides: &[i64],
+        dilations: &[i64],
+        padding: &[(i64, i64)],
+        loc: Location<'c>,
+    ) -> Result<(Value<'c, 'a>, Value<'c, 'a>)> {
+        let init_v = self.splat(Combiner::Max.identity(out.dtype), &TensorType::new(out.dtype, Vec::new()), loc)?;
+        let init_i = self.splat(Scalar::Int(-1), &TensorType::new(DType::I64, Vec::new()), loc)?;
+        let region = self.arg_body(true, out.dtype, loc)?;
+        let attrs = [
+            ("window_dimensions", i64s(window)),
+            ("window_strides", i64s(strides)),
+            ("window_dilations", i64s(dilations)),
+            ("padding", padding_attr(padding)),
+        ];
+        let outs = [out.clone(), TensorType::new(DType::I64, out.shape.clone())];
+        let v = self.op_n("stablehlo.reduce_window", loc, &[x, idx, init_v, init_i], &outs, &attrs, vec![region])?;
+        Ok((v[0], v[1]))
+    }
+
+    /// A comparator region `(a0, b0, a1, b1, ...) -> bool` for `stablehlo.sort` ordering by
+    /// the first operand: ascending with NaN last, or descending with NaN first (PyTorch).
+    pub fn sort_comparator(&self, vdtype: DType, extra: &[DType], descending: bool, loc: Location<'c>) -> Result<Region<'c>> {
+        let scalar = |d: DType| self.tensor_type(&TensorType::new(d, Vec::new()));
+        let mut args = vec![(scalar(vdtype), loc), (scalar(vdtype), loc)];
+        for &d in extra {
+            args.push((scalar(d), loc));
+            args.push((scalar(d), loc));
+        }
+        let block = Block::new(&args);
+        {
+            let inner = Emitter::new(self.ctx, &block);
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
+            let (a, b) = (arg(0)?, arg(1)?);
+            let bt = TensorType::new(DType::Bool, Vec::new());
+            let result = if vdtype.is_float() {
+                let (x, y) = if descending { (b, a) } else { (a, b) };
+                // x < y, or y is NaN and x is not: NaN sorts as the largest value.
+                let lt = inner.compare("LT", x, y, &[], loc)?;
+                let x_nan = inner.compare("NE", x, x, &[], loc)?;
+                let y_nan = inner.compare("NE", y, y, &[], loc)?;
+                let x_num = inner.op("stablehlo.not", loc, &[x_nan], &bt, &[])?;
+                let nan_order = inner.op("stablehlo.and", loc, &[x_num, y_nan], &bt, &[])?;
+                inner.op("stablehlo.or", loc, &[lt, nan_order], &bt, &[])?
+            } else {
+                inner.compare(if descending { "GT" } else { "LT" }, a, b, &[], loc)?
+            };
+            let ret = OperationBuilder::new("stablehlo.return", loc)
+                .add_operands(&[result])
+                .build()
+                .map_err(|e| self.internal(e.to_string()))?;
+            block.append_operation(ret);
+        }
+        let region = Region::new();
+        region.append_block(block);
+        Ok(region)
+    }
+
+    /// The scatter update region `(old, new) -> combined` over 0-d tensors of `dtype`;
+    /// `None` returns `new` (plain replacement).
+    pub fn scatter_body(&self, c: Option<Combiner>, dtype: DType, loc: Location<'c>) -> Result<Region<'c>> {
+        match c {
+            Some(c) => self.body(c, dtype, loc),
+            None => {
+                let scalar = self.tensor_type(&TensorType::new(dtype, Vec::new()));
+                let block = Block::new(&[(scalar, loc), (scalar, loc)]);
+                let new: Value = block.argument(1).map_err(|e| self.internal(e.to_string()))?.into();
+                let ret = OperationBuilder::new("stablehlo.return", loc)
+                    .add_operands(&[new])
+                    .build()
+                    .map_err(|e| self.internal(e.to_string()))?;
+                block.append_operation(ret);
+                let region = Region::new();
+                region.append_block(block);
+                Ok(region)
+            }
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, ReduceOp, Scalar, TensorType, UnaryOp};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, TensorType, UnaryOp};
 
 use crate::schema::Arg;
 
@@ -188,6 +188,13 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             Some(Mapped::Op(Op::Binary(BinaryOp::Pow), vec![base, a.tensor(1, "exponent")?]))
         }
         "where" => Some(Mapped::Op(Op::Where, vec![a.tensor(0, "condition")?, a.tensor(1, "self")?, a.tensor(2, "other")?])),
+        "clamp" if overload == "Tensor" => {
+            let (has_min, has_max) = (a.has(1, "min"), a.has(2, "max"));
+            let mut ops = vec![x()?];
+            ops.extend(has_min.then(|| a.tensor(1, "min")).flatten());
+            ops.extend(has_max.then(|| a.tensor(2, "max")).flatten());
+            Some(Mapped::Op(Op::ClampTensor { has_min, has_max }, ops))
+        }
         "clamp" => op1(Op::Clamp { min: a.opt_scalar(1, "min")?, max: a.opt_scalar(2, "max")? }),
         "clamp_min" => op1(Op::Clamp { min: Some(a.scalar(1, "min")?), max: None }),
         "clamp_max" => op1(Op::Clamp { min: None, max: Some(a.scalar(1, "max")?) }),
@@ -343,6 +350,96 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             Some(Mapped::Op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops))
         }
         "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
+        "fill" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "value")? }, vec![])),
+        "elu" => op1(Op::Elu {
+            alpha: a.scalar(1, "alpha").unwrap_or(Scalar::Int(1)),
+            scale: a.scalar(2, "scale").unwrap_or(Scalar::Int(1)),
+            input_scale: a.scalar(3, "input_scale").unwrap_or(Scalar::Int(1)),
+        }),
+        "leaky_relu" => op1(Op::LeakyRelu { slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)) }),
+        "copy" => Some(Mapped::Op(Op::CopyInto, vec![x()?, a.tensor(1, "src")?])),
+        "argmax" | "argmin" => op1(Op::ArgReduce { max: name == "argmax", dim: a.opt_int(1, "dim")?, keepdim: a.bool(2, "keepdim", false)? }),
+        "max" | "min" if overload == "dim" => {
+            op1(Op::MaxMin { max: name == "max", dim: a.int(1, "dim", 0)?, keepdim: a.bool(2, "keepdim", false)? })
+        }
+        "var" => {
+            let correction = match overload {
+                "dim" => Scalar::Int(if a.bool(2, "unbiased", true)? { 1 } else { 0 }),
+                _ => a.scalar(usize::MAX, "correction").unwrap_or(Scalar::Int(1)),
+            };
+            let keepdim = if overload == "dim" { a.bool(3, "keepdim", false)? } else { a.bool(usize::MAX, "keepdim", false)? };
+            op1(Op::Var { dims: a.ints(1, "dim", &[])?, correction, keepdim })
+        }
+        "cumsum" => {
+            if a.kwarg_dtype("dtype")?.is_some() {
+                return None;
+            }
+            op1(Op::Cumsum { dim: a.int(1, "dim", 0)? })
+        }
+        "constant_pad_nd" => op1(Op::Pad { pad: a.ints(1, "pad", &[])?, mode: PadMode::Constant(a.scalar(2, "value").unwrap_or(Scalar::Int(0))) }),
+        "reflection_pad1d" | "reflection_pad2d" | "reflection_pad3d" => {
+            op1(Op::Pad { pad: a.ints(1, "padding", &[])?, mode: PadMode::Reflect })
+        }
+        "replication_pad1d" | "replication_pad2d" | "replication_pad3d" => {
+            op1(Op::Pad { pad: a.ints(1, "padding", &[])?, mode: PadMode::Replicate })
+        }
+        "repeat" => op1(Op::Repeat { repeats: a.ints(1, "repeats", &[])? }),
+        "flip" => op1(Op::Flip { dims: a.ints(1, "dims", &[])? }),
+        "diagonal" => op1(Op::Diagonal { offset: a.int(1, "offset", 0)?, dim1: a.int(2, "dim1", 0)?, dim2: a.int(3, "dim2", 1)? }),
+        "as_strided" => op1(Op::AsStrided {
+            size: a.ints(1, "size", &[])?,
+            stride: a.ints(2, "stride", &[])?,
+            offset: a.opt_int(3, "storage_offset")?.unwrap_or(0),
+        }),
+        "gather" => Some(Mapped::Op(Op::Gather { dim: a.int(1, "dim", 0)? }, vec![x()?, a.tensor(2, "index")?])),
+        "index_select" => Some(Mapped::Op(Op::IndexSelect { dim: a.int(1, "dim", 0)? }, vec![x()?, a.tensor(2, "index")?])),
+        "scatter" | "scatter_add" | "scatter_reduce" => {
+            let (reduce, include_self) = match name {
+                "scatter_add" => (ScatterReduce::Sum, true),
+                "scatter_reduce" => {
+                    let r = a.string(4, "reduce")?;
+                    let m = ScatterReduce::ALL.into_iter().find(|m| m.name() == r && *m != ScatterReduce::Replace)?;
+                    (m, a.bool(5, "include_self", true)?)
+                }
+                _ if a.has(4, "reduce") => return None, // scatter with reduce= is deprecated; not modelled
+                _ => (ScatterReduce::Replace, true),
+            };
+            let src = a.tensor(3, if overload == "value" { "value" } else { "src" })?;
+            Some(Mapped::Op(Op::Scatter { dim: a.int(1, "dim", 0)?, reduce, include_self }, vec![x()?, a.tensor(2, "index")?, src]))
+        }
+        "index_put" => {
+            let Some(Arg::OptionalTensors(idx)) = a.get(1, "indices").cloned().map(|v| match v {
+                Arg::Tensors(t) => Arg::OptionalTensors(t.into_iter().map(Some).collect()),
+                other => other,
+            }) else {
+                return None;
+            };
+            let mut ops = vec![x()?];
+            ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n.clone())));
+            ops.push(a.tensor(2, "values")?);
+            let present = idx.iter().map(|i| i.is_some()).collect();
+            Some(Mapped::Op(Op::IndexPut { present, accumulate: a.bool(3, "accumulate", false)? }, ops))
+        }
+        "select_scatter" => Some(Mapped::Op(
+            Op::SelectScatter { dim: a.int(2, "dim", 0)?, index: a.int(3, "index", 0)? },
+            vec![x()?, a.tensor(1, "src")?],
+        )),
+        "slice_scatter" => Some(Mapped::Op(
+            Op::SliceScatter {
+                dim: a.int(2, "dim", 0)?,
+                start: a.opt_int(3, "start")?.unwrap_or(0),
+                end: a.opt_int(4, "end")?.unwrap_or(i64::MAX),
+                step: a.int(5, "step", 1)?,
+            },
+            vec![x()?, a.tensor(1, "src")?],
+        )),
+        "sort" => op1(Op::Sort { dim: a.int(1, "dim", -1)?, descending: a.bool(2, "descending", false)? }),
+        "topk" => op1(Op::Topk { k: a.int(1, "k", 1)?, dim: a.int(2, "dim", -1)?, largest: a.bool(3, "largest", true)? }),
+        "upsample_bilinear2d" => {
+            let out = results.first()?;
+            let k = out.rank().checked_sub(2)?;
+            op1(Op::UpsampleBilinear { output_size: out.shape[k..].to_vec(), align_corners: a.bool(2, "align_corners", false)? })
+        }
         // full_like depends only on the shape of `self`, which the result type carries.
         "full_like" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
         "scalar_tensor" => Some(Mapped::Op(Op::Full { value: a.scalar(0, "s")? }, vec![])),

@@ -12,7 +12,7 @@ use crate::{Error, Result};
 /// The first bytes of every bincode trace.
 pub const MAGIC: &[u8; 8] = b"FXHLOTRC";
 /// Decoding never allocates more than this for one trace (a corrupt length cannot exhaust
-/// memory).
+/// memory); smaller inputs get smaller limits, see [`decode_limited`].
 const DECODE_LIMIT: usize = 1 << 30;
 
 /// Parses JSON trace bytes; `path` names the source in errors, with line and column.
@@ -46,13 +46,32 @@ pub fn parse_bin(bytes: &[u8], path: &Path) -> Result<Trace> {
     if version != SCHEMA_VERSION {
         return Err(Error::Version { path: path.into(), found: version, supported: SCHEMA_VERSION });
     }
-    let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
-    let (trace, used): (Trace, usize) =
-        bincode::serde::decode_from_slice(&bytes[12..], config).map_err(|e| bad(e.to_string()))?;
+    let (trace, used) = decode_limited(&bytes[12..]).map_err(|e| bad(e.to_string()))?;
     if used != bytes.len() - 12 {
         return Err(bad(format!("{} trailing bytes after the trace", bytes.len() - 12 - used)));
     }
     Ok(trace)
+}
+
+/// Decodes a bincode body under a limit scaled to its size. Bincode counts each string's length
+/// and at most 8 bytes per primitive against the limit, and each of those takes at least one
+/// input byte, so a valid body never reaches 8 times its size: the smallest limit above that
+/// never rejects a valid trace, and a corrupt length prefix can no longer make a small input
+/// allocate up to the whole [`DECODE_LIMIT`] (at most 32 times the input, or 1 MiB).
+fn decode_limited(body: &[u8]) -> std::result::Result<(Trace, usize), bincode::error::DecodeError> {
+    macro_rules! limit {
+        ($n:expr) => {
+            bincode::serde::decode_from_slice(body, bincode::config::standard().with_limit::<{ $n }>())
+        };
+    }
+    match body.len().saturating_mul(8) {
+        n if n <= 1 << 20 => limit!(1 << 20),
+        n if n <= 1 << 22 => limit!(1 << 22),
+        n if n <= 1 << 24 => limit!(1 << 24),
+        n if n <= 1 << 26 => limit!(1 << 26),
+        n if n <= 1 << 28 => limit!(1 << 28),
+        _ => limit!(DECODE_LIMIT),
+    }
 }
 
 /// The bincode encoding of a trace, header included.

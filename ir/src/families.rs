@@ -37,6 +37,7 @@ family!(
         Log => "aten.log",
         Log1p => "aten.log1p",
         Log2 => "aten.log2",
+        Log10 => "aten.log10",
         Sqrt => "aten.sqrt",
         Rsqrt => "aten.rsqrt",
         Reciprocal => "aten.reciprocal",
@@ -84,7 +85,7 @@ impl UnaryOp {
         use UnaryOp::*;
         matches!(
             self,
-            Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Asin | Acos | Atan
+            Exp | Expm1 | Log | Log1p | Log2 | Log10 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Asin | Acos | Atan
                 | Sinh | Cosh | Asinh | Acosh | Atanh | Sigmoid | Erf | Silu | Gelu | GeluTanh
         )
     }

@@ -20,7 +20,7 @@ mod verify;
 pub use dot::to_dot;
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, NodeId, SourceLoc, Use, ValueRef};
-pub use op::{BinaryOp, CompareOp, InputKind, Op, ReduceOp, Scalar, UnaryOp};
+pub use op::{BinaryOp, CompareOp, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp};
 pub use parse::parse;
 pub use print::print;
 pub use types::{DType, TensorType, UnknownDType};

@@ -41,6 +41,47 @@ impl InputKind {
     }
 }
 
+/// The padding mode of `Op::Pad`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PadMode {
+    /// `constant_pad_nd` with this fill value.
+    Constant(Scalar),
+    /// `reflection_pad*`: mirror without repeating the edge.
+    Reflect,
+    /// `replication_pad*`: repeat the edge.
+    Replicate,
+}
+
+/// How `Op::Scatter` combines with the existing values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScatterReduce {
+    /// Plain `scatter`: the source replaces.
+    Replace,
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+impl ScatterReduce {
+    /// Every mode, in a fixed order.
+    pub const ALL: [ScatterReduce; 6] =
+        [ScatterReduce::Replace, ScatterReduce::Sum, ScatterReduce::Prod, ScatterReduce::Mean, ScatterReduce::Amax, ScatterReduce::Amin];
+
+    /// The text name (as `scatter_reduce`'s `reduce` argument; `replace` for plain scatter).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScatterReduce::Replace => "replace",
+            ScatterReduce::Sum => "sum",
+            ScatterReduce::Prod => "prod",
+            ScatterReduce::Mean => "mean",
+            ScatterReduce::Amax => "amax",
+            ScatterReduce::Amin => "amin",
+        }
+    }
+}
+
 /// One IR operation. Result types live on the node; attributes that change semantics live
 /// here. Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
 /// `has_*` fields and, when present, follow the required operands in the order listed.
@@ -133,6 +174,51 @@ pub enum Op {
     /// `aten.index.Tensor` / `aten._unsafe_index.Tensor`: `present[i]` says whether dim `i`
     /// has an index tensor (operands after the first, in order).
     Index { present: Vec<bool> },
+    /// `aten.elu(x, alpha, scale, input_scale)`.
+    Elu { alpha: Scalar, scale: Scalar, input_scale: Scalar },
+    /// `aten.leaky_relu(x, negative_slope)`.
+    LeakyRelu { slope: Scalar },
+    /// `aten.clamp.Tensor(x, [min], [max])` with tensor bounds.
+    ClampTensor { has_min: bool, has_max: bool },
+    /// `aten.copy(self, src)`: `src` converted to `self`'s dtype and broadcast to its shape.
+    CopyInto,
+    /// `aten.argmax` / `aten.argmin` over `dim` (the flattened tensor when `None`); i64 result.
+    ArgReduce { max: bool, dim: Option<i64>, keepdim: bool },
+    /// `aten.max.dim` / `aten.min.dim`: values and i64 indices.
+    MaxMin { max: bool, dim: i64, keepdim: bool },
+    /// `aten.var.correction`: variance over `dims` (all when empty) with `correction`.
+    Var { dims: Vec<i64>, correction: Scalar, keepdim: bool },
+    /// `aten.cumsum` along `dim`.
+    Cumsum { dim: i64 },
+    /// Padding: `pad` lists (low, high) pairs from the last dim backwards, as `F.pad`.
+    Pad { pad: Vec<i64>, mode: PadMode },
+    /// `aten.repeat`: tile by `repeats` (may add leading dims).
+    Repeat { repeats: Vec<i64> },
+    /// `aten.flip` over `dims`.
+    Flip { dims: Vec<i64> },
+    /// `aten.diagonal(x, offset, dim1, dim2)`: the diagonal becomes the last dim.
+    Diagonal { offset: i64, dim1: i64, dim2: i64 },
+    /// `aten.as_strided` of a contiguous value: element `i` reads flat index
+    /// `offset + sum(i_k * stride_k)`.
+    AsStrided { size: Vec<i64>, stride: Vec<i64>, offset: i64 },
+    /// `aten.gather(x, dim, index)`.
+    Gather { dim: i64 },
+    /// `aten.index_select(x, dim, index)`.
+    IndexSelect { dim: i64 },
+    /// `aten.scatter*` (x, index, src) along `dim`: replace, or combine with `reduce`.
+    Scatter { dim: i64, reduce: ScatterReduce, include_self: bool },
+    /// `aten.index_put(x, indices..., values)`; `present` as for `Index`.
+    IndexPut { present: Vec<bool>, accumulate: bool },
+    /// `aten.select_scatter(x, src, dim, index)`.
+    SelectScatter { dim: i64, index: i64 },
+    /// `aten.slice_scatter(x, src, dim, start, end, step)`.
+    SliceScatter { dim: i64, start: i64, end: i64, step: i64 },
+    /// `aten.sort(x, dim, descending)`: values and i64 indices (stable).
+    Sort { dim: i64, descending: bool },
+    /// `aten.topk(x, k, dim, largest, sorted)`: values and i64 indices.
+    Topk { k: i64, dim: i64, largest: bool },
+    /// `aten.upsample_bilinear2d` to `output_size`.
+    UpsampleBilinear { output_size: Vec<i64>, align_corners: bool },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -176,6 +262,30 @@ impl Op {
             Op::Split { .. } => "aten.split",
             Op::Embedding => "aten.embedding",
             Op::Index { .. } => "aten.index",
+            Op::Elu { .. } => "aten.elu",
+            Op::LeakyRelu { .. } => "aten.leaky_relu",
+            Op::ClampTensor { .. } => "aten.clamp_tensor",
+            Op::CopyInto => "aten.copy",
+            Op::ArgReduce { max: true, .. } => "aten.argmax",
+            Op::ArgReduce { max: false, .. } => "aten.argmin",
+            Op::MaxMin { max: true, .. } => "aten.max",
+            Op::MaxMin { max: false, .. } => "aten.min",
+            Op::Var { .. } => "aten.var",
+            Op::Cumsum { .. } => "aten.cumsum",
+            Op::Pad { .. } => "aten.pad",
+            Op::Repeat { .. } => "aten.repeat",
+            Op::Flip { .. } => "aten.flip",
+            Op::Diagonal { .. } => "aten.diagonal",
+            Op::AsStrided { .. } => "aten.as_strided",
+            Op::Gather { .. } => "aten.gather",
+            Op::IndexSelect { .. } => "aten.index_select",
+            Op::Scatter { .. } => "aten.scatter",
+            Op::IndexPut { .. } => "aten.index_put",
+            Op::SelectScatter { .. } => "aten.select_scatter",
+            Op::SliceScatter { .. } => "aten.slice_scatter",
+            Op::Sort { .. } => "aten.sort",
+            Op::Topk { .. } => "aten.topk",
+            Op::UpsampleBilinear { .. } => "aten.upsample_bilinear",
             Op::Unknown { target } => target,
         }
     }
@@ -197,6 +307,13 @@ impl Op {
             Op::BatchNorm { has_weight, has_bias, .. } => 3 + opt(has_weight) + opt(has_bias),
             Op::Convolution { has_bias, .. } => 2 + opt(has_bias),
             Op::Index { present } => 1 + present.iter().filter(|p| **p).count(),
+            Op::IndexPut { present, .. } => 2 + present.iter().filter(|p| **p).count(),
+            Op::Elu { .. } | Op::LeakyRelu { .. } | Op::ArgReduce { .. } | Op::MaxMin { .. } | Op::Var { .. } => 1,
+            Op::Cumsum { .. } | Op::Pad { .. } | Op::Repeat { .. } | Op::Flip { .. } | Op::Diagonal { .. } => 1,
+            Op::AsStrided { .. } | Op::Sort { .. } | Op::Topk { .. } | Op::UpsampleBilinear { .. } => 1,
+            Op::ClampTensor { has_min, has_max } => 1 + opt(has_min) + opt(has_max),
+            Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
+            Op::Scatter { .. } => 3,
             Op::Cat { .. } | Op::Unknown { .. } => return None,
         })
     }

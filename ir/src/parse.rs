@@ -221,7 +221,7 @@ fn parse_types(text: &str) -> R<Vec<TensorType>> {
     let mut rest = inner.trim();
     while !rest.is_empty() {
         let open = rest.find('[').ok_or_else(|| format!("expected a type like f32[2,3], found `{rest}`"))?;
-        let close = rest.find(']').ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
+        let close = rest[open..].find(']').map(|c| open + c).ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
         let dtype: DType = rest[..open].trim().parse().map_err(|e: crate::UnknownDType| e.to_string())?;
         let dims = &rest[open + 1..close];
         let shape = if dims.trim().is_empty() {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::attr::{bools, ints, opt_scalar, quote, Attr};
-use crate::op::{BinaryOp, CompareOp, InputKind, Op, ReduceOp, UnaryOp};
+use crate::op::{BinaryOp, CompareOp, InputKind, Op, PadMode, ReduceOp, ScatterReduce, UnaryOp};
 
 impl Op {
     /// Attributes as `key = value` text pairs, in a fixed order.
@@ -83,9 +83,61 @@ impl Op {
             Op::Squeeze { dims } => vec![("dims", ints(dims))],
             Op::Split { sizes, dim } => vec![("sizes", ints(sizes)), ("dim", dim.to_string())],
             Op::Index { present } => vec![("present", bools(present))],
+            Op::Elu { alpha, scale, input_scale } => vec![
+                ("alpha", alpha.to_string()),
+                ("scale", scale.to_string()),
+                ("input_scale", input_scale.to_string()),
+            ],
+            Op::LeakyRelu { slope } => vec![("slope", slope.to_string())],
+            Op::ClampTensor { has_min, has_max } => vec![("has_min", b(has_min)), ("has_max", b(has_max))],
+            Op::ArgReduce { dim, keepdim, .. } => {
+                vec![("dim", dim.map(|d| d.to_string()).unwrap_or_else(|| "none".into())), ("keepdim", b(keepdim))]
+            }
+            Op::MaxMin { dim, keepdim, .. } => vec![("dim", dim.to_string()), ("keepdim", b(keepdim))],
+            Op::Var { dims, correction, keepdim } => {
+                vec![("dims", ints(dims)), ("correction", correction.to_string()), ("keepdim", b(keepdim))]
+            }
+            Op::Cumsum { dim } => vec![("dim", dim.to_string())],
+            Op::Pad { pad, mode } => {
+                let mut a = vec![("pad", ints(pad))];
+                match mode {
+                    PadMode::Constant(v) => {
+                        a.push(("mode", "constant".into()));
+                        a.push(("value", v.to_string()));
+                    }
+                    PadMode::Reflect => a.push(("mode", "reflect".into())),
+                    PadMode::Replicate => a.push(("mode", "replicate".into())),
+                }
+                a
+            }
+            Op::Repeat { repeats } => vec![("repeats", ints(repeats))],
+            Op::Flip { dims } => vec![("dims", ints(dims))],
+            Op::Diagonal { offset, dim1, dim2 } => {
+                vec![("offset", offset.to_string()), ("dim1", dim1.to_string()), ("dim2", dim2.to_string())]
+            }
+            Op::AsStrided { size, stride, offset } => {
+                vec![("size", ints(size)), ("stride", ints(stride)), ("offset", offset.to_string())]
+            }
+            Op::Gather { dim } | Op::IndexSelect { dim } => vec![("dim", dim.to_string())],
+            Op::Scatter { dim, reduce, include_self } => {
+                vec![("dim", dim.to_string()), ("reduce", reduce.name().to_string()), ("include_self", b(include_self))]
+            }
+            Op::IndexPut { present, accumulate } => vec![("present", bools(present)), ("accumulate", b(accumulate))],
+            Op::SelectScatter { dim, index } => vec![("dim", dim.to_string()), ("index", index.to_string())],
+            Op::SliceScatter { dim, start, end, step } => vec![
+                ("dim", dim.to_string()),
+                ("start", start.to_string()),
+                ("end", end.to_string()),
+                ("step", step.to_string()),
+            ],
+            Op::Sort { dim, descending } => vec![("dim", dim.to_string()), ("descending", b(descending))],
+            Op::Topk { k, dim, largest } => vec![("k", k.to_string()), ("dim", dim.to_string()), ("largest", b(largest))],
+            Op::UpsampleBilinear { output_size, align_corners } => {
+                vec![("output_size", ints(output_size)), ("align_corners", b(align_corners))]
+            }
             Op::Unknown { target } if is_known_name(target) => vec![("target", quote(target))],
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
-            | Op::Embedding | Op::Unknown { .. } => vec![],
+            | Op::Embedding | Op::CopyInto | Op::Unknown { .. } => vec![],
         }
     }
 
@@ -176,6 +228,46 @@ impl Op {
             "aten.split" => Op::Split { sizes: a.ints("sizes")?, dim: a.int("dim")? },
             "aten.embedding" => Op::Embedding,
             "aten.index" => Op::Index { present: a.bools("present")? },
+            "aten.elu" => Op::Elu { alpha: a.scalar("alpha")?, scale: a.scalar("scale")?, input_scale: a.scalar("input_scale")? },
+            "aten.leaky_relu" => Op::LeakyRelu { slope: a.scalar("slope")? },
+            "aten.clamp_tensor" => Op::ClampTensor { has_min: a.bool("has_min")?, has_max: a.bool("has_max")? },
+            "aten.copy" => Op::CopyInto,
+            "aten.argmax" | "aten.argmin" => {
+                Op::ArgReduce { max: name == "aten.argmax", dim: a.opt_int("dim")?, keepdim: a.bool("keepdim")? }
+            }
+            "aten.max" | "aten.min" => Op::MaxMin { max: name == "aten.max", dim: a.int("dim")?, keepdim: a.bool("keepdim")? },
+            "aten.var" => Op::Var { dims: a.ints("dims")?, correction: a.scalar("correction")?, keepdim: a.bool("keepdim")? },
+            "aten.cumsum" => Op::Cumsum { dim: a.int("dim")? },
+            "aten.pad" => {
+                let mode = match values.get("mode").map(|s| s.as_str()) {
+                    Some("constant") => PadMode::Constant(a.scalar("value")?),
+                    Some("reflect") => PadMode::Reflect,
+                    Some("replicate") => PadMode::Replicate,
+                    other => return Err(format!("aten.pad: unknown mode {other:?}")),
+                };
+                Op::Pad { pad: a.ints("pad")?, mode }
+            }
+            "aten.repeat" => Op::Repeat { repeats: a.ints("repeats")? },
+            "aten.flip" => Op::Flip { dims: a.ints("dims")? },
+            "aten.diagonal" => Op::Diagonal { offset: a.int("offset")?, dim1: a.int("dim1")?, dim2: a.int("dim2")? },
+            "aten.as_strided" => Op::AsStrided { size: a.ints("size")?, stride: a.ints("stride")?, offset: a.int("offset")? },
+            "aten.gather" => Op::Gather { dim: a.int("dim")? },
+            "aten.index_select" => Op::IndexSelect { dim: a.int("dim")? },
+            "aten.scatter" => {
+                let r = values.get("reduce").map(|s| s.as_str()).unwrap_or("");
+                let reduce = ScatterReduce::ALL.into_iter().find(|m| m.name() == r).ok_or_else(|| format!("aten.scatter: unknown reduce `{r}`"))?;
+                Op::Scatter { dim: a.int("dim")?, reduce, include_self: a.bool("include_self")? }
+            }
+            "aten.index_put" => Op::IndexPut { present: a.bools("present")?, accumulate: a.bool("accumulate")? },
+            "aten.select_scatter" => Op::SelectScatter { dim: a.int("dim")?, index: a.int("index")? },
+            "aten.slice_scatter" => {
+                Op::SliceScatter { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
+            }
+            "aten.sort" => Op::Sort { dim: a.int("dim")?, descending: a.bool("descending")? },
+            "aten.topk" => Op::Topk { k: a.int("k")?, dim: a.int("dim")?, largest: a.bool("largest")? },
+            "aten.upsample_bilinear" => {
+                Op::UpsampleBilinear { output_size: a.ints("output_size")?, align_corners: a.bool("align_corners")? }
+            }
             _ => {
                 if let Some(u) = UnaryOp::from_name(name) {
                     Op::Unary(u)
@@ -207,6 +299,10 @@ fn is_known_name(name: &str) -> bool {
         "aten.addmm", "aten.convolution", "aten.max_pool", "aten.avg_pool", "aten.adaptive_avg_pool",
         "aten.upsample_nearest", "aten.view", "aten.permute", "aten.expand", "aten.slice", "aten.select",
         "aten.unsqueeze", "aten.squeeze", "aten.cat", "aten.split", "aten.embedding", "aten.index",
+        "aten.elu", "aten.leaky_relu", "aten.clamp_tensor", "aten.copy", "aten.argmax", "aten.argmin", "aten.max",
+        "aten.min", "aten.var", "aten.cumsum", "aten.pad", "aten.repeat", "aten.flip", "aten.diagonal",
+        "aten.as_strided", "aten.gather", "aten.index_select", "aten.scatter", "aten.index_put",
+        "aten.select_scatter", "aten.slice_scatter", "aten.sort", "aten.topk", "aten.upsample_bilinear",
     ];
     FIXED.contains(&name)
         || UnaryOp::from_name(name).is_some()

@@ -46,9 +46,10 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
         Expm1 => simple("stablehlo.exponential_minus_one"),
         Log => simple("stablehlo.log"),
         Log1p => simple("stablehlo.log_plus_one"),
-        Log2 => {
+        Log2 | Log10 => {
             let l = simple("stablehlo.log")?;
-            e.op("stablehlo.divide", loc, &[l, k(e, std::f64::consts::LN_2, out, loc)?], out, &[])
+            let base = if u == Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+            e.op("stablehlo.divide", loc, &[l, k(e, base, out, loc)?], out, &[])
         }
         Sqrt => simple("stablehlo.sqrt"),
         Rsqrt => simple("stablehlo.rsqrt"),
@@ -260,4 +261,50 @@ pub fn convert<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], ou
         return to_bool(e, x, loc);
     }
     e.convert(x.0, x.1, out.dtype, loc)
+}
+
+/// `elu(x) = scale * (x > 0 ? x : alpha * (exp(x * input_scale) - 1))` and
+/// `leaky_relu(x) = x > 0 ? x : slope * x`.
+pub fn elu_like<'c, 'a>(e: &Emitter<'c, 'a>, op: &fxhlo_ir::Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let x = arg(e, operands, 0)?;
+    let zero = e.splat(Scalar::Int(0), out, loc)?;
+    let pos = e.compare("GT", x.0, zero, &out.shape, loc)?;
+    let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], out, &[]);
+    match op {
+        fxhlo_ir::Op::Elu { alpha, scale, input_scale } => {
+            let scaled = mul(x.0, e.splat(*input_scale, out, loc)?)?;
+            let em1 = e.op("stablehlo.exponential_minus_one", loc, &[scaled], out, &[])?;
+            let neg = mul(em1, e.splat(*alpha, out, loc)?)?;
+            let sel = e.op("stablehlo.select", loc, &[pos, x.0, neg], out, &[])?;
+            mul(sel, e.splat(*scale, out, loc)?)
+        }
+        fxhlo_ir::Op::LeakyRelu { slope } => {
+            let neg = mul(x.0, e.splat(*slope, out, loc)?)?;
+            e.op("stablehlo.select", loc, &[pos, x.0, neg], out, &[])
+        }
+        _ => Err(e.internal("not elu-like")),
+    }
+}
+
+/// `clamp(x, min_tensor, max_tensor)` with broadcasting and promotion.
+pub fn clamp_tensor<'c, 'a>(e: &Emitter<'c, 'a>, has_min: bool, has_max: bool, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let mut v = prepare(e, arg(e, operands, 0)?, out.dtype, &out.shape, loc)?;
+    let mut i = 1;
+    if has_min {
+        let lo = prepare(e, arg(e, operands, i)?, out.dtype, &out.shape, loc)?;
+        v = e.op("stablehlo.maximum", loc, &[v, lo], out, &[])?;
+        i += 1;
+    }
+    if has_max {
+        let hi = prepare(e, arg(e, operands, i)?, out.dtype, &out.shape, loc)?;
+        v = e.op("stablehlo.minimum", loc, &[v, hi], out, &[])?;
+    }
+    Ok(v)
+}
+
+/// `copy(self, src)`: `src` in `self`'s dtype and shape.
+pub fn copy_into<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let src = arg(e, operands, 1)?;
+    let v = if out.dtype == DType::Bool { to_bool(e, src, loc)? } else { e.convert(src.0, src.1, out.dtype, loc)? };
+    e.broadcast(v, &TensorType::new(out.dtype, src.1.shape.clone()), out, loc)
 }

@@ -5,11 +5,12 @@
 //! are an error in PyTorch; XLA's gather clamps them into range instead (there is no error
 //! path inside a compiled executable), so such inputs give clamped reads, not a failure.
 
-use fxhlo_ir::{DType, Op, Scalar, TensorType};
+use fxhlo_ir::{DType, Op, Scalar, ScatterReduce, TensorType};
 use melior::ir::{Location, Value};
 
 use super::{arg, Operand};
 use crate::emit::{i64s, Emitter};
+use crate::region::Combiner;
 use crate::Result;
 
 type V<'c, 'a> = Value<'c, 'a>;
@@ -116,6 +117,277 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             }
             gather(e, x.0, stacked, out, &offset, &pos, &pos, b as i64, &sizes, loc)
         }
+        Op::Gather { dim } => {
+            let (x, idx) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+            let rank = x.1.rank();
+            let d = fxhlo_ir::infer::normalize_dim(*dim, rank).map_err(|m| e.internal(m))?;
+            let coords = coordinates(e, idx, d, rank, x.1.shape[d], loc)?;
+            let all: Vec<i64> = (0..rank as i64).collect();
+            gather(e, x.0, coords, out, &[], &all, &all, rank as i64, &vec![1; rank], loc)
+        }
+        Op::IndexSelect { dim } => {
+            let (x, idx) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+            let d = fxhlo_ir::infer::normalize_dim(*dim, x.1.rank()).map_err(|m| e.internal(m))?;
+            let n = idx.1.shape.first().copied().unwrap_or(1);
+            let w = wrap(e, idx, x.1.shape[d], loc)?;
+            let flat = TensorType::new(DType::I64, vec![n]);
+            let w = e.reshape(w, &TensorType::new(DType::I64, idx.1.shape.clone()), &flat, loc)?;
+            index_select(e, x, d, w, n, loc)
+        }
+        Op::Scatter { dim, reduce, include_self } => {
+            let (x, idx, src) = (arg(e, operands, 0)?, arg(e, operands, 1)?, arg(e, operands, 2)?);
+            let rank = x.1.rank();
+            let d = fxhlo_ir::infer::normalize_dim(*dim, rank).map_err(|m| e.internal(m))?;
+            // Updates: the source restricted (or a scalar broadcast) to the index's shape.
+            let ut = TensorType::new(out.dtype, idx.1.shape.clone());
+            let sv = e.convert(src.0, src.1, out.dtype, loc)?;
+            let st = TensorType::new(out.dtype, src.1.shape.clone());
+            let upd = if src.1.rank() == 0 {
+                e.broadcast(sv, &st, &ut, loc)?
+            } else {
+                let attrs = [
+                    ("start_indices", i64s(&vec![0; rank])),
+                    ("limit_indices", i64s(&idx.1.shape)),
+                    ("strides", i64s(&vec![1; rank])),
+                ];
+                if st.shape == ut.shape { sv } else { e.op("stablehlo.slice", loc, &[sv], &ut, &attrs)? }
+            };
+            let combiner = match reduce {
+                ScatterReduce::Replace => None,
+                ScatterReduce::Sum | ScatterReduce::Mean => Some(Combiner::Add),
+                ScatterReduce::Prod => Some(Combiner::Mul),
+                ScatterReduce::Amax => Some(Combiner::Max),
+                ScatterReduce::Amin => Some(Combiner::Min),
+            };
+            let mut base = x.0;
+            let bt = TensorType::new(DType::Bool, out.shape.clone());
+            let touched = || -> Result<V<'c, 'a>> {
+                let f = e.splat(Scalar::Bool(false), &bt, loc)?;
+                let t = e.splat(Scalar::Bool(true), &TensorType::new(DType::Bool, idx.1.shape.clone()), loc)?;
+                scatter_elements(e, f, &bt, idx, d, t, None, loc)
+            };
+            if !include_self && combiner.is_some() {
+                let identity = e.splat(combiner.map(|c| c.identity(out.dtype)).unwrap_or(Scalar::Int(0)), out, loc)?;
+                let zero = e.splat(Scalar::Int(0), out, loc)?;
+                let init = if *reduce == ScatterReduce::Mean { zero } else { identity };
+                base = e.op("stablehlo.select", loc, &[touched()?, init, x.0], out, &[])?;
+            }
+            let r = scatter_elements(e, base, out, idx, d, upd, combiner, loc)?;
+            if *reduce != ScatterReduce::Mean {
+                return Ok(r);
+            }
+            // mean = sum / count, count = scattered elements (+1 where self is included).
+            let ones = e.splat(Scalar::Int(1), &ut, loc)?;
+            let start = e.splat(Scalar::Int(if *include_self { 1 } else { 0 }), out, loc)?;
+            let count = scatter_elements(e, start, out, idx, d, ones, Some(Combiner::Add), loc)?;
+            let one = e.splat(Scalar::Int(1), out, loc)?;
+            let safe = e.op("stablehlo.maximum", loc, &[count, one], out, &[])?;
+            let mean = e.op("stablehlo.divide", loc, &[r, safe], out, &[])?;
+            if out.dtype.is_float() {
+                return Ok(mean);
+            }
+            // Integer means round toward negative infinity, as PyTorch's floor_divide.
+            let rem = e.op("stablehlo.remainder", loc, &[r, safe], out, &[])?;
+            let zero = e.splat(Scalar::Int(0), out, loc)?;
+            let nz = e.compare("NE", rem, zero, &out.shape, loc)?;
+            let neg = e.compare("LT", r, zero, &out.shape, loc)?;
+            let fix = e.op("stablehlo.and", loc, &[nz, neg], &bt, &[])?;
+            let m1 = e.op("stablehlo.subtract", loc, &[mean, one], out, &[])?;
+            e.op("stablehlo.select", loc, &[fix, m1, mean], out, &[])
+        }
+        Op::IndexPut { present, accumulate } => {
+            let x = arg(e, operands, 0)?;
+            let values = arg(e, operands, operands.len() - 1)?;
+            let indices = &operands[1..operands.len() - 1];
+            let positions: Vec<usize> = present.iter().enumerate().filter(|(_, p)| **p).map(|(i, _)| i).collect();
+            let idx_types: Vec<&TensorType> = std::iter::once(x.1).chain(indices.iter().map(|o| o.1)).collect();
+            let gathered = fxhlo_ir::infer::infer(&Op::Index { present: present.clone() }, &idx_types)
+                .map_err(|m| e.internal(m))?
+                .and_then(|v| v.into_iter().next())
+                .ok_or_else(|| e.internal("index shape"))?;
+            let (stacked, b) = stack_indices(e, x.1, &positions, indices, loc)?;
+            let vt = TensorType::new(out.dtype, values.1.shape.clone());
+            let vv = e.convert(values.0, values.1, out.dtype, loc)?;
+            let ut = TensorType::new(out.dtype, gathered.shape.clone());
+            let upd = e.broadcast(vv, &vt, &ut, loc)?;
+            let window = window_dims(&positions, b, x.1.rank());
+            let pos: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
+            let c = if *accumulate { Some(Combiner::Add) } else { None };
+            scatter(e, x.0, stacked, upd, out, &window, &pos, &pos, b as i64, c, loc)
+        }
         _ => Err(e.internal(format!("{} is not an indexing op", op.name()))),
     }
+}
+
+/// The positions of the non-indexed dims in the result of advanced indexing (NumPy's rule:
+/// in place when the indexed dims are adjacent, after the index dims otherwise).
+fn window_dims(positions: &[usize], b: usize, rank: usize) -> Vec<i64> {
+    let adjacent = positions.windows(2).all(|w| w[1] == w[0] + 1);
+    let rest = rank - positions.len();
+    if adjacent {
+        let p0 = positions[0];
+        (0..p0).chain(p0 + b..p0 + b + (rest - p0)).map(|i| i as i64).collect()
+    } else {
+        (b..b + rest).map(|i| i as i64).collect()
+    }
+}
+
+/// Index tensors broadcast together, wrapped, and stacked along a new last dim; returns the
+/// stack and the broadcast rank.
+fn stack_indices<'c, 'a>(e: &Emitter<'c, 'a>, x: &TensorType, positions: &[usize], indices: &[Operand<'c, 'a, '_>], loc: Location<'c>) -> Result<(V<'c, 'a>, usize)> {
+    let bshape = indices.iter().try_fold(Vec::new(), |acc, t| fxhlo_ir::infer::broadcast_shapes(&acc, &t.1.shape)).map_err(|m| e.internal(m))?;
+    let b = bshape.len();
+    let mut col_shape = bshape.clone();
+    col_shape.push(1);
+    let col_t = TensorType::new(DType::I64, col_shape);
+    let bt = TensorType::new(DType::I64, bshape.clone());
+    let mut cols = Vec::with_capacity(indices.len());
+    for (&pos, idx) in positions.iter().zip(indices) {
+        let w = wrap(e, *idx, x.shape[pos], loc)?;
+        let w = e.broadcast(w, &TensorType::new(DType::I64, idx.1.shape.clone()), &bt, loc)?;
+        cols.push(e.reshape(w, &bt, &col_t, loc)?);
+    }
+    let mut stacked_shape = bshape;
+    stacked_shape.push(positions.len() as i64);
+    let st = TensorType::new(DType::I64, stacked_shape);
+    let stacked = if cols.len() == 1 {
+        cols[0]
+    } else {
+        e.op("stablehlo.concatenate", loc, &cols, &st, &[("dimension", format!("{b} : i64"))])?
+    };
+    Ok((stacked, b))
+}
+
+/// `select_scatter` and `slice_scatter`: the source padded into place (interior padding for
+/// the step) and selected with a mask padded the same way.
+pub fn embed<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (x, src) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+    let rank = out.rank();
+    let (d, lo, step, src_t) = match op {
+        Op::SelectScatter { dim, index } => {
+            let d = fxhlo_ir::infer::normalize_dim(*dim, rank).map_err(|m| e.internal(m))?;
+            let i = if *index < 0 { index + out.shape[d] } else { *index };
+            let mut shape = src.1.shape.clone();
+            shape.insert(d, 1);
+            (d, i, 1, TensorType::new(src.1.dtype, shape))
+        }
+        Op::SliceScatter { dim, start, end, step } => {
+            let d = fxhlo_ir::infer::normalize_dim(*dim, rank).map_err(|m| e.internal(m))?;
+            let size = out.shape[d];
+            let norm = |v: i64| if v < 0 { v.saturating_add(size).max(0) } else { v.min(size) };
+            let _ = norm(*end);
+            (d, norm(*start), *step, src.1.clone())
+        }
+        _ => return Err(e.internal("not a scatter embedding")),
+    };
+    let sv = e.reshape(src.0, src.1, &src_t, loc)?;
+    let sv = e.convert(sv, &src_t, out.dtype, loc)?;
+    let len = src_t.shape[d];
+    if len == 0 {
+        return Ok(x.0);
+    }
+    let mut low = vec![0; rank];
+    let mut high = vec![0; rank];
+    let mut interior = vec![0; rank];
+    low[d] = lo;
+    interior[d] = step - 1;
+    high[d] = out.shape[d] - (lo + (len - 1) * step + 1);
+    let attrs = [("edge_padding_low", i64s(&low)), ("edge_padding_high", i64s(&high)), ("interior_padding", i64s(&interior))];
+    let zero = e.splat(Scalar::Int(0), &TensorType::new(out.dtype, vec![]), loc)?;
+    let placed = e.op("stablehlo.pad", loc, &[sv, zero], out, &attrs)?;
+    let bt = TensorType::new(DType::Bool, out.shape.clone());
+    let ones = e.splat(Scalar::Bool(true), &TensorType::new(DType::Bool, src_t.shape.clone()), loc)?;
+    let f = e.splat(Scalar::Bool(false), &TensorType::new(DType::Bool, vec![]), loc)?;
+    let mask = e.op("stablehlo.pad", loc, &[ones, f], &bt, &attrs)?;
+    e.op("stablehlo.select", loc, &[mask, placed, x.0], out, &[])
+}
+
+/// `sort` (values and stable indices) and `topk` (the first `k` of a sort).
+pub fn sort<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let x = arg(e, operands, 0)?;
+    let (dim, descending, k) = match op {
+        Op::Sort { dim, descending } => (*dim, *descending, None),
+        Op::Topk { k, dim, largest } => (*dim, *largest, Some(*k)),
+        _ => return Err(e.internal("not a sort")),
+    };
+    if x.1.rank() == 0 {
+        let zero = e.splat(Scalar::Int(0), &results[1], loc)?;
+        return Ok(vec![x.0, zero]);
+    }
+    let d = fxhlo_ir::infer::normalize_dim(dim, x.1.rank()).map_err(|m| e.internal(m))?;
+    let it = TensorType::new(DType::I64, x.1.shape.clone());
+    let iota = e.op("stablehlo.iota", loc, &[], &it, &[("iota_dimension", format!("{d} : i64"))])?;
+    let region = e.sort_comparator(x.1.dtype, &[DType::I64], descending, loc)?;
+    let attrs = [("dimension", format!("{d} : i64")), ("is_stable", "true".into())];
+    let sorted = e.op_n("stablehlo.sort", loc, &[x.0, iota], &[x.1.clone(), it.clone()], &attrs, vec![region])?;
+    let Some(k) = k else { return Ok(sorted) };
+    let rank = x.1.rank();
+    let mut limit = x.1.shape.clone();
+    limit[d] = k;
+    let attrs = [("start_indices", i64s(&vec![0; rank])), ("limit_indices", i64s(&limit)), ("strides", i64s(&vec![1; rank]))];
+    let v = e.op("stablehlo.slice", loc, &[sorted[0]], &results[0], &attrs)?;
+    let i = e.op("stablehlo.slice", loc, &[sorted[1]], &results[1], &attrs)?;
+    Ok(vec![v, i])
+}
+
+/// Full per-element coordinates `[*idx.shape, rank]` for `torch.gather`/`scatter` along `d`:
+/// `idx` (wrapped) at position `d`, iotas elsewhere.
+fn coordinates<'c, 'a>(e: &Emitter<'c, 'a>, idx: Operand<'c, 'a, '_>, d: usize, rank: usize, size_d: i64, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let shape = idx.1.shape.clone();
+    let mut col_shape = shape.clone();
+    col_shape.push(1);
+    let (it, ct) = (TensorType::new(DType::I64, shape.clone()), TensorType::new(DType::I64, col_shape));
+    let mut cols = Vec::with_capacity(rank);
+    for k in 0..rank {
+        let v = if k == d {
+            wrap(e, idx, size_d, loc)?
+        } else {
+            e.op("stablehlo.iota", loc, &[], &it, &[("iota_dimension", format!("{k} : i64"))])?
+        };
+        cols.push(e.reshape(v, &it, &ct, loc)?);
+    }
+    let mut all = shape;
+    all.push(rank as i64);
+    let at = TensorType::new(DType::I64, all);
+    if cols.len() == 1 {
+        return Ok(cols[0]);
+    }
+    e.op("stablehlo.concatenate", loc, &cols, &at, &[("dimension", format!("{} : i64", at.rank() - 1))])
+}
+
+/// `stablehlo.scatter` of `updates` into `x` at `coords`.
+#[allow(clippy::too_many_arguments)]
+fn scatter<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    x: V<'c, 'a>,
+    coords: V<'c, 'a>,
+    updates: V<'c, 'a>,
+    out: &TensorType,
+    update_window_dims: &[i64],
+    inserted: &[i64],
+    to_operand: &[i64],
+    index_vector_dim: i64,
+    combiner: Option<Combiner>,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let dn = format!(
+        "#stablehlo.scatter<update_window_dims = {}, inserted_window_dims = {}, scatter_dims_to_operand_dims = {}, index_vector_dim = {index_vector_dim}>",
+        list(update_window_dims),
+        list(inserted),
+        list(to_operand)
+    );
+    let region = e.scatter_body(combiner, out.dtype, loc)?;
+    let attrs = [("scatter_dimension_numbers", dn), ("indices_are_sorted", "false".into()), ("unique_indices", "false".into())];
+    let v = e.op_n("stablehlo.scatter", loc, &[x, coords, updates], std::slice::from_ref(out), &attrs, vec![region])?;
+    v.into_iter().next().ok_or_else(|| e.internal("scatter has no result"))
+}
+
+/// Element-wise scatter along `d` (torch.scatter semantics) of `updates` (shaped like the
+/// index) into `base`.
+#[allow(clippy::too_many_arguments)]
+fn scatter_elements<'c, 'a>(e: &Emitter<'c, 'a>, base: V<'c, 'a>, out: &TensorType, idx: Operand<'c, 'a, '_>, d: usize, updates: V<'c, 'a>, c: Option<Combiner>, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let rank = out.rank();
+    let coords = coordinates(e, idx, d, rank, out.shape[d], loc)?;
+    let all: Vec<i64> = (0..rank as i64).collect();
+    scatter(e, base, coords, updates, out, &[], &all, &all, rank as i64, c, loc)
 }

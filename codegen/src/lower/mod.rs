@@ -59,7 +59,21 @@ pub fn lower<'c, 'a>(
         | Op::Squeeze { .. }
         | Op::Cat { .. }
         | Op::Split { .. } => shape::lower(e, op, operands, results, loc),
-        Op::Embedding | Op::Index { .. } => one(indexing::lower(e, op, operands, first()?, loc)),
+        Op::Embedding | Op::Index { .. } | Op::Gather { .. } | Op::IndexSelect { .. } | Op::Scatter { .. } | Op::IndexPut { .. } => {
+            one(indexing::lower(e, op, operands, first()?, loc))
+        }
+        Op::SelectScatter { .. } | Op::SliceScatter { .. } => one(indexing::embed(e, op, operands, first()?, loc)),
+        Op::Sort { .. } | Op::Topk { .. } => indexing::sort(e, op, operands, results, loc),
+        Op::Elu { .. } | Op::LeakyRelu { .. } => one(elementwise::elu_like(e, op, operands, first()?, loc)),
+        Op::ClampTensor { has_min, has_max } => one(elementwise::clamp_tensor(e, *has_min, *has_max, operands, first()?, loc)),
+        Op::CopyInto => one(elementwise::copy_into(e, operands, first()?, loc)),
+        Op::ArgReduce { .. } | Op::MaxMin { .. } => reduction::arg_reduce(e, op, operands, results, loc),
+        Op::Var { dims, correction, keepdim } => one(reduction::var(e, dims, *correction, *keepdim, operands, first()?, loc)),
+        Op::Cumsum { dim } => one(reduction::cumsum(e, *dim, operands, first()?, loc)),
+        Op::Pad { .. } | Op::Repeat { .. } | Op::Flip { .. } | Op::Diagonal { .. } | Op::AsStrided { .. } => {
+            shape::lower(e, op, operands, results, loc)
+        }
+        Op::UpsampleBilinear { .. } => pooling::lower(e, op, operands, results, loc),
         Op::Input { .. } | Op::Unknown { .. } => Err(e.internal(format!("{} reached lowering", op.name()))),
     }
 }

@@ -39,11 +39,22 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let n = kernel.len();
             let (s, p, d) = (per_dim(stride, n, kernel), per_dim(padding, n, &vec![0; n]), per_dim(dilation, n, &vec![1; n]));
             let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &d);
-            let init = crate::region::Combiner::Max.identity(x.1.dtype);
-            let v = e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?;
-            // Indices are unused (checked before codegen); give the result a well-defined value.
-            let idx = e.splat(Scalar::Int(0), &results[1], loc)?;
-            Ok(vec![v, idx])
+            // Candidate index of every input element: its flat offset within its spatial plane.
+            let it = TensorType::new(DType::I64, x.1.shape.clone());
+            let mut flat: Option<V<'c, 'a>> = None;
+            let mut scale = 1;
+            for k in (rank - n..rank).rev() {
+                let io = e.op("stablehlo.iota", loc, &[], &it, &[("iota_dimension", format!("{k} : i64"))])?;
+                let term = e.op("stablehlo.multiply", loc, &[io, e.splat(Scalar::Int(scale), &it, loc)?], &it, &[])?;
+                flat = Some(match flat {
+                    None => term,
+                    Some(acc) => e.op("stablehlo.add", loc, &[acc, term], &it, &[])?,
+                });
+                scale *= x.1.shape[k];
+            }
+            let idx = flat.ok_or_else(|| e.internal("max pool without spatial dims"))?;
+            let (v, i) = e.arg_reduce_window(x.0, idx, out, &window, &strides, &dil, &pads, loc)?;
+            Ok(vec![v, i])
         }
         Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
             let n = kernel.len();
@@ -101,8 +112,71 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             }
             Ok(vec![cur])
         }
+        Op::UpsampleBilinear { output_size, align_corners } => {
+            let n = output_size.len();
+            let work = compute_dtype(x.1.dtype);
+            let mut t = TensorType::new(work, x.1.shape.clone());
+            let mut v = e.convert(x.0, x.1, work, loc)?;
+            for (i, &o) in output_size.iter().enumerate() {
+                let d = rank - n + i;
+                let inp = t.shape[d];
+                let a = bilinear_weights(inp, o, *align_corners);
+                let (nv, nt) = contract_dim(e, v, &t, d, &a, o, loc)?;
+                v = nv;
+                t = nt;
+            }
+            Ok(vec![e.convert(v, &t, out.dtype, loc)?])
+        }
         _ => Err(e.internal(format!("{} is not a pooling op", op.name()))),
     }
+}
+
+/// The `[in, out]` linear-interpolation matrix of PyTorch's bilinear upsampling along one dim:
+/// `align_corners` maps corners to corners, else pixel centers
+/// (`src = (dst + 0.5) * in / out - 0.5`, clamped at 0).
+fn bilinear_weights(inp: i64, out: i64, align_corners: bool) -> Vec<f64> {
+    let mut a = vec![0.0; (inp * out) as usize];
+    for o in 0..out {
+        let src = if align_corners {
+            if out > 1 { o as f64 * (inp - 1) as f64 / (out - 1) as f64 } else { 0.0 }
+        } else {
+            ((o as f64 + 0.5) * inp as f64 / out as f64 - 0.5).max(0.0)
+        };
+        let i0 = (src.floor() as i64).min(inp - 1);
+        let i1 = (i0 + 1).min(inp - 1);
+        let l = src - i0 as f64;
+        a[(i0 * out + o) as usize] += 1.0 - l;
+        a[(i1 * out + o) as usize] += l;
+    }
+    a
+}
+
+/// `v` with dim `d` (size `in`) contracted against the constant `[in, out]` matrix `a`, the
+/// new dim put back in place of `d`.
+fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: usize, a: &[f64], o: i64, loc: Location<'c>) -> Result<(V<'c, 'a>, TensorType)> {
+    let (rank, inp) = (t.rank(), t.shape[d]);
+    let mut next = t.clone();
+    next.shape[d] = o;
+    let at = TensorType::new(t.dtype, vec![inp, o]);
+    let rows: Vec<String> = a
+        .chunks(o as usize)
+        .map(|r| format!("[{}]", r.iter().map(|v| format!("{v:.17e}")).collect::<Vec<_>>().join(", ")))
+        .collect();
+    let text = format!("dense<[{}]> : {}", rows.join(", "), crate::emit::mlir_type_text(&at));
+    let am = e.op("stablehlo.constant", loc, &[], &at, &[("value", text)])?;
+    // dot_general puts the free lhs dims first and the new dim last: transpose back.
+    let mut dot_shape: Vec<i64> = (0..rank).filter(|&k| k != d).map(|k| t.shape[k]).collect();
+    dot_shape.push(o);
+    let dt = TensorType::new(t.dtype, dot_shape);
+    let mut attrs = vec![("dot_dimension_numbers", format!("#stablehlo.dot<lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [0]>"))];
+    if matches!(t.dtype, DType::F32 | DType::F64) {
+        attrs.push(("precision_config", "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".into()));
+    }
+    let dot = e.op("stablehlo.dot_general", loc, &[v, am], &dt, &attrs)?;
+    let mut perm: Vec<i64> = (0..rank as i64 - 1).collect();
+    perm.insert(d, rank as i64 - 1);
+    let r = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", i64s(&perm))])?;
+    Ok((r, next))
 }
 
 /// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
@@ -159,18 +233,7 @@ fn adaptive<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, output_size: &[
                     a[(j * o + oi) as usize] = 1.0 / (end - start) as f64;
                 }
             }
-            let at = TensorType::new(work, vec![inp, o]);
-            let text = format!("dense<[{}]> : {}", a.chunks(o as usize).map(|r| format!("[{}]", r.iter().map(|v| format!("{v:.17e}")).collect::<Vec<_>>().join(", "))).collect::<Vec<_>>().join(", "), crate::emit::mlir_type_text(&at));
-            let am = e.op("stablehlo.constant", loc, &[], &at, &[("value", text)])?;
-            // dot_general puts the free lhs dims first and the new dim last: transpose back.
-            let mut dot_shape: Vec<i64> = (0..rank).filter(|&k| k != d).map(|k| t.shape[k]).collect();
-            dot_shape.push(o);
-            let dt = TensorType::new(work, dot_shape);
-            let dims = format!("#stablehlo.dot<lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [0]>");
-            let dot = e.op("stablehlo.dot_general", loc, &[v, am], &dt, &[("dot_dimension_numbers", dims)])?;
-            let mut perm: Vec<i64> = (0..rank as i64 - 1).collect();
-            perm.insert(d, rank as i64 - 1);
-            v = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", i64s(&perm))])?;
+            v = contract_dim(e, v, &t, d, &a, o, loc)?.0;
         }
         t = next;
     }

@@ -56,8 +56,147 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             }
             Ok(vals)
         }
+        Op::Pad { pad, mode } => one(pad_op(e, x, pad, *mode, out, loc)),
+        Op::Repeat { repeats } => {
+            let lead = repeats.len() - rank;
+            let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(x.1.shape.iter().copied()).collect();
+            let pt = TensorType::new(x.1.dtype, padded.clone());
+            let v = e.reshape(x.0, x.1, &pt, loc)?;
+            let mut wide = Vec::with_capacity(2 * padded.len());
+            for (r, s) in repeats.iter().zip(&padded) {
+                wide.push(*r);
+                wide.push(*s);
+            }
+            let wt = TensorType::new(x.1.dtype, wide);
+            let dims: Vec<i64> = (0..padded.len() as i64).map(|i| 2 * i + 1).collect();
+            let b = e.op("stablehlo.broadcast_in_dim", loc, &[v], &wt, &[("broadcast_dimensions", i64s(&dims))])?;
+            one(e.reshape(b, &wt, out, loc))
+        }
+        Op::Flip { dims } => {
+            let mut ds: Vec<i64> = dims.iter().map(|&d| norm(d, rank).map(|d| d as i64)).collect::<Result<_>>()?;
+            ds.sort_unstable();
+            ds.dedup();
+            one(e.op("stablehlo.reverse", loc, &[x.0], out, &[("dimensions", i64s(&ds))]))
+        }
+        Op::Diagonal { offset, dim1, dim2 } => {
+            let (a, b) = (norm(*dim1, rank)?, norm(*dim2, rank)?);
+            let len = *out.shape.last().unwrap_or(&0);
+            let mut rows = Vec::new();
+            for i in 0..len {
+                let (ia, ib) = if *offset >= 0 { (i, i + offset) } else { (i - offset, i) };
+                rows.push(format!("[{ia}, {ib}]"));
+            }
+            let it = TensorType::new(fxhlo_ir::DType::I64, vec![len, 2]);
+            let text = if len == 0 { "dense<> : tensor<0x2xi64>".to_string() } else { format!("dense<[{}]> : tensor<{len}x2xi64>", rows.join(", ")) };
+            let idx = e.op("stablehlo.constant", loc, &[], &it, &[("value", text)])?;
+            let mut collapsed = vec![a as i64, b as i64];
+            collapsed.sort_unstable();
+            let offset_dims: Vec<i64> = (0..rank as i64 - 2).collect();
+            let mut sizes = x.1.shape.clone();
+            sizes[a] = 1;
+            sizes[b] = 1;
+            one(gather_text(e, x.0, idx, out, &offset_dims, &collapsed, &[a as i64, b as i64], 1, &sizes, loc))
+        }
+        Op::AsStrided { size, stride, offset } => {
+            let n = x.1.num_elements() as i64;
+            let flat = TensorType::new(x.1.dtype, vec![n]);
+            let v = e.reshape(x.0, x.1, &flat, loc)?;
+            let total: usize = size.iter().map(|&d| d.max(0) as usize).product();
+            let mut idx = Vec::with_capacity(total);
+            for lin in 0..total {
+                let (mut rem, mut pos) = (lin as i64, *offset);
+                for k in (0..size.len()).rev() {
+                    pos += (rem % size[k]) * stride[k];
+                    rem /= size[k];
+                }
+                idx.push(pos.to_string());
+            }
+            let mut ishape = size.clone();
+            ishape.push(1);
+            let it = TensorType::new(fxhlo_ir::DType::I64, ishape);
+            let flat_idx = TensorType::new(fxhlo_ir::DType::I64, vec![total as i64]);
+            let text = if total == 0 { "dense<> : tensor<0xi64>".to_string() } else { format!("dense<[{}]> : tensor<{total}xi64>", idx.join(", ")) };
+            let c = e.op("stablehlo.constant", loc, &[], &flat_idx, &[("value", text)])?;
+            let c = e.reshape(c, &flat_idx, &it, loc)?;
+            one(gather_text(e, v, c, out, &[], &[0], &[0], size.len() as i64, &[1], loc))
+        }
         _ => Err(e.internal(format!("{} is not a shape op", op.name()))),
     }
+}
+
+/// `stablehlo.gather` (see `indexing.rs` for the semantics of each list).
+#[allow(clippy::too_many_arguments)]
+pub fn gather_text<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    x: V<'c, 'a>,
+    idx: V<'c, 'a>,
+    out: &TensorType,
+    offset_dims: &[i64],
+    collapsed: &[i64],
+    start_index_map: &[i64],
+    index_vector_dim: i64,
+    slice_sizes: &[i64],
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let list = |v: &[i64]| format!("[{}]", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+    let dn = format!(
+        "#stablehlo.gather<offset_dims = {}, collapsed_slice_dims = {}, start_index_map = {}, index_vector_dim = {index_vector_dim}>",
+        list(offset_dims),
+        list(collapsed),
+        list(start_index_map)
+    );
+    e.op("stablehlo.gather", loc, &[x, idx], out, &[("dimension_numbers", dn), ("slice_sizes", i64s(slice_sizes)), ("indices_are_sorted", "false".into())])
+}
+
+/// Constant, reflection and replication padding (`pad` pairs start at the last dim).
+fn pad_op<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, pad: &[i64], mode: fxhlo_ir::PadMode, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let rank = x.1.rank();
+    let mut lo = vec![0; rank];
+    let mut hi = vec![0; rank];
+    for (i, pair) in pad.chunks(2).enumerate() {
+        lo[rank - 1 - i] = pair[0];
+        hi[rank - 1 - i] = pair.get(1).copied().unwrap_or(0);
+    }
+    if let fxhlo_ir::PadMode::Constant(value) = mode {
+        let fill = e.splat(value, &TensorType::new(x.1.dtype, vec![]), loc)?;
+        let attrs = [("edge_padding_low", i64s(&lo)), ("edge_padding_high", i64s(&hi)), ("interior_padding", i64s(&vec![0; rank]))];
+        return e.op("stablehlo.pad", loc, &[x.0, fill], out, &attrs);
+    }
+    let (mut v, mut t) = (x.0, x.1.clone());
+    for d in 0..rank {
+        if lo[d] == 0 && hi[d] == 0 {
+            continue;
+        }
+        let n = t.shape[d];
+        let piece = |from: i64, to: i64, reverse: bool| -> Result<(V<'c, 'a>, TensorType)> {
+            let mut pt = t.clone();
+            pt.shape[d] = to - from;
+            let s = slice(e, (v, &t), d, from, to, 1, &pt, loc)?;
+            let s = if reverse { e.op("stablehlo.reverse", loc, &[s], &pt, &[("dimensions", i64s(&[d as i64]))])? } else { s };
+            Ok((s, pt))
+        };
+        let edge = |count: i64, at: i64| -> Result<(V<'c, 'a>, TensorType)> {
+            let (s, st) = piece(at, at + 1, false)?;
+            let mut bt = st.clone();
+            bt.shape[d] = count;
+            Ok((e.broadcast(s, &st, &bt, loc)?, bt))
+        };
+        let mut parts = Vec::new();
+        let reflect = matches!(mode, fxhlo_ir::PadMode::Reflect);
+        if lo[d] > 0 {
+            parts.push(if reflect { piece(1, 1 + lo[d], true)? } else { edge(lo[d], 0)? });
+        }
+        parts.push((v, t.clone()));
+        if hi[d] > 0 {
+            parts.push(if reflect { piece(n - 1 - hi[d], n - 1, true)? } else { edge(hi[d], n - 1)? });
+        }
+        let mut nt = t.clone();
+        nt.shape[d] = parts.iter().map(|(_, pt)| pt.shape[d]).sum();
+        let vals: Vec<V<'c, 'a>> = parts.iter().map(|(pv, _)| *pv).collect();
+        v = e.op("stablehlo.concatenate", loc, &vals, &nt, &[("dimension", format!("{d} : i64"))])?;
+        t = nt;
+    }
+    Ok(v)
 }
 
 /// Python slicing bounds (see `ir::infer`).

@@ -2,6 +2,7 @@
 //! The importer checks a trace's meta against it and the verifier re-checks it after every
 //! pass. Rules follow PyTorch (broadcasting, type promotion, Python slicing).
 
+mod index;
 mod nn;
 mod promote;
 mod shape;
@@ -86,7 +87,63 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         | Op::Cat { .. }
         | Op::Split { .. }
         | Op::Embedding
-        | Op::Index { .. } => shape::infer(op, operands),
+        | Op::Index { .. }
+        | Op::Pad { .. }
+        | Op::Repeat { .. }
+        | Op::Flip { .. }
+        | Op::Diagonal { .. }
+        | Op::AsStrided { .. } => shape::infer(op, operands),
+        Op::Elu { .. } | Op::LeakyRelu { .. } => {
+            let x = x.ok_or("missing operand")?;
+            if !x.dtype.is_float() {
+                return Err(format!("{} needs a floating-point input, found {}", op.name(), x.dtype));
+            }
+            t(x.dtype, x.shape.clone())
+        }
+        Op::ClampTensor { .. } => t(result_type(operands), broadcast_all(operands)?),
+        Op::CopyInto => {
+            let (dst, src) = (operands[0], operands[1]);
+            if broadcast_shapes(&src.shape, &dst.shape)? != dst.shape {
+                return Err(format!("aten.copy: source {src} does not broadcast to {dst}"));
+            }
+            t(dst.dtype, dst.shape.clone())
+        }
+        Op::ArgReduce { dim, keepdim, .. } => {
+            let x = x.ok_or("missing operand")?;
+            let shape = match dim {
+                Some(d) => shape::reduce(&x.shape, &[*d], *keepdim)?,
+                None if *keepdim => vec![1; x.rank()],
+                None => Vec::new(),
+            };
+            t(DType::I64, shape)
+        }
+        Op::MaxMin { dim, keepdim, .. } => {
+            let x = x.ok_or("missing operand")?;
+            let shape = shape::reduce(&x.shape, &[*dim], *keepdim)?;
+            Ok(Some(vec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
+        }
+        Op::Var { dims, keepdim, .. } => {
+            let x = x.ok_or("missing operand")?;
+            if !x.dtype.is_float() {
+                return Err(format!("aten.var needs a floating-point input, found {}", x.dtype));
+            }
+            t(x.dtype, shape::reduce(&x.shape, dims, *keepdim)?)
+        }
+        Op::Cumsum { dim } => {
+            let x = x.ok_or("missing operand")?;
+            normalize_dim(*dim, x.rank())?;
+            let dtype = if x.dtype.is_float() { x.dtype } else { DType::I64 };
+            t(dtype, x.shape.clone())
+        }
+        Op::Gather { .. }
+        | Op::IndexSelect { .. }
+        | Op::Scatter { .. }
+        | Op::IndexPut { .. }
+        | Op::SelectScatter { .. }
+        | Op::SliceScatter { .. }
+        | Op::Sort { .. }
+        | Op::Topk { .. } => index::infer(op, operands),
+        Op::UpsampleBilinear { .. } => nn::pool(op, operands),
     }
 }
 

@@ -76,15 +76,19 @@ pub fn matmul(op: &Op, operands: &[&TensorType]) -> InferResult {
     one(TensorType::new(dtype, shape))
 }
 
-/// Output size of one spatial dim of a convolution or pooling window.
-fn window_out(input: i64, kernel: i64, stride: i64, pad: i64, dilation: i64, ceil: bool) -> i64 {
-    let span = input + 2 * pad - dilation * (kernel - 1) - 1;
-    let mut out = if ceil { (span + stride - 1).div_euclid(stride) + 1 } else { span.div_euclid(stride) + 1 };
+/// Output size of one spatial dim of a convolution or pooling window; `None` for a stride that
+/// is not positive or sizes whose arithmetic overflows.
+fn window_out(input: i64, kernel: i64, stride: i64, pad: i64, dilation: i64, ceil: bool) -> Option<i64> {
+    if stride <= 0 {
+        return None;
+    }
+    let span = input.checked_add(pad.checked_mul(2)?)?.checked_sub(dilation.checked_mul(kernel.checked_sub(1)?)?)?.checked_sub(1)?;
+    let mut out = if ceil { span.checked_add(stride - 1)? } else { span }.div_euclid(stride).checked_add(1)?;
     // PyTorch: with ceil_mode the last window must start inside the input or left padding.
-    if ceil && (out - 1) * stride >= input + pad {
+    if ceil && (out - 1).checked_mul(stride)? >= input.checked_add(pad)? {
         out -= 1;
     }
-    out
+    Some(out)
 }
 
 fn per_dim(v: &[i64], n: usize, default: i64, what: &str) -> Result<Vec<i64>, String> {
@@ -110,7 +114,8 @@ pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
     let padding = per_dim(padding, n, 0, "padding")?;
     let dilation = per_dim(dilation, n, 1, "dilation")?;
     let out_pad = per_dim(output_padding, n, 0, "output_padding")?;
-    let (in_ch, out_ch) = if *transposed { (w.shape[0], w.shape[1] * groups) } else { (w.shape[1] * groups, w.shape[0]) };
+    let grouped = w.shape[1].checked_mul(*groups).ok_or_else(|| format!("convolution with {groups} groups overflows"))?;
+    let (in_ch, out_ch) = if *transposed { (w.shape[0], grouped) } else { (grouped, w.shape[0]) };
     if x.shape[1] != in_ch {
         return Err(format!("convolution input has {} channels, weight {w} expects {in_ch}", x.shape[1]));
     }
@@ -123,10 +128,19 @@ pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
     for i in 0..n {
         let (inp, k) = (x.shape[i + 2], w.shape[i + 2]);
         let o = if *transposed {
-            (inp - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + out_pad[i] + 1
+            let span = || {
+                (inp - 1)
+                    .checked_mul(stride[i])?
+                    .checked_sub(padding[i].checked_mul(2)?)?
+                    .checked_add(dilation[i].checked_mul(k - 1)?)?
+                    .checked_add(out_pad[i])?
+                    .checked_add(1)
+            };
+            span()
         } else {
             window_out(inp, k, stride[i], padding[i], dilation[i], false)
         };
+        let o = o.ok_or_else(|| format!("convolution output dim {i} is not computable (stride {}, padding {}, dilation {})", stride[i], padding[i], dilation[i]))?;
         if o <= 0 {
             return Err(format!("convolution output dim {i} would be {o}"));
         }
@@ -147,7 +161,10 @@ pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
         Ok(shape)
     };
     match op {
-        Op::AdaptiveAvgPool { output_size } | Op::UpsampleNearest { output_size } => {
+        Op::UpsampleBilinear { output_size, .. } if !x.dtype.is_float() => {
+            Err(format!("bilinear upsampling of {x} needs a floating-point input (output {output_size:?})"))
+        }
+        Op::AdaptiveAvgPool { output_size } | Op::UpsampleNearest { output_size } | Op::UpsampleBilinear { output_size, .. } => {
             one(TensorType::new(x.dtype, replace_tail(output_size)?))
         }
         Op::MaxPool { kernel, stride, padding, dilation, ceil_mode } => {
@@ -176,7 +193,8 @@ fn spatial(x: &TensorType, kernel: &[i64], stride: &[i64], pad: &[i64], dil: &[i
         .map(|i| {
             // An empty stride means stride = kernel (PyTorch's default).
             let s = if stride[i] == 0 { kernel[i] } else { stride[i] };
-            let o = window_out(x.shape[x.rank() - n + i], kernel[i], s, pad[i], dil[i], ceil);
+            let o = window_out(x.shape[x.rank() - n + i], kernel[i], s, pad[i], dil[i], ceil)
+                .ok_or_else(|| format!("pooling window {kernel:?} with stride {stride:?} and padding {pad:?} is invalid"))?;
             if o <= 0 { Err(format!("pooling output dim {i} would be {o}")) } else { Ok(o) }
         })
         .collect()

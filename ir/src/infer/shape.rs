@@ -13,7 +13,10 @@ fn one(t: TensorType) -> InferResult {
 pub fn reduce(shape: &[i64], dims: &[i64], keepdim: bool) -> Result<Vec<i64>, String> {
     let mut reduced = vec![dims.is_empty(); shape.len()];
     for &d in dims {
-        reduced[normalize_dim(d, shape.len())?.min(shape.len().saturating_sub(1))] = true;
+        // A scalar accepts dim 0 and -1 and has nothing to mark.
+        if let Some(r) = reduced.get_mut(normalize_dim(d, shape.len())?) {
+            *r = true;
+        }
     }
     Ok(shape
         .iter()
@@ -33,8 +36,11 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     let with = |shape: Vec<i64>| one(TensorType::new(x.dtype, shape));
     match op {
         Op::View { shape } => {
-            let total: i64 = x.shape.iter().product();
-            let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+            let total = x.shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d));
+            let known = shape.iter().filter(|&&d| d != -1).try_fold(1i64, |acc, &d| acc.checked_mul(d));
+            let (Some(total), Some(known)) = (total, known) else {
+                return Err(format!("view of {x} as {shape:?}: the element count overflows"));
+            };
             let holes = shape.iter().filter(|&&d| d == -1).count();
             let mut out = shape.clone();
             match holes {
@@ -91,7 +97,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             }
             let (lo, hi) = slice_bounds(*start, *end, x.shape[d]);
             let mut shape = x.shape.clone();
-            shape[d] = if hi > lo { (hi - lo + step - 1) / step } else { 0 };
+            // ceil((hi - lo) / step), written so that a huge step cannot overflow.
+            shape[d] = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
             with(shape)
         }
         Op::Select { dim, index } => {
@@ -126,7 +133,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 if t.rank() != rank || (0..rank).any(|i| i != d && t.shape[i] != x.shape[i]) {
                     return Err(format!("aten.cat along dim {d}: {t} does not match {x}"));
                 }
-                shape[d] += t.shape[d];
+                shape[d] = shape[d].checked_add(t.shape[d]).ok_or_else(|| format!("aten.cat along dim {d}: the size overflows"))?;
             }
             one(TensorType::new(result_type(operands), shape))
         }
@@ -156,6 +163,59 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             one(TensorType::new(w.dtype, shape))
         }
         Op::Index { present } => index(x, present, &operands[1..]),
+        Op::Pad { pad, mode } => {
+            if pad.len() % 2 != 0 || pad.len() / 2 > rank {
+                return Err(format!("padding {pad:?} must be (low, high) pairs for at most {rank} dims"));
+            }
+            let mut shape = x.shape.clone();
+            for (i, pair) in pad.chunks(2).enumerate() {
+                let d = rank - 1 - i;
+                let size = shape[d] + pair[0] + pair[1];
+                let limit = match mode {
+                    crate::PadMode::Reflect => shape[d] - 1,
+                    _ => i64::MAX,
+                };
+                if size < 0 || pair[0].max(pair[1]) > limit {
+                    return Err(format!("padding {pair:?} of dim {d} (size {}) is invalid for {mode:?}", shape[d]));
+                }
+                shape[d] = size;
+            }
+            with(shape)
+        }
+        Op::Repeat { repeats } => {
+            if repeats.len() < rank || repeats.iter().any(|&r| r < 0) {
+                return Err(format!("aten.repeat {repeats:?} needs at least {rank} non-negative counts"));
+            }
+            let lead = repeats.len() - rank;
+            with(repeats.iter().enumerate().map(|(i, &r)| if i < lead { r } else { r * x.shape[i - lead] }).collect())
+        }
+        Op::Flip { dims } => {
+            for &d in dims {
+                normalize_dim(d, rank)?;
+            }
+            with(x.shape.clone())
+        }
+        Op::Diagonal { offset, dim1, dim2 } => {
+            let (a, b) = (normalize_dim(*dim1, rank)?, normalize_dim(*dim2, rank)?);
+            if a == b {
+                return Err(format!("aten.diagonal dims {dim1} and {dim2} are the same"));
+            }
+            let len = if *offset >= 0 { x.shape[a].min(x.shape[b] - offset) } else { (x.shape[a] + offset).min(x.shape[b]) };
+            let mut shape: Vec<i64> = (0..rank).filter(|&i| i != a && i != b).map(|i| x.shape[i]).collect();
+            shape.push(len.max(0));
+            with(shape)
+        }
+        Op::AsStrided { size, stride, offset } => {
+            if size.len() != stride.len() || size.iter().chain(stride).any(|&v| v < 0) || *offset < 0 {
+                return Err(format!("aten.as_strided size {size:?} and stride {stride:?} are invalid"));
+            }
+            let total: i64 = x.shape.iter().product();
+            let last = offset + size.iter().zip(stride).map(|(&n, &s)| (n - 1).max(0) * s).sum::<i64>();
+            if size.iter().all(|&n| n > 0) && last >= total {
+                return Err(format!("aten.as_strided reads element {last} of a tensor of {total}"));
+            }
+            with(size.clone())
+        }
         _ => Err(format!("{} is not a shape op", op.name())),
     }
 }
