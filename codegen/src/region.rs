@@ -111,7 +111,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             ("window_dilations", i64s(dilations)),
             ("padding", padding_attr(padding)),
         ];
-        let v = self.op_n("stablehlo.reduce_window", loc, &[x, init], &[out.clone()], &attrs, vec![region])?;
+        let v = self.op_n("stablehlo.reduce_window", loc, &[x, init], std::slice::from_ref(out), &attrs, vec![region])?;
         v.into_iter().next().ok_or_else(|| self.internal("reduce_window has no result"))
     }
 }

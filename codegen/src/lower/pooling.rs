@@ -181,7 +181,10 @@ fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: us
 
 /// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
 /// end so the window count matches the result shape).
-fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>) {
+/// Window, strides, dilations and (low, high) padding over every dim of the input.
+type Windows = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>);
+
+fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
     let (rank, n) = (x.rank(), kernel.len());
     let lead = rank - n;
     let mut window = vec![1; lead];
