@@ -174,6 +174,21 @@ FIXTURE_BUILDERS = {
     "gpt_block": _gpt_block,
     "unet_block": _seeded(UNetBlock, 2, 8, 8, 8),
 }
+
+
+def _bf16(builder):
+    """The same model (same seed) in bfloat16: parameters, buffers and floating inputs converted
+    with ``.to(torch.bfloat16)``; integer inputs (token ids) stay int64. The reference is
+    PyTorch eager in bfloat16."""
+    def build():
+        model, args = builder()
+        cast = tuple(a.to(torch.bfloat16) if a.is_floating_point() else a for a in args)
+        return model.to(torch.bfloat16), cast
+    return build
+
+
+# Every model again in bfloat16, as `<name>_bf16`.
+FIXTURE_BUILDERS.update({f"{name}_bf16": _bf16(b) for name, b in list(FIXTURE_BUILDERS.items())})
 FIXTURES = ROOT / "testsuite" / "fixtures"
 
 

@@ -1,4 +1,4 @@
-"""Shared helpers: the repository root and scripts/gen_fixtures.py loaded as a module."""
+"""Shared helpers: the repository root, scripts/gen_fixtures.py loaded as a module, the fxhlo CLI."""
 
 import importlib.util
 import subprocess
@@ -48,3 +48,16 @@ def exports(tmp_path_factory):
         proc.kill()
     assert proc.returncode == 0, out
     return dirs
+
+
+FXHLO_CLI = ROOT / "target" / "debug" / "fxhlo"
+
+
+@pytest.fixture(scope="session")
+def fxhlo_cli() -> Path:
+    """The `fxhlo` binary of this checkout (target/debug/fxhlo). Its absence fails the test:
+    the model tests are part of the suite, not optional."""
+    if not FXHLO_CLI.is_file():
+        pytest.fail(f"{FXHLO_CLI.relative_to(ROOT)} is missing: run scripts/setup.sh "
+                    "(or `cargo build -p fxhlo-cli`) first", pytrace=False)
+    return FXHLO_CLI
