@@ -45,6 +45,17 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         write_bin: Option<PathBuf>,
     },
+    /// Measure a bundle: import, codegen and PJRT compile times (median of `--compiles` cold
+    /// compiles) and steady-state run latency (median of `--runs`).
+    Bench {
+        bundle: PathBuf,
+        #[arg(long, value_enum, default_value_t = Device::Cpu)]
+        device: Device,
+        #[arg(long, default_value_t = 3)]
+        compiles: usize,
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+    },
     /// Import a bundle and print one stage of it.
     Compile {
         bundle: PathBuf,
@@ -84,11 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run { bundle, device, check } => {
             let bundle = Bundle::open(&bundle)?;
-            let device = match device {
-                Device::Cpu => DeviceKind::Cpu,
-                Device::Cuda => DeviceKind::Cuda,
-                Device::Tpu => DeviceKind::Tpu,
-            };
+            let device = device_kind(device);
             let compiler = Compiler::new(Options { device })?;
             let compiled = compiler.compile(&bundle.graph)?;
             println!(
@@ -133,6 +140,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench { bundle, device, compiles, runs } => {
+            let start = std::time::Instant::now();
+            let b = Bundle::open(&bundle)?;
+            let import = start.elapsed();
+            let compiler = Compiler::new(Options { device: device_kind(device) })?;
+            let (mut codegen, mut compile) = (Vec::new(), Vec::new());
+            let mut compiled = None;
+            for _ in 0..compiles.max(1) {
+                let c = compiler.compile(&b.graph)?;
+                codegen.push(c.codegen_time.as_secs_f64());
+                compile.push(c.compile_time.as_secs_f64());
+                compiled = Some(c);
+            }
+            let compiled = compiled.context("no compile ran")?;
+            let mut latency = Vec::new();
+            for _ in 0..runs.max(1) + 1 {
+                let t = std::time::Instant::now();
+                compiled.run_bundle(&compiler, &b)?;
+                latency.push(t.elapsed().as_secs_f64());
+            }
+            latency.remove(0); // the first run includes one-time allocations
+            let (cg, cp, lat) = (median(&mut codegen), median(&mut compile), median(&mut latency));
+            println!("bundle: {} ({} nodes)", b.graph.name, b.graph.node_count());
+            println!("import:       {:>9.2} ms", import.as_secs_f64() * 1e3);
+            println!("codegen:      {:>9.2} ms  (median of {})", cg * 1e3, codegen.len());
+            println!("PJRT compile: {:>9.2} ms  (median of {})", cp * 1e3, compile.len());
+            println!("codegen share of compile: {:.1} %", 100.0 * cg / (cg + cp));
+            println!("run (upload + execute + download): {:.3} ms  (median of {})", lat * 1e3, latency.len());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Compile { bundle, emit } => {
             let bundle = Bundle::open(&bundle)?;
             match emit {
@@ -145,6 +182,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn device_kind(d: Device) -> DeviceKind {
+    match d {
+        Device::Cpu => DeviceKind::Cpu,
+        Device::Cuda => DeviceKind::Cuda,
+        Device::Tpu => DeviceKind::Tpu,
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// `f32[2,4] = [0.1, ...]`, at most 8 values.
