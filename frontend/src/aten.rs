@@ -312,7 +312,10 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             let norm = |d: i64| fxhlo_ir::infer::normalize_dim(d, rank).ok();
             let (d0, d1) = (norm(d0)?, norm(d1)?);
             let mut dims: Vec<i64> = (0..rank as i64).collect();
-            dims.swap(d0, d1);
+            // A 0-d tensor accepts dims 0 and -1 and has nothing to swap.
+            if rank > 0 {
+                dims.swap(d0, d1);
+            }
             op1(Op::Permute { dims })
         }
         "expand" => op1(Op::Expand { sizes: a.ints(1, "size", &[])? }),
@@ -335,8 +338,15 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             // split.Tensor(self, split_size, dim): chunks of split_size, the last one smaller.
             let dim = a.int(2, "dim", 0)?;
             let chunk = a.int(1, "split_size", 0)?;
-            let total: i64 = results.iter().map(|t| fxhlo_ir::infer::normalize_dim(dim, t.rank()).ok().map(|d| t.shape[d])).sum::<Option<i64>>()?;
+            let size = |t: &TensorType| fxhlo_ir::infer::normalize_dim(dim, t.rank()).ok().and_then(|d| t.shape.get(d).copied());
+            let total = results.iter().try_fold(0i64, |acc, t| acc.checked_add(size(t)?))?;
             if chunk <= 0 {
+                return None;
+            }
+            // One meta per chunk: a trace with more chunks than metas is malformed, and its
+            // chunk list must not be allocated (a huge size would exhaust memory).
+            let chunks = if total == 0 { 0 } else { (total - 1) / chunk + 1 };
+            if chunks > results.len() as i64 {
                 return None;
             }
             let sizes = (0..total).step_by(chunk as usize).map(|s| chunk.min(total - s)).collect();

@@ -52,6 +52,14 @@ pub fn import(trace: &Trace, path: &Path) -> Result<Graph> {
             }
         }
     }
+    if outputs.is_empty() {
+        return Err(Error::BadArgument {
+            path: cx.path.clone(),
+            node: "output".into(),
+            target: "output".into(),
+            message: "the graph has no outputs".into(),
+        });
+    }
     let ir = |source| Error::Ir { path: path.into(), source };
     cx.graph.set_outputs(outputs).map_err(ir)?;
     fxhlo_ir::verify(&cx.graph).map_err(ir)?;
@@ -215,21 +223,26 @@ impl Importer {
                 let f_ty = self.graph.value_type(f).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
                 let op = Op::Binary(BinaryOp::Mul);
                 let results = infer::infer(&op, &[&ty, &f_ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
+                let name = format!("{}.scaled{i}", spec.name);
                 let id = self
                     .graph
-                    .add_node(format!("{}.scaled{i}", spec.name), op, &[v, f], results, None)
+                    .add_node(name.clone(), op, &[v, f], results, None)
                     .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
+                self.define(&name, ValueRef::first(id))?;
                 Ok(ValueRef::first(id))
             }
         }
     }
 
+    /// A 0-d `full` node. Its name is reserved like a trace name, so that a trace node of the
+    /// same name is a duplicate, not two graph nodes of one name.
     fn full(&mut self, name: String, value: Scalar, dtype: DType) -> Result<ValueRef> {
         let ty = TensorType::new(dtype, Vec::new());
         let id = self
             .graph
-            .add_node(name, Op::Full { value }, &[], vec![ty], None)
+            .add_node(name.clone(), Op::Full { value }, &[], vec![ty], None)
             .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
+        self.define(&name, ValueRef::first(id))?;
         Ok(ValueRef::first(id))
     }
 }

@@ -135,7 +135,7 @@ impl Op {
             Op::UpsampleBilinear { output_size, align_corners } => {
                 vec![("output_size", ints(output_size)), ("align_corners", b(align_corners))]
             }
-            Op::Unknown { target } if is_known_name(target) => vec![("target", quote(target))],
+            Op::Unknown { target } if needs_quoting(target) => vec![("target", quote(target))],
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
             | Op::Embedding | Op::CopyInto | Op::Unknown { .. } => vec![],
         }
@@ -145,7 +145,7 @@ impl Op {
     /// would read back as a known op.
     pub fn text_name(&self) -> &str {
         match self {
-            Op::Unknown { target } if is_known_name(target) => "unknown",
+            Op::Unknown { target } if needs_quoting(target) => "unknown",
             _ => self.name(),
         }
     }
@@ -288,6 +288,12 @@ impl Op {
         }
         Ok(op)
     }
+}
+
+/// Whether an unknown target must be written as `unknown {target = "..."}`: it would read back
+/// as a known op, or it is not one plain token (empty, spaces, `%`, quotes, ...).
+fn needs_quoting(target: &str) -> bool {
+    is_known_name(target) || target.is_empty() || !target.chars().all(|c| c.is_ascii_alphanumeric() || "._:".contains(c))
 }
 
 /// Whether `name` is the text name of a known op (so an unknown target spelled the same must

@@ -66,7 +66,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         }
         Op::SelectScatter { dim, index } => {
             let src = operands[1];
-            let d = normalize_dim(*dim, rank)?;
+            let d = super::shape::sized_dim(op, *dim, rank)?;
             let mut want = x.shape.clone();
             want.remove(d);
             if src.shape != want || *index < -x.shape[d] || *index >= x.shape[d] {
@@ -75,10 +75,11 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             one(x.clone())
         }
         Op::SliceScatter { dim, start, end, step } => {
-            let d = normalize_dim(*dim, rank)?;
+            let d = super::shape::sized_dim(op, *dim, rank)?;
             let (lo, hi) = super::shape::slice_bounds(*start, *end, x.shape[d]);
             let mut want = x.shape.clone();
-            want[d] = if hi > lo && *step > 0 { (hi - lo + step - 1) / step } else { 0 };
+            // ceil((hi - lo) / step), written so that a huge step cannot overflow.
+            want[d] = if hi > lo && *step > 0 { (hi - lo - 1) / step + 1 } else { 0 };
             if operands[1].shape != want {
                 return Err(format!("aten.slice_scatter source {} must have shape {want:?}", operands[1]));
             }

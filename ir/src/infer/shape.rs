@@ -29,6 +29,15 @@ pub fn reduce(shape: &[i64], dims: &[i64], keepdim: bool) -> Result<Vec<i64>, St
         .collect())
 }
 
+/// A dim of a tensor that must have dims: PyTorch refuses to slice, select, split or
+/// concatenate a 0-d tensor, whose dims 0 and -1 [`normalize_dim`] accepts (reductions need it).
+pub fn sized_dim(op: &Op, d: i64, rank: usize) -> Result<usize, String> {
+    if rank == 0 {
+        return Err(format!("{} cannot be applied to a 0-d tensor", op.name()));
+    }
+    normalize_dim(d, rank)
+}
+
 /// Shape ops.
 pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     let x = operands.first().copied().ok_or("missing operand")?;
@@ -91,7 +100,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             with(shape)
         }
         Op::Slice { dim, start, end, step } => {
-            let d = normalize_dim(*dim, rank)?;
+            let d = sized_dim(op, *dim, rank)?;
             if *step <= 0 {
                 return Err(format!("aten.slice step must be positive, found {step}"));
             }
@@ -102,7 +111,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             with(shape)
         }
         Op::Select { dim, index } => {
-            let d = normalize_dim(*dim, rank)?;
+            let d = sized_dim(op, *dim, rank)?;
             let size = x.shape[d];
             if *index < -size || *index >= size {
                 return Err(format!("aten.select index {index} out of range for size {size}"));
@@ -127,7 +136,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             with(x.shape.iter().zip(&drop).filter(|(&s, &dr)| !(dr && s == 1)).map(|(&s, _)| s).collect())
         }
         Op::Cat { dim } => {
-            let d = normalize_dim(*dim, rank)?;
+            let d = sized_dim(op, *dim, rank)?;
             let mut shape = x.shape.clone();
             for t in &operands[1..] {
                 if t.rank() != rank || (0..rank).any(|i| i != d && t.shape[i] != x.shape[i]) {
@@ -138,8 +147,9 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             one(TensorType::new(result_type(operands), shape))
         }
         Op::Split { sizes, dim } => {
-            let d = normalize_dim(*dim, rank)?;
-            if sizes.iter().any(|&s| s < 0) || sizes.iter().sum::<i64>() != x.shape[d] {
+            let d = sized_dim(op, *dim, rank)?;
+            let total = sizes.iter().try_fold(0i64, |acc, &s| if s < 0 { None } else { acc.checked_add(s) });
+            if total != Some(x.shape[d]) {
                 return Err(format!("aten.split sizes {sizes:?} do not add up to dim {d} of {x}"));
             }
             Ok(Some(
@@ -170,7 +180,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let mut shape = x.shape.clone();
             for (i, pair) in pad.chunks(2).enumerate() {
                 let d = rank - 1 - i;
-                let size = shape[d] + pair[0] + pair[1];
+                let size = shape[d].checked_add(pair[0]).and_then(|s| s.checked_add(pair[1]));
+                let size = size.ok_or_else(|| format!("padding {pair:?} of dim {d} overflows"))?;
                 let limit = match mode {
                     crate::PadMode::Reflect => shape[d] - 1,
                     _ => i64::MAX,
@@ -187,7 +198,9 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 return Err(format!("aten.repeat {repeats:?} needs at least {rank} non-negative counts"));
             }
             let lead = repeats.len() - rank;
-            with(repeats.iter().enumerate().map(|(i, &r)| if i < lead { r } else { r * x.shape[i - lead] }).collect())
+            let shape: Option<Vec<i64>> =
+                repeats.iter().enumerate().map(|(i, &r)| if i < lead { Some(r) } else { r.checked_mul(x.shape[i - lead]) }).collect();
+            with(shape.ok_or_else(|| format!("aten.repeat {repeats:?} of {x} overflows"))?)
         }
         Op::Flip { dims } => {
             for &d in dims {
@@ -209,8 +222,11 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             if size.len() != stride.len() || size.iter().chain(stride).any(|&v| v < 0) || *offset < 0 {
                 return Err(format!("aten.as_strided size {size:?} and stride {stride:?} are invalid"));
             }
-            let total: i64 = x.shape.iter().product();
-            let last = offset + size.iter().zip(stride).map(|(&n, &s)| (n - 1).max(0) * s).sum::<i64>();
+            let total = x.shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d));
+            let last = size.iter().zip(stride).try_fold(*offset, |acc, (&n, &s)| acc.checked_add((n - 1).max(0).checked_mul(s)?));
+            let (Some(total), Some(last)) = (total, last) else {
+                return Err(format!("aten.as_strided size {size:?} and stride {stride:?} overflow"));
+            };
             if size.iter().all(|&n| n > 0) && last >= total {
                 return Err(format!("aten.as_strided reads element {last} of a tensor of {total}"));
             }
