@@ -11,7 +11,7 @@ use melior::ir::attribute::Attribute;
 use melior::ir::block::BlockLike;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{IntegerType, RankedTensorType};
-use melior::ir::{Block, Identifier, Location, Type, Value};
+use melior::ir::{Block, Identifier, Location, Type, Value, ValueLike};
 use melior::Context;
 
 use crate::{Error, Result};
@@ -125,9 +125,28 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Elementwise comparison (`EQ`, `NE`, `LT`, `LE`, `GT`, `GE`) of two equally shaped values.
+    ///
+    /// The comparison type is always explicit: without it XLA's CPU compiler was seen treating
+    /// an i64 `LT` against constants as unsigned (`-2 < 0` false).
     pub fn compare(&self, dir: &str, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let ty = TensorType::new(DType::Bool, shape.to_vec());
-        self.op("stablehlo.compare", loc, &[a, b], &ty, &[("comparison_direction", format!("#stablehlo<comparison_direction {dir}>"))])
+        let text = a.r#type().to_string();
+        let elem = text.trim_end_matches('>').rsplit(['<', 'x']).next().unwrap_or("");
+        let kind = match elem {
+            "i1" | "ui8" | "ui16" | "ui32" | "ui64" => "UNSIGNED",
+            e if e.starts_with('i') => "SIGNED",
+            _ => "FLOAT",
+        };
+        self.op(
+            "stablehlo.compare",
+            loc,
+            &[a, b],
+            &ty,
+            &[
+                ("comparison_direction", format!("#stablehlo<comparison_direction {dir}>")),
+                ("compare_type", format!("#stablehlo<comparison_type {kind}>")),
+            ],
+        )
     }
 
     /// A constant tensor of type `ty` with every element `value`.

@@ -119,6 +119,10 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
         let ty = graph.value_type(*v).ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
         operands.push((e.value(*v)?, ty));
     }
+    // Every result empty: nothing to compute (and StableHLO rejects some ops on empty shapes).
+    if !node.results.is_empty() && node.results.iter().all(|t| t.num_elements() == 0) && !matches!(node.op, Op::Input { .. }) {
+        return node.results.iter().map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc)).collect();
+    }
     let values = lower::lower(e, &node.op, &operands, &node.results, loc)?;
     if values.len() != node.results.len() {
         return Err(e.internal(format!("lowering gave {} values for {} results", values.len(), node.results.len())));

@@ -2,45 +2,65 @@
 //! the ATen schema and picks the `ir::Op`. A target not listed here, or a listed one called
 //! with arguments the IR cannot express, maps to `Op::Unknown` (reported at lowering).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rustc_hash::FxBuildHasher;
 
 use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, TensorType, UnaryOp};
 
-use crate::schema::Arg;
+use crate::schema::{ArgView as Arg, NodeView, TraceView};
 
 /// An operand of a mapped op: a value by name, or a scalar that becomes a 0-d `full` node.
 #[derive(Debug, Clone)]
-pub enum Operand {
-    Tensor(String),
+pub enum Operand<'a> {
+    Tensor(&'a str),
     Scalar(Scalar),
     /// `operand * factor` (the `alpha` of `add`/`sub`).
-    Scaled(Box<Operand>, Scalar),
+    Scaled(Box<Operand<'a>>, Scalar),
+    /// `operand` converted to a dtype first (the `dtype=` of reductions: PyTorch casts the
+    /// input before accumulating).
+    Cast(Box<Operand<'a>>, DType),
 }
 
 /// The mapping of one call.
 #[derive(Debug)]
-pub enum Mapped {
+pub enum Mapped<'a> {
     /// A known op and its operands in the op's operand order.
-    Op(Op, Vec<Operand>),
+    Op(Op, Vec<Operand<'a>>),
     /// `getitem(producer, index)`: an alias for one result of a multi-result node.
-    GetItem(String, u32),
+    GetItem(&'a str, u32),
     /// Not modelled: keep as `Op::Unknown`.
     Unknown,
 }
 
 /// Positional-or-keyword argument access by schema position and name.
 struct Args<'a> {
-    args: &'a [Arg],
-    kwargs: &'a BTreeMap<String, Arg>,
+    view: &'a TraceView<'a>,
+    args: &'a [Arg<'a>],
+    /// Sorted by name, unique.
+    kwargs: &'a [(&'a str, Arg<'a>)],
 }
 
 impl<'a> Args<'a> {
-    fn get(&self, i: usize, name: &str) -> Option<&'a Arg> {
-        self.args.get(i).or_else(|| self.kwargs.get(name)).filter(|a| !matches!(a, Arg::None))
+    fn kwarg(&self, name: &str) -> Option<&'a Arg<'a>> {
+        let i = self.kwargs.binary_search_by(|(k, _)| (*k).cmp(name)).ok()?;
+        Some(&self.kwargs[i].1)
     }
-    fn tensor(&self, i: usize, name: &str) -> Option<Operand> {
+    fn get(&self, i: usize, name: &str) -> Option<&'a Arg<'a>> {
+        self.args.get(i).or_else(|| self.kwarg(name)).filter(|a| !matches!(a, Arg::None))
+    }
+    /// The tensor names of a `Tensors` or `OptionalTensors` argument.
+    fn tensor_list(&self, i: usize, name: &str) -> Option<&'a [Option<&'a str>]> {
         match self.get(i, name)? {
-            Arg::Tensor(n) => Some(Operand::Tensor(n.clone())),
+            Arg::Tensors(s) | Arg::OptionalTensors(s) => Some(self.view.names(*s)),
+            _ => None,
+        }
+    }
+    fn tensor(&self, i: usize, name: &str) -> Option<Operand<'a>> {
+        match self.get(i, name)? {
+            Arg::Tensor(n) => Some(Operand::Tensor(n)),
             a => scalar(a).map(Operand::Scalar),
         }
     }
@@ -61,7 +81,7 @@ impl<'a> Args<'a> {
     fn ints(&self, i: usize, name: &str, default: &[i64]) -> Option<Vec<i64>> {
         match self.get(i, name) {
             None => Some(default.to_vec()),
-            Some(Arg::Ints(v)) => Some(v.clone()),
+            Some(Arg::Ints(v)) => Some(self.view.ints(*v).to_vec()),
             Some(Arg::Int(v)) => Some(vec![*v]),
             _ => None,
         }
@@ -92,7 +112,7 @@ impl<'a> Args<'a> {
         }
     }
     fn kwarg_dtype(&self, name: &str) -> Option<Option<DType>> {
-        self.dtype_arg(self.kwargs.get(name).filter(|a| !matches!(a, Arg::None)))
+        self.dtype_arg(self.kwarg(name).filter(|a| !matches!(a, Arg::None)))
     }
     fn dtype(&self, i: usize, name: &str) -> Option<Option<DType>> {
         self.dtype_arg(self.get(i, name))
@@ -110,19 +130,19 @@ impl<'a> Args<'a> {
 pub fn scalar(a: &Arg) -> Option<Scalar> {
     match a {
         Arg::Int(v) => Some(Scalar::Int(*v)),
-        Arg::Float(v) => Some(Scalar::float(v.0)),
+        Arg::Float(v) => Some(Scalar::float(*v)),
         Arg::Bool(v) => Some(Scalar::Bool(*v)),
         _ => None,
     }
 }
 
 /// Maps one call. `results` are the node's result types from its meta.
-pub fn map(target: &str, args: &[Arg], kwargs: &BTreeMap<String, Arg>, results: &[TensorType]) -> Mapped {
-    let a = Args { args, kwargs };
-    map_known(target, &a, results).unwrap_or(Mapped::Unknown)
+pub fn map<'a>(view: &'a TraceView<'a>, node: &NodeView<'a>, results: &[TensorType]) -> Mapped<'a> {
+    let a = Args { view, args: view.args(node.args), kwargs: view.kwargs(node) };
+    map_known(node.target, &a, results).unwrap_or(Mapped::Unknown)
 }
 
-fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
+fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Option<Mapped<'a>> {
     let (op, overload) = target.rsplit_once('.').unwrap_or((target, ""));
     let x = || a.tensor(0, "self");
     let op1 = |op: Op| Some(Mapped::Op(op, vec![x()?]));
@@ -130,15 +150,17 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
     if target == "getitem" {
         let Some(Arg::Tensor(p)) = a.args.first() else { return None };
         let i = u32::try_from(a.int(1, "index", -1)?).ok()?;
-        return Some(Mapped::GetItem(p.clone(), i));
+        return Some(Mapped::GetItem(p, i));
     }
     let name = op.strip_prefix("aten.").or_else(|| op.strip_prefix("prims."))?;
-    if let Some(u) = UnaryOp::from_name(&format!("aten.{name}")) {
+    // The IR's family names are `aten.<name>`; only a `prims.` target needs a new string.
+    let aten_name = if op.starts_with("aten.") { Cow::Borrowed(op) } else { Cow::Owned(format!("aten.{name}")) };
+    if let Some(u) = unary(&aten_name) {
         if !matches!(u, UnaryOp::Gelu | UnaryOp::GeluTanh) {
             return op1(Op::Unary(u));
         }
     }
-    if let Some(c) = CompareOp::from_name(&format!("aten.{name}")) {
+    if let Some(c) = CompareOp::from_name(&aten_name) {
         return bin_cmp(c, a);
     }
     match name {
@@ -198,10 +220,15 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
         "clamp" => op1(Op::Clamp { min: a.opt_scalar(1, "min")?, max: a.opt_scalar(2, "max")? }),
         "clamp_min" => op1(Op::Clamp { min: Some(a.scalar(1, "min")?), max: None }),
         "clamp_max" => op1(Op::Clamp { min: None, max: Some(a.scalar(1, "max")?) }),
-        "hardtanh" => op1(Op::Clamp {
-            min: Some(a.scalar(1, "min_val").unwrap_or(Scalar::float(-1.0))),
-            max: Some(a.scalar(2, "max_val").unwrap_or(Scalar::float(1.0))),
-        }),
+        "hardtanh" => {
+            // hardtanh keeps the input dtype: on integers its (float) bounds truncate.
+            let int = results.first().is_some_and(|t| !t.dtype.is_float());
+            let bound = |v: Scalar| if int { Scalar::Int(v.as_f64() as i64) } else { v };
+            op1(Op::Clamp {
+                min: Some(bound(a.scalar(1, "min_val").unwrap_or(Scalar::float(-1.0)))),
+                max: Some(bound(a.scalar(2, "max_val").unwrap_or(Scalar::float(1.0)))),
+            })
+        }
         "_to_copy" | "convert_element_type" => {
             let dtype = if name == "_to_copy" { a.kwarg_dtype("dtype")? } else { a.dtype(1, "dtype")? };
             let input = results.first()?;
@@ -212,9 +239,11 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
         }
         "clone" | "alias" | "lift_fresh_copy" | "contiguous" | "detach" => op1(Op::Copy),
         "sum" | "mean" | "prod" | "amax" | "amin" | "any" | "all" => {
-            let r = ReduceOp::from_name(&format!("aten.{name}"))?;
-            if a.kwarg_dtype("dtype")?.is_some() {
-                return None; // an accumulation dtype is not modelled yet
+            let r = ReduceOp::from_name(&aten_name)?;
+            let cast = a.kwarg_dtype("dtype")?;
+            if overload == "dims" && matches!(r, ReduceOp::Any | ReduceOp::All) && a.has(1, "dim") && a.ints(1, "dim", &[])?.is_empty() {
+                // any/all over an empty dim list reduce nothing: x != 0 elementwise.
+                return op1(Op::Convert { dtype: DType::Bool });
             }
             let dims = match overload {
                 "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => a.ints(1, "dim", &[])?,
@@ -226,7 +255,7 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             } else {
                 a.bool(2, "keepdim", false)?
             };
-            op1(Op::Reduce { op: r, dims, keepdim })
+            op1(Op::Reduce { op: r, dims, keepdim, dtype: cast })
         }
         "_softmax" | "_log_softmax" => op1(Op::Softmax { dim: a.int(1, "dim", -1)?, log: name == "_log_softmax" }),
         "native_layer_norm" => {
@@ -254,14 +283,33 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             ops.push(a.tensor(4, "running_var")?);
             Some(Mapped::Op(Op::BatchNorm { eps: a.scalar(6, "eps")?, has_weight: w, has_bias: b }, ops))
         }
+        "_native_batch_norm_legit" if overload == "no_stats" => {
+            let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
+            let mut ops = vec![x1(a, "input")?];
+            ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
+            ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
+            if !a.bool(3, "training", true)? {
+                return None;
+            }
+            Some(Mapped::Op(Op::BatchNormBatchStats { eps: a.scalar(5, "eps")?, has_weight: w, has_bias: b }, ops))
+        }
+        "masked_scatter" => Some(Mapped::Op(Op::MaskedScatter, vec![x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?])),
+        "_cdist_forward" => Some(Mapped::Op(
+            Op::Cdist { p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)) },
+            vec![a.tensor(0, "x1")?, a.tensor(1, "x2")?],
+        )),
+        "_pdist_forward" => op1(Op::Pdist { p: a.scalar(1, "p").unwrap_or(Scalar::float(2.0)) }),
         "mm" => Some(Mapped::Op(Op::Mm, vec![x()?, a.tensor(1, "mat2")?])),
         "bmm" => Some(Mapped::Op(Op::Bmm, vec![x()?, a.tensor(1, "mat2")?])),
         "addmm" => {
-            let one = |k: &str, i: usize| a.scalar(i, k).is_none_or(|s| s.as_f64() == 1.0);
-            if !(one("beta", 3) && one("alpha", 4)) {
-                return None;
-            }
-            Some(Mapped::Op(Op::Addmm, vec![x()?, a.tensor(1, "mat1")?, a.tensor(2, "mat2")?]))
+            // beta * self + alpha * (mat1 @ mat2), with the factors folded into the operands.
+            // beta = 0 ignores self entirely (even inf/NaN), as PyTorch does.
+            let bias = match a.scalar(3, "beta") {
+                Some(b) if b.as_f64() == 0.0 => Operand::Scalar(Scalar::Int(0)),
+                beta => scale_by(x()?, beta),
+            };
+            let mat1 = scale_by(a.tensor(1, "mat1")?, a.scalar(4, "alpha"));
+            Some(Mapped::Op(Op::Addmm, vec![bias, mat1, a.tensor(2, "mat2")?]))
         }
         "convolution" => {
             let has_bias = a.has(2, "bias");
@@ -330,7 +378,7 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
         "squeeze" => op1(Op::Squeeze { dims: a.ints(1, "dim", &[])? }),
         "cat" => {
             let Some(Arg::Tensors(ts)) = a.get(0, "tensors") else { return None };
-            let ops = ts.iter().map(|t| Operand::Tensor(t.clone())).collect();
+            let ops = a.view.names(*ts).iter().flatten().map(|t| Operand::Tensor(t)).collect();
             Some(Mapped::Op(Op::Cat { dim: a.int(1, "dim", 0)? }, ops))
         }
         "split_with_sizes" => op1(Op::Split { sizes: a.ints(1, "split_sizes", &[])?, dim: a.int(2, "dim", 0)? }),
@@ -354,9 +402,9 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
         }
         "embedding" => Some(Mapped::Op(Op::Embedding, vec![a.tensor(0, "weight")?, a.tensor(1, "indices")?])),
         "index" | "_unsafe_index" => {
-            let Some(Arg::OptionalTensors(idx)) = a.get(1, "indices") else { return None };
+            let idx = a.tensor_list(1, "indices")?;
             let mut ops = vec![x()?];
-            ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n.clone())));
+            ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
             Some(Mapped::Op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops))
         }
         "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
@@ -381,10 +429,7 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             op1(Op::Var { dims: a.ints(1, "dim", &[])?, correction, keepdim })
         }
         "cumsum" => {
-            if a.kwarg_dtype("dtype")?.is_some() {
-                return None;
-            }
-            op1(Op::Cumsum { dim: a.int(1, "dim", 0)? })
+            op1(Op::Cumsum { dim: a.int(1, "dim", 0)?, dtype: a.kwarg_dtype("dtype")? })
         }
         "constant_pad_nd" => op1(Op::Pad { pad: a.ints(1, "pad", &[])?, mode: PadMode::Constant(a.scalar(2, "value").unwrap_or(Scalar::Int(0))) }),
         "reflection_pad1d" | "reflection_pad2d" | "reflection_pad3d" => {
@@ -418,14 +463,9 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
             Some(Mapped::Op(Op::Scatter { dim: a.int(1, "dim", 0)?, reduce, include_self }, vec![x()?, a.tensor(2, "index")?, src]))
         }
         "index_put" => {
-            let Some(Arg::OptionalTensors(idx)) = a.get(1, "indices").cloned().map(|v| match v {
-                Arg::Tensors(t) => Arg::OptionalTensors(t.into_iter().map(Some).collect()),
-                other => other,
-            }) else {
-                return None;
-            };
+            let idx = a.tensor_list(1, "indices")?;
             let mut ops = vec![x()?];
-            ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n.clone())));
+            ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
             ops.push(a.tensor(2, "values")?);
             let present = idx.iter().map(|i| i.is_some()).collect();
             Some(Mapped::Op(Op::IndexPut { present, accumulate: a.bool(3, "accumulate", false)? }, ops))
@@ -465,11 +505,26 @@ fn map_known(target: &str, a: &Args, results: &[TensorType]) -> Option<Mapped> {
     }
 }
 
+/// `o * factor`, or `o` itself when the factor is absent or 1.
+fn scale_by(o: Operand<'_>, factor: Option<Scalar>) -> Operand<'_> {
+    match factor {
+        Some(f) if f.as_f64() != 1.0 => Operand::Scaled(Box::new(o), f),
+        _ => o,
+    }
+}
+
 /// The first tensor argument under its schema name (`input`, `self`, ...).
-fn x1(a: &Args, name: &str) -> Option<Operand> {
+fn x1<'a>(a: &Args<'a>, name: &str) -> Option<Operand<'a>> {
     a.tensor(0, name).or_else(|| a.tensor(0, "self"))
 }
 
-fn bin_cmp(c: CompareOp, a: &Args) -> Option<Mapped> {
+/// `UnaryOp::from_name` through a map built once: the linear search over every unary op's name
+/// was a tenth of import time (most nodes of a trace are tried as unary ops first).
+fn unary(name: &str) -> Option<UnaryOp> {
+    static BY_NAME: OnceLock<HashMap<&'static str, UnaryOp, FxBuildHasher>> = OnceLock::new();
+    BY_NAME.get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect()).get(name).copied()
+}
+
+fn bin_cmp<'a>(c: CompareOp, a: &Args<'a>) -> Option<Mapped<'a>> {
     Some(Mapped::Op(Op::Compare(c), vec![a.tensor(0, "self")?, a.tensor(1, "other")?]))
 }

@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use crate::schema::{Trace, SCHEMA_VERSION};
+use crate::schema::decode::decode_view;
+use crate::schema::{Trace, TraceView, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// The first bytes of every bincode trace.
@@ -36,9 +37,30 @@ pub fn to_json(trace: &Trace) -> String {
 
 /// Decodes a bincode trace (header included); `path` names the source in errors.
 pub fn parse_bin(bytes: &[u8], path: &Path) -> Result<Trace> {
-    let bad = |message: String| Error::Bincode { path: path.into(), message };
+    let body = bin_body(bytes, path)?;
+    let (trace, used) = decode_limited(body).map_err(|e| bad_bin(path, e.to_string()))?;
+    check_trailing(body, used, path)?;
+    Ok(trace)
+}
+
+/// Decodes a bincode trace (header included) into a view that borrows every string from
+/// `bytes` (`schema/decode.rs`): the fast way from `graph.bin` to a graph, with
+/// `import::import_view`. Accepts and rejects exactly what [`parse_bin`] does.
+pub fn parse_bin_view<'a>(bytes: &'a [u8], path: &Path) -> Result<TraceView<'a>> {
+    let body = bin_body(bytes, path)?;
+    let (view, used) = decode_view(body).map_err(|e| bad_bin(path, e))?;
+    check_trailing(body, used, path)?;
+    Ok(view)
+}
+
+fn bad_bin(path: &Path, message: String) -> Error {
+    Error::Bincode { path: path.into(), message }
+}
+
+/// Checks the header; returns the body after it.
+fn bin_body<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a [u8]> {
     if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err(bad("not a bincode fxhlo trace (missing the FXHLOTRC header)".into()));
+        return Err(bad_bin(path, "not a bincode fxhlo trace (missing the FXHLOTRC header)".into()));
     }
     let mut v = [0u8; 4];
     v.copy_from_slice(&bytes[8..12]);
@@ -46,11 +68,14 @@ pub fn parse_bin(bytes: &[u8], path: &Path) -> Result<Trace> {
     if version != SCHEMA_VERSION {
         return Err(Error::Version { path: path.into(), found: version, supported: SCHEMA_VERSION });
     }
-    let (trace, used) = decode_limited(&bytes[12..]).map_err(|e| bad(e.to_string()))?;
-    if used != bytes.len() - 12 {
-        return Err(bad(format!("{} trailing bytes after the trace", bytes.len() - 12 - used)));
+    Ok(&bytes[12..])
+}
+
+fn check_trailing(body: &[u8], used: usize, path: &Path) -> Result<()> {
+    if used != body.len() {
+        return Err(bad_bin(path, format!("{} trailing bytes after the trace", body.len() - used)));
     }
-    Ok(trace)
+    Ok(())
 }
 
 /// Decodes a bincode body under a limit scaled to its size. Bincode counts each string's length

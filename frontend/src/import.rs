@@ -1,127 +1,178 @@
-//! Trace → `ir::Graph`: resolves names, maps ATen calls to `ir::Op` (see `aten.rs`), checks
-//! every node's meta against shape inference, and runs the IR verifier.
+//! Trace → `ir::Graph`: resolves names, maps ATen calls to `ir::Op` (see `aten.rs`) and checks
+//! every node's meta against shape inference, so that the graph it returns is verified.
 //!
 //! Scalars in tensor positions become 0-d `full` nodes named `<node>.scalar<i>`, typed as
 //! PyTorch types a wrapped number (the tensor's dtype unless the scalar is of a higher
 //! category, then the default dtype). `getitem` nodes become aliases of one result of their
 //! producer and leave no node behind.
+//!
+//! The importer reads a [`TraceView`]: decoded straight from `graph.bin` (nothing copied but
+//! what the graph keeps) or lent by an owned [`Trace`] from JSON. Its own checks establish
+//! every invariant of [`fxhlo_ir::verify`], which a release build therefore does not re-run
+//! (it would redo the shape inference just done); debug builds and the tests run it anyway,
+//! and an error from it means a gap in this list:
+//!
+//! 1. unique names: every node (and every `getitem` alias) is entered in the name map, which
+//!    refuses a second entry ([`Error::DuplicateName`]), generated `full` names included;
+//! 2. operand slots `0..n`: `Graph::add_node` numbers them; the arity is checked by
+//!    `infer::infer`, called for every node the importer adds except 0-d `full` nodes (no
+//!    operands);
+//! 3. existing operands: names resolve only to values already added, `getitem` checks the
+//!    result index, and `Graph::add_node` checks each operand again;
+//! 4. acyclic: an operand is always an earlier node (references resolve only to the past);
+//! 5. at least one result and no negative dimension: [`Importer::node`] and
+//!    [`Importer::tensor_type`]; inferred types of generated nodes broadcast non-negative
+//!    shapes;
+//! 6. inputs: only trace inputs become `Op::Input` nodes, each added once by
+//!    `Graph::add_input` (no ATen mapping yields `Op::Input`);
+//! 7. result types equal inference: every meta is compared with `infer::infer`; generated
+//!    nodes take their types from it;
+//! 8. at least one output: checked in [`import_view`].
 
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Scalar, SourceLoc, TensorType, ValueRef};
+use rustc_hash::FxBuildHasher;
 
 use crate::aten::{self, Mapped, Operand};
-use crate::schema::{Arg, Dim, InputKindSpec, NodeSpec, TensorMeta, Trace, FORMAT, SCHEMA_VERSION};
+use crate::schema::{ArgView, DimView, InputKindSpec, MetaView, NodeView, Trace, TraceView, FORMAT, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// Builds and verifies the graph of `trace`; `path` names the file in errors.
 pub fn import(trace: &Trace, path: &Path) -> Result<Graph> {
+    import_view(&TraceView::of(trace), path)
+}
+
+/// Builds and verifies the graph of a borrowed trace (from [`crate::parse_bin_view`], or
+/// [`TraceView::of`] a [`Trace`]); `path` names the file in errors.
+pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
     if trace.format != FORMAT {
-        return Err(Error::Format { path: path.into(), found: trace.format.clone() });
+        return Err(Error::Format { path: path.into(), found: trace.format.into() });
     }
     if trace.version != SCHEMA_VERSION {
         return Err(Error::Version { path: path.into(), found: trace.version, supported: SCHEMA_VERSION });
     }
-    let mut cx = Importer { path: path.to_path_buf(), graph: Graph::new(&trace.name), values: HashMap::new() };
+    let n = trace.inputs.len() + trace.nodes.len();
+    let mut cx = Importer {
+        view: trace,
+        path,
+        graph: Graph::with_capacity(trace.name, n, 2 * trace.nodes.len()),
+        values: HashMap::with_capacity_and_hasher(n, FxBuildHasher),
+        operands: Vec::new(),
+    };
     for input in &trace.inputs {
-        let ty = cx.tensor_type(&input.name, &input.meta)?;
+        let ty = cx.tensor_type(input.name, &input.meta)?;
         let kind = match input.kind {
             InputKindSpec::UserInput => InputKind::UserInput,
             InputKindSpec::Parameter => InputKind::Parameter,
             InputKindSpec::Buffer => InputKind::Buffer,
             InputKindSpec::Constant => InputKind::Constant,
         };
-        let id = cx.graph.add_input(&input.name, kind, input.weight.clone(), ty, None);
-        cx.define(&input.name, ValueRef::first(id))?;
+        let id = cx.graph.add_input(input.name, kind, input.weight.map(str::to_string), ty, None);
+        cx.define(Cow::Borrowed(input.name), ValueRef::first(id))?;
     }
     for node in &trace.nodes {
         cx.node(node)?;
     }
-    let mut outputs = Vec::with_capacity(trace.outputs.len());
-    for arg in &trace.outputs {
+    let output_error = |message: String| Error::BadArgument {
+        path: path.into(),
+        node: "output".into(),
+        target: "output".into(),
+        message,
+    };
+    let mut outputs = Vec::with_capacity(trace.outputs.len as usize);
+    for arg in trace.args(trace.outputs) {
         match arg {
-            Arg::Tensor(name) => outputs.push(cx.value("output", name)?),
-            other => {
-                return Err(Error::BadArgument {
-                    path: cx.path.clone(),
-                    node: "output".into(),
-                    target: "output".into(),
-                    message: format!("graph outputs must be tensors, found {other:?}"),
-                })
-            }
+            ArgView::Tensor(name) => outputs.push(cx.value("output", name)?),
+            other => return Err(output_error(format!("graph outputs must be tensors, found a `{}` argument", other.kind()))),
         }
     }
     if outputs.is_empty() {
-        return Err(Error::BadArgument {
-            path: cx.path.clone(),
-            node: "output".into(),
-            target: "output".into(),
-            message: "the graph has no outputs".into(),
-        });
+        return Err(output_error("the graph has no outputs".into()));
     }
     let ir = |source| Error::Ir { path: path.into(), source };
     cx.graph.set_outputs(outputs).map_err(ir)?;
+    // The checks above cover every invariant (module doc); debug builds make sure of it.
+    #[cfg(debug_assertions)]
     fxhlo_ir::verify(&cx.graph).map_err(ir)?;
     Ok(cx.graph)
 }
 
-struct Importer {
-    path: PathBuf,
+/// Names are borrowed from the trace, except those of generated nodes (`mul.scalar1`).
+/// FxHash rather than SipHash: the map is looked up several times per node and its keys are
+/// short; a trace crafted for collisions can slow its own import down, nothing else.
+/// A placeholder for unused slots of an operand type array.
+static NO_TYPE: TensorType = TensorType { dtype: DType::F32, shape: Vec::new() };
+
+type Values<'a> = HashMap<Cow<'a, str>, ValueRef, FxBuildHasher>;
+
+struct Importer<'a, 'p> {
+    view: &'a TraceView<'a>,
+    path: &'p Path,
     graph: Graph,
-    values: HashMap<String, ValueRef>,
+    values: Values<'a>,
+    /// The operands of the node being added, reused from node to node.
+    operands: Vec<ValueRef>,
 }
 
-impl Importer {
-    fn define(&mut self, name: &str, v: ValueRef) -> Result<()> {
-        if self.values.insert(name.to_string(), v).is_some() {
-            return Err(Error::DuplicateName { path: self.path.clone(), name: name.into() });
+impl<'a> Importer<'a, '_> {
+    fn define(&mut self, name: Cow<'a, str>, v: ValueRef) -> Result<()> {
+        match self.values.entry(name) {
+            Entry::Occupied(e) => Err(Error::DuplicateName { path: self.path.into(), name: e.key().to_string() }),
+            Entry::Vacant(e) => {
+                e.insert(v);
+                Ok(())
+            }
         }
-        Ok(())
     }
 
     fn value(&self, node: &str, name: &str) -> Result<ValueRef> {
         self.values.get(name).copied().ok_or_else(|| Error::UnknownValue {
-            path: self.path.clone(),
+            path: self.path.into(),
             node: node.into(),
             name: name.into(),
         })
     }
 
-    fn tensor_type(&self, node: &str, meta: &TensorMeta) -> Result<TensorType> {
+    fn tensor_type(&self, node: &str, meta: &MetaView) -> Result<TensorType> {
         let dtype: DType = meta
             .dtype
             .parse()
-            .map_err(|source| Error::DType { path: self.path.clone(), node: node.into(), source })?;
-        let mut shape = Vec::with_capacity(meta.sizes.len());
-        for (dim, d) in meta.sizes.iter().enumerate() {
-            match d {
-                Dim::Static(v) if *v >= 0 => shape.push(*v),
-                Dim::Static(v) => {
+            .map_err(|source| Error::DType { path: self.path.into(), node: node.into(), source })?;
+        let sizes = self.view.sizes(meta);
+        let mut shape = Vec::with_capacity(sizes.len());
+        for (dim, d) in sizes.iter().enumerate() {
+            match *d {
+                DimView::Static(v) if v >= 0 => shape.push(v),
+                DimView::Static(v) => {
                     return Err(Error::BadArgument {
-                        path: self.path.clone(),
+                        path: self.path.into(),
                         node: node.into(),
                         target: "meta".into(),
                         message: format!("negative size {v} at dim {dim}"),
                     })
                 }
-                Dim::Symbolic(size) => {
-                    return Err(Error::SymbolicSize { path: self.path.clone(), node: node.into(), dim, size: size.clone() })
+                DimView::Symbolic(size) => {
+                    return Err(Error::SymbolicSize { path: self.path.into(), node: node.into(), dim, size: size.into() })
                 }
             }
         }
         Ok(TensorType::new(dtype, shape))
     }
 
-    fn err(&self, spec: &NodeSpec, message: String) -> Error {
-        Error::BadArgument { path: self.path.clone(), node: spec.name.clone(), target: spec.target.clone(), message }
+    fn err(&self, spec: &NodeView, message: String) -> Error {
+        Error::BadArgument { path: self.path.into(), node: spec.name.into(), target: spec.target.into(), message }
     }
 
-    fn node(&mut self, spec: &NodeSpec) -> Result<()> {
-        let mut results = Vec::with_capacity(spec.meta.len());
-        for (i, m) in spec.meta.iter().enumerate() {
+    fn node(&mut self, spec: &'a NodeView<'a>) -> Result<()> {
+        let metas = self.view.metas(spec);
+        let mut results = Vec::with_capacity(metas.len());
+        for (i, m) in metas.iter().enumerate() {
             match m {
-                Some(m) => results.push(self.tensor_type(&spec.name, m)?),
+                Some(m) => results.push(self.tensor_type(spec.name, m)?),
                 // Every IR value is a tensor; ops returning None (training-only variants)
                 // have no inference use, so they are refused here with their name.
                 None => return Err(self.err(spec, format!("result {i} is None; fxhlo supports only ops whose results are all tensors"))),
@@ -130,91 +181,107 @@ impl Importer {
         if results.is_empty() {
             return Err(self.err(spec, "node has no result meta".into()));
         }
-        let source = spec.source.as_ref().map(|s| SourceLoc { file: s.file.clone(), line: s.line });
-        let (op, operands) = match aten::map(&spec.target, &spec.args, &spec.kwargs, &results) {
-            Mapped::GetItem(producer, index) => return self.getitem(spec, &producer, index, &results),
-            Mapped::Op(op, operands) => (op, self.operands(spec, &operands)?),
-            Mapped::Unknown => (Op::Unknown { target: spec.target.clone() }, self.all_tensor_args(spec)?),
+        let mut operands = std::mem::take(&mut self.operands);
+        operands.clear();
+        let op = match aten::map(self.view, spec, &results) {
+            Mapped::GetItem(producer, index) => return self.getitem(spec, producer, index, &results),
+            Mapped::Op(op, mapped) => {
+                self.operands_into(spec, &mapped, &mut operands)?;
+                op
+            }
+            Mapped::Unknown => {
+                self.all_tensor_args(spec, &mut operands)?;
+                Op::Unknown { target: spec.target.into() }
+            }
         };
-        let operand_types: Vec<&TensorType> = operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
-        match infer::infer(&op, &operand_types) {
+        // On the stack for up to 4 operands (almost every op), not a vector per node.
+        let mut stack = [&NO_TYPE; 4];
+        let mut heap = Vec::new();
+        let types: &[&TensorType] = if operands.len() <= stack.len() {
+            let mut n = 0;
+            for t in operands.iter().filter_map(|v| self.graph.value_type(*v)) {
+                stack[n] = t;
+                n += 1;
+            }
+            &stack[..n]
+        } else {
+            heap.extend(operands.iter().filter_map(|v| self.graph.value_type(*v)));
+            &heap
+        };
+        match infer::infer(&op, types) {
             Ok(Some(inferred)) if inferred != results => return Err(self.mismatch(spec, &results, &inferred)),
             Ok(_) => {}
             Err(message) => return Err(self.err(spec, message)),
         }
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: s.file.into(), line: s.line });
         let id = self
             .graph
-            .add_node(&spec.name, op, &operands, results, source)
-            .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
-        self.define(&spec.name, ValueRef::first(id))
+            .add_node(spec.name, op, &operands, results, source)
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
+        self.operands = operands;
+        self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
     }
 
-    fn mismatch(&self, spec: &NodeSpec, meta: &[TensorType], inferred: &[TensorType]) -> Error {
+    fn mismatch(&self, spec: &NodeView, meta: &[TensorType], inferred: &[TensorType]) -> Error {
         let fmt = |v: &[TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
         Error::MetaMismatch {
-            path: self.path.clone(),
-            node: spec.name.clone(),
-            target: spec.target.clone(),
+            path: self.path.into(),
+            node: spec.name.into(),
+            target: spec.target.into(),
             meta: fmt(meta),
             inferred: fmt(inferred),
         }
     }
 
-    fn getitem(&mut self, spec: &NodeSpec, producer: &str, index: u32, results: &[TensorType]) -> Result<()> {
-        let base = self.value(&spec.name, producer)?;
+    fn getitem(&mut self, spec: &'a NodeView<'a>, producer: &str, index: u32, results: &[TensorType]) -> Result<()> {
+        let base = self.value(spec.name, producer)?;
         let v = ValueRef { node: base.node, result: index };
         match self.graph.value_type(v) {
-            Some(t) if results.len() == 1 && *t == results[0] => self.define(&spec.name, v),
+            Some(t) if results.len() == 1 && *t == results[0] => self.define(Cow::Borrowed(spec.name), v),
             Some(t) => Err(self.mismatch(spec, results, std::slice::from_ref(t))),
             None => Err(self.err(spec, format!("`{producer}` has no result {index}"))),
         }
     }
 
     /// Every tensor argument, in order, for an unknown op (keeps data dependencies right).
-    fn all_tensor_args(&self, spec: &NodeSpec) -> Result<Vec<ValueRef>> {
-        let mut out = Vec::new();
-        for a in spec.args.iter().chain(spec.kwargs.values()) {
+    fn all_tensor_args(&self, spec: &NodeView, out: &mut Vec<ValueRef>) -> Result<()> {
+        let kwargs = self.view.kwargs(spec).iter().map(|(_, a)| a);
+        for a in self.view.args(spec.args).iter().chain(kwargs) {
             match a {
-                Arg::Tensor(n) => out.push(self.value(&spec.name, n)?),
-                Arg::Tensors(ns) => {
-                    for n in ns {
-                        out.push(self.value(&spec.name, n)?);
-                    }
-                }
-                Arg::OptionalTensors(ns) => {
-                    for n in ns.iter().flatten() {
-                        out.push(self.value(&spec.name, n)?);
+                ArgView::Tensor(n) => out.push(self.value(spec.name, n)?),
+                ArgView::Tensors(ns) | ArgView::OptionalTensors(ns) => {
+                    for n in self.view.names(*ns).iter().flatten() {
+                        out.push(self.value(spec.name, n)?);
                     }
                 }
                 _ => {}
             }
         }
-        Ok(out)
+        Ok(())
     }
 
-    /// Resolves operands; scalars become 0-d `full` nodes typed like PyTorch's wrapped numbers.
-    fn operands(&mut self, spec: &NodeSpec, operands: &[Operand]) -> Result<Vec<ValueRef>> {
-        let mut tensor_dtypes = Vec::new();
-        for o in operands {
-            if let Operand::Tensor(n) = o.base() {
-                let v = self.value(&spec.name, n)?;
-                if let Some(t) = self.graph.value_type(v) {
-                    tensor_dtypes.push(t.clone());
+    /// Resolves operands into `out`; scalars become 0-d `full` nodes typed like PyTorch's
+    /// wrapped numbers, which needs the promoted dtype of the tensor operands.
+    fn operands_into(&mut self, spec: &NodeView, operands: &[Operand], out: &mut Vec<ValueRef>) -> Result<()> {
+        let mut tensor_dtype = None;
+        if operands.iter().any(|o| matches!(o.base(), Operand::Scalar(_))) {
+            let mut types = Vec::with_capacity(operands.len());
+            for o in operands {
+                if let Operand::Tensor(n) = o.base() {
+                    types.extend(self.graph.value_type(self.value(spec.name, n)?));
                 }
             }
+            tensor_dtype = (!types.is_empty()).then(|| infer::result_type(&types));
         }
-        let refs: Vec<&TensorType> = tensor_dtypes.iter().collect();
-        let tensor_dtype = (!refs.is_empty()).then(|| infer::result_type(&refs));
-        let mut out = Vec::with_capacity(operands.len());
         for (i, o) in operands.iter().enumerate() {
             out.push(self.operand(spec, i, o, tensor_dtype)?);
         }
-        Ok(out)
+        Ok(())
     }
 
-    fn operand(&mut self, spec: &NodeSpec, i: usize, o: &Operand, tensor_dtype: Option<DType>) -> Result<ValueRef> {
+    fn operand(&mut self, spec: &NodeView, i: usize, o: &Operand, tensor_dtype: Option<DType>) -> Result<ValueRef> {
         match o {
-            Operand::Tensor(n) => self.value(&spec.name, n),
+            Operand::Tensor(n) => self.value(spec.name, n),
             Operand::Scalar(s) => self.full(format!("{}.scalar{i}", spec.name), *s, wrapped_dtype(*s, tensor_dtype)),
             Operand::Scaled(inner, factor) => {
                 let v = self.operand(spec, i, inner, tensor_dtype)?;
@@ -227,8 +294,21 @@ impl Importer {
                 let id = self
                     .graph
                     .add_node(name.clone(), op, &[v, f], results, None)
-                    .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
-                self.define(&name, ValueRef::first(id))?;
+                    .map_err(|source| Error::Ir { path: self.path.into(), source })?;
+                self.define(Cow::Owned(name), ValueRef::first(id))?;
+                Ok(ValueRef::first(id))
+            }
+            Operand::Cast(inner, dtype) => {
+                let v = self.operand(spec, i, inner, tensor_dtype)?;
+                let ty = self.graph.value_type(v).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let op = Op::Convert { dtype: *dtype };
+                let results = infer::infer(&op, &[&ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
+                let name = format!("{}.cast{i}", spec.name);
+                let id = self
+                    .graph
+                    .add_node(name.clone(), op, &[v], results, None)
+                    .map_err(|source| Error::Ir { path: self.path.into(), source })?;
+                self.define(Cow::Owned(name), ValueRef::first(id))?;
                 Ok(ValueRef::first(id))
             }
         }
@@ -241,16 +321,16 @@ impl Importer {
         let id = self
             .graph
             .add_node(name.clone(), Op::Full { value }, &[], vec![ty], None)
-            .map_err(|source| Error::Ir { path: self.path.clone(), source })?;
-        self.define(&name, ValueRef::first(id))?;
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
+        self.define(Cow::Owned(name), ValueRef::first(id))?;
         Ok(ValueRef::first(id))
     }
 }
 
-impl Operand {
-    fn base(&self) -> &Operand {
+impl<'a> Operand<'a> {
+    fn base(&self) -> &Operand<'a> {
         match self {
-            Operand::Scaled(inner, _) => inner.base(),
+            Operand::Scaled(inner, _) | Operand::Cast(inner, _) => inner.base(),
             o => o,
         }
     }

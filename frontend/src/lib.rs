@@ -11,6 +11,6 @@ pub mod schema;
 mod weights;
 
 pub use bundle::{read_bin, read_json, Bundle, GRAPH_BIN, GRAPH_JSON, REFERENCE, WEIGHTS};
-pub use encoding::{parse_bin, parse_json, to_bin, to_json};
+pub use encoding::{parse_bin, parse_bin_view, parse_json, to_bin, to_json};
 pub use error::{Error, Result};
 pub use weights::{TensorFile, TensorView};

@@ -67,3 +67,56 @@ fn non_finite_floats_use_strings_in_json_and_bits_in_bincode() {
     let err = serde_json::from_str::<Arg>(r#"{"float": "infinity"}"#).unwrap_err().to_string();
     assert!(err.contains("a number, \"inf\", \"-inf\" or \"nan\""), "{err}");
 }
+
+#[test]
+fn the_bincode_view_imports_the_graph_the_owned_trace_does() {
+    let dir = fixture().join("..");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let Ok(trace) = read_json(&entry.path().join("graph.json")) else { continue };
+        let (p, bin) = (Path::new("graph.bin"), to_bin(&trace));
+        let view = fxhlo_frontend::parse_bin_view(&bin, p).unwrap();
+        assert_eq!((view.nodes.len(), view.inputs.len()), (trace.nodes.len(), trace.inputs.len()));
+        let show = |g: fxhlo_frontend::Result<fxhlo_ir::Graph>| {
+            g.map(|g| fxhlo_ir::verify(&g).map(|_| fxhlo_ir::print(&g))).map_err(|e| e.to_string())
+        };
+        let owned = show(fxhlo_frontend::import::import(&trace, p));
+        let fast = show(fxhlo_frontend::import::import_view(&view, p));
+        assert_eq!(fast, owned, "{}", entry.path().display());
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} fixtures");
+}
+
+#[test]
+fn the_bincode_view_sorts_kwargs_and_keeps_the_last_duplicate() {
+    // Two `keepdim` keywords out of order, as a hand-made bincode file could have them: the
+    // owned decoder's BTreeMap keeps the last; the view must read the same call.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture().join("graph.json")).unwrap()).unwrap();
+    let x = v["inputs"][2]["name"].clone();
+    let sizes = v["inputs"][2]["meta"]["sizes"].clone();
+    v["nodes"] = serde_json::json!([{"name": "s", "target": "aten.sum.dim_IntList",
+        "args": [{"tensor": x}, {"ints": [1]}], "kwargs": {"keepdim": {"bool": false}},
+        "meta": [{"dtype": "f32", "sizes": [sizes[0], 1], "strides": [1, 1], "storage_offset": 0}]}]);
+    v["outputs"] = serde_json::json!([{"tensor": "s"}]);
+    let p = Path::new("graph.bin");
+    let trace = parse_json(v.to_string().as_bytes(), p).unwrap();
+    let bin = to_bin(&trace);
+    // `keepdim` (7 bytes) is encoded once; splice in a second entry before it: `aaa: false`.
+    let key = b"\x07keepdim";
+    let at = bin.windows(key.len()).position(|w| w == key).unwrap();
+    let mut edited = bin[..at - 1].to_vec();
+    edited.push(2); // two kwargs
+    edited.extend_from_slice(b"\x07keepdim\x07\x00"); // keepdim = bool false, then overridden
+    edited.extend_from_slice(&bin[at..]);
+    let last = edited.windows(key.len()).rposition(|w| w == key).unwrap();
+    edited[last + key.len() + 1] = 1; // the second keepdim is true
+    let owned = fxhlo_frontend::import::import(&parse_bin(&edited, p).unwrap(), p);
+    let view = fxhlo_frontend::parse_bin_view(&edited, p).unwrap();
+    let fast = fxhlo_frontend::import::import_view(&view, p);
+    assert_eq!(view.kwargs(&view.nodes[0]).len(), 1);
+    let show = |r: &fxhlo_frontend::Result<fxhlo_ir::Graph>| r.as_ref().map(fxhlo_ir::print).map_err(|e| e.to_string());
+    assert_eq!(show(&fast), show(&owned));
+    assert!(show(&owned).is_ok_and(|text| text.contains("keepdim = true")), "{:?}", show(&owned));
+}

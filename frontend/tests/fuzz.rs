@@ -14,9 +14,12 @@
 //! targets, other argument kinds, dangling references, metas that disagree, 0-d inputs).
 //!
 //! Each case runs under `catch_unwind`. These are findings, and fail the test: a panic; an error
-//! that does not name the file; an import error from the IR verifier (the importer let through
-//! what it should have refused); a decoder allocating more at once than 1 MiB plus 32 times the
-//! input; a trace whose bincode or JSON encoding does not decode back to it; IR text that parses
+//! that does not name the file; an import error from the IR verifier, or an imported graph the
+//! verifier refuses (the importer let through what it should have refused; release builds do
+//! not run the verifier inside import, the fuzzers always do); a decoder allocating more at once
+//! than 1 MiB plus 32 times the input; a trace whose bincode or JSON encoding does not decode
+//! back to it; the fast bincode path (`parse_bin_view`, `import_view`) and the owned one giving
+//! different verdicts, error variants or graphs; IR text that parses
 //! but does not print, parse and print back identically. The input is saved under `fuzz/` in
 //! Cargo's test tmp dir (`CARGO_TARGET_TMPDIR`) and printed. Each test also asserts a minimum
 //! number of cases and a share of rejected (and accepted) inputs, so that a fuzzer that stopped
@@ -49,7 +52,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use fxhlo_frontend::schema::Trace;
-use fxhlo_frontend::{import, parse_bin, parse_json, to_bin, to_json, Bundle, Error, GRAPH_JSON};
+use fxhlo_frontend::{import, parse_bin, parse_bin_view, parse_json, to_bin, to_json, Bundle, Error, GRAPH_JSON};
 use serde_json::{json, Value};
 
 #[path = "../benches/import.rs"]
@@ -499,21 +502,48 @@ fn import_checked(trace: Result<Trace, Error>, file: &str) -> Verdict {
         Err(e) => return Verdict::Finding(format!("to_json output does not parse: {e}")),
     }
     match import::import(&trace, path) {
-        Ok(g) => {
-            let _ = fxhlo_ir::print(&g);
-            Verdict::Accepted
-        }
+        // Release builds skip the verifier inside import; the fuzzers always run it.
+        Ok(g) => match fxhlo_ir::verify(&g) {
+            Ok(()) => {
+                let _ = fxhlo_ir::print(&g);
+                Verdict::Accepted
+            }
+            Err(e) => Verdict::Finding(format!("import accepted a graph the verifier refuses: {e}")),
+        },
         Err(e) => rejected(e),
     }
 }
 
+/// The fast bincode path (`parse_bin_view`, then `import_view`) against the owned one
+/// (`parse_bin`, then `import`): the same verdict, the same error variant, the same graph.
+fn bin_paths_agree(input: &[u8], file: &str) -> Verdict {
+    let path = Path::new(file);
+    let (view, largest) = largest_allocation(|| parse_bin_view(input, path));
+    if largest > allocation_bound(input.len()) {
+        return Verdict::Finding(format!("decoding a view of {} bytes allocated {largest} bytes at once", input.len()));
+    }
+    let fast = view.and_then(|v| import::import_view(&v, path));
+    let slow = parse_bin(input, path).and_then(|t| import::import(&t, path));
+    match (fast, slow) {
+        (Ok(a), Ok(b)) if fxhlo_ir::print(&a) == fxhlo_ir::print(&b) => decode_import(input, file, parse_bin),
+        (Ok(_), Ok(_)) => Verdict::Finding("the two bincode paths import different graphs".into()),
+        (Err(a), Err(b)) if variant(&a) == variant(&b) => decode_import(input, file, parse_bin),
+        (a, b) => Verdict::Finding(format!(
+            "the bincode paths disagree: view {:?}, owned {:?}",
+            a.map(|_| "Ok").map_err(|e| e.to_string()),
+            b.map(|_| "Ok").map_err(|e| e.to_string())
+        )),
+    }
+}
+
 /// How far apart, in units in the last place, a float may come back from a JSON round trip.
-/// serde_json without its `float_roundtrip` feature (the workspace's) reads some 17-digit
-/// floats one ulp off (`0.11844674407370955` → `…56`; PyTorch's exporter writes such digits).
-/// 0 once the feature is on.
-const FLOAT_ULPS: u64 = 1;
+/// 0: the workspace enables serde_json's `float_roundtrip` (without it some 17-digit floats
+/// such as `0.11844674407370955`, which PyTorch's exporter writes, read back one ulp off).
+const FLOAT_ULPS: u64 = 0;
 
 /// `a == b`, but floats within [`FLOAT_ULPS`] of each other are equal.
+// FLOAT_ULPS is 0 now; the tolerance stays a knob, so the comparison may be `<= 0`.
+#[allow(clippy::absurd_extreme_comparisons)]
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() && y.is_f64() => {
@@ -1124,7 +1154,7 @@ fn fuzz_bincode() {
                 d
             }
         };
-        f.case(&input, "bin", || decode_import(&input, "graph.bin", parse_bin));
+        f.case(&input, "bin", || bin_paths_agree(&input, "graph.bin"));
     }
     f.finish(50, 0.5, 0.005);
 }
@@ -1295,6 +1325,10 @@ fn bincode_huge_lengths_fail_fast_without_allocating() {
         assert!(err.contains("graph.bin: malformed bincode trace"), "{what}: {err}");
         assert!(elapsed < Duration::from_millis(500), "{what}: took {elapsed:?}");
         assert!(largest <= allocation_bound(input.len()), "{what}: allocated {largest} bytes for {} input bytes", input.len());
+        let (view, largest) = largest_allocation(|| parse_bin_view(&input, Path::new("graph.bin")).map(|_| ()));
+        let err = view.err().map(|e| e.to_string()).unwrap_or_else(|| panic!("{what}: decoded as a view"));
+        assert!(err.contains("graph.bin: malformed bincode trace"), "{what} (view): {err}");
+        assert!(largest <= allocation_bound(input.len()), "{what} (view): allocated {largest} bytes");
     }
 }
 

@@ -131,6 +131,14 @@ impl Attr<'_> {
         self.raw(key)?.parse().map_err(|_| self.bad(key, "a dtype"))
     }
 
+    /// A dtype name, absent meaning `None`.
+    pub fn opt_dtype(&self, key: &str) -> Result<Option<DType>, String> {
+        match self.values.get(key) {
+            None => Ok(None),
+            Some(_) => self.dtype(key).map(Some),
+        }
+    }
+
     /// A quoted string (Rust escapes), or `none`.
     pub fn opt_string(&self, key: &str) -> Result<Option<String>, String> {
         match self.values.get(key).map(|s| s.as_str()) {

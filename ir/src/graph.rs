@@ -67,6 +67,12 @@ impl Graph {
         Graph { name: name.into(), ..Default::default() }
     }
 
+    /// An empty graph with room for `nodes` nodes and `edges` edges (an importer knows them
+    /// roughly in advance).
+    pub fn with_capacity(name: impl Into<String>, nodes: usize, edges: usize) -> Self {
+        Graph { name: name.into(), g: StableDiGraph::with_capacity(nodes, edges), ..Default::default() }
+    }
+
     /// Appends a graph input. Inputs are passed to the compiled executable in this order.
     pub fn add_input(
         &mut self,
@@ -136,6 +142,28 @@ impl Graph {
 
     /// The operands of a node, in operand order.
     pub fn operands(&self, id: NodeId) -> Vec<ValueRef> {
+        // Incoming edges come newest first; `add_node` adds them in operand order, so they
+        // usually arrive as slots n-1, ..., 0 and reversing them is all the sorting needed.
+        let mut out = Vec::new();
+        // The slot the next edge must have: any for the first, none after slot 0.
+        let mut want: Option<Option<u32>> = None;
+        for e in self.g.edges_directed(id, Direction::Incoming) {
+            let slot = e.weight().operand;
+            if want.is_some_and(|w| w != Some(slot)) {
+                return self.operands_sorted(id);
+            }
+            want = Some(slot.checked_sub(1));
+            out.push(ValueRef { node: e.source(), result: e.weight().result });
+        }
+        if want.is_some_and(|w| w.is_some()) {
+            return self.operands_sorted(id);
+        }
+        out.reverse();
+        out
+    }
+
+    /// [`Graph::operands`] for edges in any order (a pass rewired them).
+    fn operands_sorted(&self, id: NodeId) -> Vec<ValueRef> {
         let mut uses: Vec<(u32, ValueRef)> = self
             .g
             .edges_directed(id, Direction::Incoming)

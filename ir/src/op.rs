@@ -109,8 +109,9 @@ pub enum Op {
     /// A copy with no change of value (`aten.clone`, `aten._to_copy` without a dtype,
     /// `aten.alias`, contiguous layouts).
     Copy,
-    /// A reduction over `dims` (all dims when empty).
-    Reduce { op: ReduceOp, dims: Vec<i64>, keepdim: bool },
+    /// A reduction over `dims` (all dims when empty); `dtype` is the `dtype=` argument (the
+    /// input is converted to it before accumulating).
+    Reduce { op: ReduceOp, dims: Vec<i64>, keepdim: bool, dtype: Option<DType> },
     /// `aten._softmax` (`log` = false) and `aten._log_softmax` (`log` = true) over `dim`.
     Softmax { dim: i64, log: bool },
     /// `aten.native_layer_norm(x, [weight], [bias])`; results: out, mean, rstd.
@@ -120,6 +121,18 @@ pub enum Op {
     /// `aten._native_batch_norm_legit_no_training(x, [weight], [bias], mean, var)`;
     /// results: out and two empty tensors.
     BatchNorm { eps: Scalar, has_weight: bool, has_bias: bool },
+    /// `aten._native_batch_norm_legit.no_stats(x, [weight], [bias])`: normalizes with the
+    /// batch's own statistics; results: out, mean `[C]`, rstd `[C]`.
+    BatchNormBatchStats { eps: Scalar, has_weight: bool, has_bias: bool },
+    /// `aten.masked_scatter(x, mask, source)`: the masked positions of `x`, in row-major
+    /// order, take consecutive elements of `source`.
+    MaskedScatter,
+    /// `aten._cdist_forward(x1, x2, p)`: p-norm distances between the rows of `[.., P, M]`
+    /// and `[.., R, M]`, giving `[.., P, R]`.
+    Cdist { p: Scalar },
+    /// `aten._pdist_forward(x, p)`: p-norm distances between all pairs `i < j` of the rows
+    /// of `[N, M]`, giving `[N (N - 1) / 2]`.
+    Pdist { p: Scalar },
     /// `aten.mm`: `[m,k] x [k,n] -> [m,n]`.
     Mm,
     /// `aten.bmm`: `[b,m,k] x [b,k,n] -> [b,m,n]`.
@@ -188,8 +201,8 @@ pub enum Op {
     MaxMin { max: bool, dim: i64, keepdim: bool },
     /// `aten.var.correction`: variance over `dims` (all when empty) with `correction`.
     Var { dims: Vec<i64>, correction: Scalar, keepdim: bool },
-    /// `aten.cumsum` along `dim`.
-    Cumsum { dim: i64 },
+    /// `aten.cumsum` along `dim`, in `dtype` when given.
+    Cumsum { dim: i64, dtype: Option<DType> },
     /// Padding: `pad` lists (low, high) pairs from the last dim backwards, as `F.pad`.
     Pad { pad: Vec<i64>, mode: PadMode },
     /// `aten.repeat`: tile by `repeats` (may add leading dims).
@@ -243,6 +256,10 @@ impl Op {
             Op::LayerNorm { .. } => "aten.layer_norm",
             Op::GroupNorm { .. } => "aten.group_norm",
             Op::BatchNorm { .. } => "aten.batch_norm",
+            Op::BatchNormBatchStats { .. } => "aten.batch_norm_batch_stats",
+            Op::MaskedScatter => "aten.masked_scatter",
+            Op::Cdist { .. } => "aten.cdist",
+            Op::Pdist { .. } => "aten.pdist",
             Op::Mm => "aten.mm",
             Op::Bmm => "aten.bmm",
             Op::Addmm => "aten.addmm",
@@ -313,7 +330,10 @@ impl Op {
             Op::AsStrided { .. } | Op::Sort { .. } | Op::Topk { .. } | Op::UpsampleBilinear { .. } => 1,
             Op::ClampTensor { has_min, has_max } => 1 + opt(has_min) + opt(has_max),
             Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
-            Op::Scatter { .. } => 3,
+            Op::Scatter { .. } | Op::MaskedScatter => 3,
+            Op::Cdist { .. } => 2,
+            Op::Pdist { .. } => 1,
+            Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),
             Op::Cat { .. } | Op::Unknown { .. } => return None,
         })
     }

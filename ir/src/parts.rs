@@ -25,7 +25,11 @@ impl Op {
             }
             Op::Clamp { min, max } => vec![("min", opt_scalar(min)), ("max", opt_scalar(max))],
             Op::Convert { dtype } => vec![("dtype", dtype.to_string())],
-            Op::Reduce { dims, keepdim, .. } => vec![("dims", ints(dims)), ("keepdim", b(keepdim))],
+            Op::Reduce { dims, keepdim, dtype, .. } => {
+                let mut a = vec![("dims", ints(dims)), ("keepdim", b(keepdim))];
+                a.extend(dtype.map(|d| ("dtype", d.to_string())));
+                a
+            }
             Op::Softmax { dim, .. } => vec![("dim", dim.to_string())],
             Op::LayerNorm { normalized_shape, eps, has_weight, has_bias } => vec![
                 ("normalized_shape", ints(normalized_shape)),
@@ -39,7 +43,7 @@ impl Op {
                 ("has_weight", b(has_weight)),
                 ("has_bias", b(has_bias)),
             ],
-            Op::BatchNorm { eps, has_weight, has_bias } => {
+            Op::BatchNorm { eps, has_weight, has_bias } | Op::BatchNormBatchStats { eps, has_weight, has_bias } => {
                 vec![("eps", eps.to_string()), ("has_weight", b(has_weight)), ("has_bias", b(has_bias))]
             }
             Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } => vec![
@@ -97,7 +101,11 @@ impl Op {
             Op::Var { dims, correction, keepdim } => {
                 vec![("dims", ints(dims)), ("correction", correction.to_string()), ("keepdim", b(keepdim))]
             }
-            Op::Cumsum { dim } => vec![("dim", dim.to_string())],
+            Op::Cumsum { dim, dtype } => {
+                let mut a = vec![("dim", dim.to_string())];
+                a.extend(dtype.map(|d| ("dtype", d.to_string())));
+                a
+            }
             Op::Pad { pad, mode } => {
                 let mut a = vec![("pad", ints(pad))];
                 match mode {
@@ -110,6 +118,7 @@ impl Op {
                 }
                 a
             }
+            Op::Cdist { p } | Op::Pdist { p } => vec![("p", p.to_string())],
             Op::Repeat { repeats } => vec![("repeats", ints(repeats))],
             Op::Flip { dims } => vec![("dims", ints(dims))],
             Op::Diagonal { offset, dim1, dim2 } => {
@@ -137,7 +146,7 @@ impl Op {
             }
             Op::Unknown { target } if needs_quoting(target) => vec![("target", quote(target))],
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
-            | Op::Embedding | Op::CopyInto | Op::Unknown { .. } => vec![],
+            | Op::Embedding | Op::CopyInto | Op::MaskedScatter | Op::Unknown { .. } => vec![],
         }
     }
 
@@ -186,6 +195,14 @@ impl Op {
             "aten.batch_norm" => {
                 Op::BatchNorm { eps: a.scalar("eps")?, has_weight: a.bool("has_weight")?, has_bias: a.bool("has_bias")? }
             }
+            "aten.batch_norm_batch_stats" => Op::BatchNormBatchStats {
+                eps: a.scalar("eps")?,
+                has_weight: a.bool("has_weight")?,
+                has_bias: a.bool("has_bias")?,
+            },
+            "aten.masked_scatter" => Op::MaskedScatter,
+            "aten.cdist" => Op::Cdist { p: a.scalar("p")? },
+            "aten.pdist" => Op::Pdist { p: a.scalar("p")? },
             "aten.mm" => Op::Mm,
             "aten.bmm" => Op::Bmm,
             "aten.addmm" => Op::Addmm,
@@ -237,7 +254,7 @@ impl Op {
             }
             "aten.max" | "aten.min" => Op::MaxMin { max: name == "aten.max", dim: a.int("dim")?, keepdim: a.bool("keepdim")? },
             "aten.var" => Op::Var { dims: a.ints("dims")?, correction: a.scalar("correction")?, keepdim: a.bool("keepdim")? },
-            "aten.cumsum" => Op::Cumsum { dim: a.int("dim")? },
+            "aten.cumsum" => Op::Cumsum { dim: a.int("dim")?, dtype: a.opt_dtype("dtype")? },
             "aten.pad" => {
                 let mode = match values.get("mode").map(|s| s.as_str()) {
                     Some("constant") => PadMode::Constant(a.scalar("value")?),
@@ -276,7 +293,7 @@ impl Op {
                 } else if let Some(c) = CompareOp::from_name(name) {
                     Op::Compare(c)
                 } else if let Some(r) = ReduceOp::from_name(name) {
-                    Op::Reduce { op: r, dims: a.ints("dims")?, keepdim: a.bool("keepdim")? }
+                    Op::Reduce { op: r, dims: a.ints("dims")?, keepdim: a.bool("keepdim")?, dtype: a.opt_dtype("dtype")? }
                 } else {
                     Op::Unknown { target: name.to_string() }
                 }
@@ -309,6 +326,7 @@ fn is_known_name(name: &str) -> bool {
         "aten.min", "aten.var", "aten.cumsum", "aten.pad", "aten.repeat", "aten.flip", "aten.diagonal",
         "aten.as_strided", "aten.gather", "aten.index_select", "aten.scatter", "aten.index_put",
         "aten.select_scatter", "aten.slice_scatter", "aten.sort", "aten.topk", "aten.upsample_bilinear",
+        "aten.batch_norm_batch_stats", "aten.masked_scatter", "aten.cdist", "aten.pdist",
     ];
     FIXED.contains(&name)
         || UnaryOp::from_name(name).is_some()

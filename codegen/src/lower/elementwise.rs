@@ -89,7 +89,18 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
             e.op("stablehlo.multiply", loc, &[s, f], out, &[])
         }
         Sign if out.dtype == DType::Bool => xv(),
-        Sign => simple("stablehlo.sign"),
+        Sign if is_int => simple("stablehlo.sign"),
+        Sign => {
+            // (x > 0) - (x < 0): NaN gives 0 as in torch.sign (stablehlo.sign keeps NaN).
+            let x = xv()?;
+            let zero = e.splat(Scalar::Int(0), out, loc)?;
+            let bt = TensorType::new(DType::Bool, out.shape.clone());
+            let pos = e.compare("GT", x, zero, &out.shape, loc)?;
+            let neg = e.compare("LT", x, zero, &out.shape, loc)?;
+            let pos = e.convert(pos, &bt, out.dtype, loc)?;
+            let neg = e.convert(neg, &bt, out.dtype, loc)?;
+            e.op("stablehlo.subtract", loc, &[pos, neg], out, &[])
+        }
         LogicalNot => {
             let b = to_bool(e, x, loc)?;
             e.op("stablehlo.not", loc, &[b], out, &[])

@@ -117,6 +117,12 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             }
             gather(e, x.0, stacked, out, &offset, &pos, &pos, b as i64, &sizes, loc)
         }
+        Op::Gather { .. } | Op::IndexSelect { .. } if arg(e, operands, 0)?.1.rank() == 0 => {
+            // A 0-d input can only be indexed at 0: every result element is the input.
+            let x = arg(e, operands, 0)?;
+            let v = e.reshape(x.0, x.1, &TensorType::new(x.1.dtype, vec![]), loc)?;
+            e.broadcast(v, &TensorType::new(x.1.dtype, vec![]), out, loc)
+        }
         Op::Gather { dim } => {
             let (x, idx) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
             let rank = x.1.rank();
@@ -256,6 +262,33 @@ fn stack_indices<'c, 'a>(e: &Emitter<'c, 'a>, x: &TensorType, positions: &[usize
         e.op("stablehlo.concatenate", loc, &cols, &st, &[("dimension", format!("{b} : i64"))])?
     };
     Ok((stacked, b))
+}
+
+/// `masked_scatter(x, mask, source)`: position `k` of the masked positions (row-major) takes
+/// `source.flatten()[k]`: a running count of the mask gives each position its source index.
+pub fn masked_scatter<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (x, mask, src) = (arg(e, operands, 0)?, arg(e, operands, 1)?, arg(e, operands, 2)?);
+    let n = out.num_elements() as i64;
+    let s = src.1.num_elements() as i64;
+    if n == 0 || s == 0 {
+        return Ok(x.0);
+    }
+    let bt = TensorType::new(DType::Bool, out.shape.clone());
+    let m = e.broadcast(mask.0, mask.1, &bt, loc)?;
+    let flat_b = TensorType::new(DType::Bool, vec![n]);
+    let mf = e.reshape(m, &bt, &flat_b, loc)?;
+    let it = TensorType::new(DType::I64, vec![n]);
+    let counts = e.convert(mf, &flat_b, DType::I64, loc)?;
+    let ones = vec![1; 1];
+    let cum = e.reduce_window(counts, &it, &it, &[n], &ones, &ones, &[(n - 1, 0)], Combiner::Add, Scalar::Int(0), loc)?;
+    // source index = running count - 1, clamped into range for the unmasked positions.
+    let idx = e.op("stablehlo.subtract", loc, &[cum, e.splat(Scalar::Int(1), &it, loc)?], &it, &[])?;
+    let idx = e.op("stablehlo.clamp", loc, &[e.splat(Scalar::Int(0), &it, loc)?, idx, e.splat(Scalar::Int(s - 1), &it, loc)?], &it, &[])?;
+    let st = TensorType::new(src.1.dtype, vec![s]);
+    let sf = e.reshape(src.0, src.1, &st, loc)?;
+    let picked = index_select(e, (sf, &st), 0, idx, n, loc)?;
+    let picked = e.reshape(picked, &TensorType::new(src.1.dtype, vec![n]), out, loc)?;
+    e.op("stablehlo.select", loc, &[m, picked, x.0], out, &[])
 }
 
 /// `select_scatter` and `slice_scatter`: the source padded into place (interior padding for

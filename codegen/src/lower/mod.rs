@@ -4,6 +4,7 @@
 //! PyTorch's semantics win wherever StableHLO's defaults differ; each family's doc says how.
 
 pub mod creation;
+pub mod distance;
 pub mod elementwise;
 pub mod indexing;
 pub mod linalg;
@@ -40,9 +41,11 @@ pub fn lower<'c, 'a>(
         Op::Where => one(elementwise::select(e, operands, first()?, loc)),
         Op::Clamp { min, max } => one(elementwise::clamp(e, *min, *max, operands, first()?, loc)),
         Op::Convert { .. } | Op::Copy => one(elementwise::convert(e, operands, first()?, loc)),
-        Op::Reduce { op, dims, keepdim } => one(reduction::reduce(e, *op, dims, *keepdim, operands, first()?, loc)),
+        Op::Reduce { op, dims, keepdim, .. } => one(reduction::reduce(e, *op, dims, *keepdim, operands, first()?, loc)),
         Op::Softmax { dim, log } => one(reduction::softmax(e, *dim, *log, operands, first()?, loc)),
-        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } => {
+        Op::Cdist { .. } | Op::Pdist { .. } => one(distance::lower(e, op, operands, first()?, loc)),
+        Op::MaskedScatter => one(indexing::masked_scatter(e, operands, first()?, loc)),
+        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } | Op::BatchNormBatchStats { .. } => {
             normalization::lower(e, op, operands, results, loc)
         }
         Op::Mm | Op::Bmm | Op::Addmm => one(linalg::matmul(e, op, operands, first()?, loc)),
@@ -69,7 +72,7 @@ pub fn lower<'c, 'a>(
         Op::CopyInto => one(elementwise::copy_into(e, operands, first()?, loc)),
         Op::ArgReduce { .. } | Op::MaxMin { .. } => reduction::arg_reduce(e, op, operands, results, loc),
         Op::Var { dims, correction, keepdim } => one(reduction::var(e, dims, *correction, *keepdim, operands, first()?, loc)),
-        Op::Cumsum { dim } => one(reduction::cumsum(e, *dim, operands, first()?, loc)),
+        Op::Cumsum { dim, .. } => one(reduction::cumsum(e, *dim, operands, first()?, loc)),
         Op::Pad { .. } | Op::Repeat { .. } | Op::Flip { .. } | Op::Diagonal { .. } | Op::AsStrided { .. } => {
             shape::lower(e, op, operands, results, loc)
         }

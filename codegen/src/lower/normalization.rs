@@ -53,6 +53,22 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let sd = results[1].dtype;
             Ok(vec![out, e.convert(mean, &ng, sd, loc)?, e.convert(rstd, &ng, sd, loc)?])
         }
+        Op::BatchNormBatchStats { eps, has_weight, has_bias } => {
+            // Statistics over every dim but the channels (dim 1).
+            let c = x.1.shape[1];
+            let dims: Vec<usize> = (0..x.1.rank()).filter(|&d| d != 1).collect();
+            let xt = TensorType::new(work, x.1.shape.clone());
+            let xv = e.convert(x.0, x.1, work, loc)?;
+            let (mean, rstd, st) = stats(e, xv, &xt, &dims, *eps, loc)?;
+            let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
+            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, Some(c), loc)?;
+            let out = e.convert(y, &xt, x.1.dtype, loc)?;
+            let ct = TensorType::new(work, vec![c]);
+            let mean = e.reshape(mean, &st, &ct, loc)?;
+            let rstd = e.reshape(rstd, &st, &ct, loc)?;
+            let sd = results[1].dtype;
+            Ok(vec![out, e.convert(mean, &ct, sd, loc)?, e.convert(rstd, &ct, sd, loc)?])
+        }
         Op::BatchNorm { eps, has_weight, has_bias } => {
             let c = x.1.shape[1];
             let xt = TensorType::new(work, x.1.shape.clone());

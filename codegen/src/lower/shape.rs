@@ -41,8 +41,10 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             one(e.reshape(s, &kt, out, loc))
         }
         Op::Cat { dim } => {
-            let d = norm(*dim, rank)?;
-            let vals: Vec<V<'c, 'a>> = operands.iter().map(|o| e.convert(o.0, o.1, out.dtype, loc)).collect::<Result<_>>()?;
+            let real: Vec<_> = operands.iter().filter(|o| !fxhlo_ir::infer::is_legacy_empty(o.1) || out.shape == [0]).collect();
+            let Some(first) = real.first() else { return one(e.splat(fxhlo_ir::Scalar::Int(0), out, loc)) };
+            let d = norm(*dim, first.1.rank())?;
+            let vals: Vec<V<'c, 'a>> = real.iter().map(|o| e.convert(o.0, o.1, out.dtype, loc)).collect::<Result<_>>()?;
             one(e.op("stablehlo.concatenate", loc, &vals, out, &[("dimension", format!("{d} : i64"))]))
         }
         Op::Split { dim, .. } => {

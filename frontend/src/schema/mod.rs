@@ -5,13 +5,16 @@
 //! specification with an example is `docs/trace-format.md`; keep both in step and bump
 //! [`SCHEMA_VERSION`] on any incompatible change.
 
+pub(crate) mod decode;
 mod scalars;
+mod view;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 pub use scalars::{Dim, F64};
+pub use view::{ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
 
 /// The `format` field every trace carries.
 pub const FORMAT: &str = "fxhlo-trace";

@@ -58,9 +58,14 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             if present.len() > rank {
                 return Err(format!("aten.index_put with {} index positions on {x}", present.len()));
             }
-            idx.iter().try_fold(Vec::new(), |acc, t| broadcast_shapes(&acc, &t.shape))?;
-            if values.rank() > rank {
-                return Err(format!("aten.index_put values {values} have more dims than {x}"));
+            // The values broadcast to the shape `x[indices]` has.
+            let mut gather_operands = vec![x];
+            gather_operands.extend_from_slice(idx);
+            let gathered = super::shape::infer(&Op::Index { present: present.clone() }, &gather_operands)?
+                .and_then(|v| v.into_iter().next())
+                .ok_or("aten.index_put: no indexed shape")?;
+            if broadcast_shapes(&values.shape, &gathered.shape)? != gathered.shape {
+                return Err(format!("aten.index_put values {values} do not broadcast to the indexed shape {:?}", gathered.shape));
             }
             one(x.clone())
         }

@@ -8,6 +8,7 @@ mod promote;
 mod shape;
 
 pub use promote::{promote_types, result_type};
+pub use shape::is_legacy_empty;
 
 use crate::op::{BinaryOp, Op, ReduceOp};
 use crate::types::{DType, TensorType};
@@ -54,14 +55,23 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             }
             t(result_type(&operands[1..]), broadcast_all(operands)?)
         }
-        Op::Clamp { .. } | Op::Copy | Op::Softmax { .. } => {
+        Op::Clamp { min, max } => {
+            // Scalar bounds promote like wrapped numbers: a float bound on an integer tensor
+            // gives the default float.
+            let x = x.ok_or("missing operand")?;
+            let float_bound = [min, max].iter().any(|b| matches!(b, Some(crate::Scalar::Float(_))));
+            let dtype = if float_bound && !x.dtype.is_float() { DType::F32 } else { x.dtype };
+            t(dtype, x.shape.clone())
+        }
+        Op::Copy | Op::Softmax { .. } => {
             let x = x.ok_or("missing operand")?;
             t(x.dtype, x.shape.clone())
         }
         Op::Convert { dtype } => t(*dtype, x.ok_or("missing operand")?.shape.clone()),
-        Op::Reduce { op, dims, keepdim } => {
+        Op::Reduce { op, dims, keepdim, dtype: out_dtype } => {
             let x = x.ok_or("missing operand")?;
             let dtype = match op {
+                _ if out_dtype.is_some() => out_dtype.unwrap_or(x.dtype), // the dtype= argument wins
                 ReduceOp::Sum | ReduceOp::Prod if !x.dtype.is_float() => DType::I64,
                 ReduceOp::Any | ReduceOp::All => DType::Bool,
                 ReduceOp::Mean if !x.dtype.is_float() => {
@@ -71,7 +81,15 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             };
             t(dtype, shape::reduce(&x.shape, dims, *keepdim)?)
         }
-        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } => nn::norm(op, operands),
+        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } | Op::BatchNormBatchStats { .. } => nn::norm(op, operands),
+        Op::Cdist { .. } | Op::Pdist { .. } => nn::distance(op, operands),
+        Op::MaskedScatter => {
+            let (x, mask, src) = (operands[0], operands[1], operands[2]);
+            if mask.dtype != DType::Bool || broadcast_shapes(&mask.shape, &x.shape)? != x.shape || src.dtype != x.dtype {
+                return Err(format!("aten.masked_scatter needs a bool mask broadcasting to {x} and a source of its dtype, found {mask} and {src}"));
+            }
+            t(x.dtype, x.shape.clone())
+        }
         Op::Mm | Op::Bmm | Op::Addmm => nn::matmul(op, operands),
         Op::Convolution { .. } => nn::convolution(op, operands),
         Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
@@ -129,10 +147,14 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             }
             t(x.dtype, shape::reduce(&x.shape, dims, *keepdim)?)
         }
-        Op::Cumsum { dim } => {
+        Op::Cumsum { dim, dtype: out_dtype } => {
             let x = x.ok_or("missing operand")?;
             normalize_dim(*dim, x.rank())?;
-            let dtype = if x.dtype.is_float() { x.dtype } else { DType::I64 };
+            let dtype = match out_dtype {
+                Some(d) => *d,
+                None if x.dtype.is_float() => x.dtype,
+                None => DType::I64,
+            };
             t(dtype, x.shape.clone())
         }
         Op::Gather { .. }
@@ -203,7 +225,7 @@ mod tests {
         assert_eq!(r[0].dtype, F32, "integer true division gives the default float");
         let r = infer(&Op::Unary(UnaryOp::IsNan), &[&t(&[2])]).unwrap().unwrap();
         assert_eq!(r[0].dtype, Bool);
-        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0], keepdim: false }, &[&i]).unwrap().unwrap();
+        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0], keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
         assert_eq!(r[0], TensorType::new(I64, vec![]));
     }
 }

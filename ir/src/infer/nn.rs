@@ -34,6 +34,13 @@ pub fn norm(op: &Op, operands: &[&TensorType]) -> InferResult {
             let stat = TensorType::new(x.dtype, vec![x.shape[0], *groups]);
             Ok(Some(vec![x.clone(), stat.clone(), stat]))
         }
+        Op::BatchNormBatchStats { .. } => {
+            if x.rank() < 2 || !x.dtype.is_float() {
+                return Err(format!("batch norm needs a floating-point [N, C, ...] input, found {x}"));
+            }
+            let stat = TensorType::new(x.dtype, vec![x.shape[1]]);
+            Ok(Some(vec![x.clone(), stat.clone(), stat]))
+        }
         Op::BatchNorm { .. } => {
             if x.rank() < 2 {
                 return Err(format!("batch norm needs a [N, C, ...] input, found {x}"));
@@ -43,6 +50,9 @@ pub fn norm(op: &Op, operands: &[&TensorType]) -> InferResult {
                     return Err(format!("batch norm parameter {p} must have shape [{}]", x.shape[1]));
                 }
             }
+            // The saved statistics are empty in inference; their dtype follows the input (as
+            // PyTorch's meta functions say; eager may differ for mixed dtypes, which does not
+            // matter for an empty tensor).
             let empty = TensorType::new(x.dtype, vec![0]);
             Ok(Some(vec![x.clone(), empty.clone(), empty]))
         }
@@ -198,4 +208,33 @@ fn spatial(x: &TensorType, kernel: &[i64], stride: &[i64], pad: &[i64], dil: &[i
             if o <= 0 { Err(format!("pooling output dim {i} would be {o}")) } else { Ok(o) }
         })
         .collect()
+}
+
+/// `cdist` and `pdist`.
+pub fn distance(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let x = operands[0];
+    if !x.dtype.is_float() {
+        return Err(format!("{} needs floating-point inputs, found {x}", op.name()));
+    }
+    match op {
+        Op::Cdist { .. } => {
+            let y = operands[1];
+            let (rx, ry) = (x.rank(), y.rank());
+            if rx < 2 || ry < 2 || x.shape[rx - 1] != y.shape[ry - 1] || y.dtype != x.dtype {
+                return Err(format!("cdist of {x} and {y} needs [.., P, M] and [.., R, M]"));
+            }
+            let mut shape = broadcast_shapes(&x.shape[..rx - 2], &y.shape[..ry - 2])?;
+            shape.push(x.shape[rx - 2]);
+            shape.push(y.shape[ry - 2]);
+            one(TensorType::new(x.dtype, shape))
+        }
+        Op::Pdist { .. } => {
+            if x.rank() != 2 {
+                return Err(format!("pdist needs a [N, M] input, found {x}"));
+            }
+            let n = x.shape[0];
+            one(TensorType::new(x.dtype, vec![n * (n - 1).max(0) / 2]))
+        }
+        _ => Err(format!("{} is not a distance", op.name())),
+    }
 }

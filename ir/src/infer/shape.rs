@@ -136,9 +136,15 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             with(x.shape.iter().zip(&drop).filter(|(&s, &dr)| !(dr && s == 1)).map(|(&s, _)| s).collect())
         }
         Op::Cat { dim } => {
+            // PyTorch skips legacy empty 1-d tensors (shape [0]) whatever the other ranks are.
+            let real: Vec<&TensorType> = operands.iter().copied().filter(|t| !is_legacy_empty(t)).collect();
+            let Some(&x) = real.first() else {
+                return one(TensorType::new(result_type(operands), vec![0]));
+            };
+            let rank = x.rank();
             let d = sized_dim(op, *dim, rank)?;
             let mut shape = x.shape.clone();
-            for t in &operands[1..] {
+            for t in &real[1..] {
                 if t.rank() != rank || (0..rank).any(|i| i != d && t.shape[i] != x.shape[i]) {
                     return Err(format!("aten.cat along dim {d}: {t} does not match {x}"));
                 }
@@ -234,6 +240,11 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         }
         _ => Err(format!("{} is not a shape op", op.name())),
     }
+}
+
+/// A 1-d tensor of size 0, which `aten.cat` ignores (legacy behaviour kept by PyTorch).
+pub fn is_legacy_empty(t: &TensorType) -> bool {
+    t.shape == [0]
 }
 
 /// Python slicing bounds of `[start, end)` on a dim of `size`: negatives count from the end,

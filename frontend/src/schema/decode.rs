@@ -1,0 +1,255 @@
+//! A decoder of the bincode trace body straight into a [`TraceView`], written by hand for the
+//! fixed schema: no serde visitors, no per-node allocation, strings borrowed from the input.
+//!
+//! It reads exactly the layout `bincode::serde` writes for [`super::Trace`] with the standard
+//! configuration (`docs/trace-format.md`), and accepts exactly what that decoder accepts (the
+//! fuzz tests compare the two on every case):
+//!
+//! - unsigned integers are varints: a byte up to 250 is the value, 251/252/253 announce a
+//!   little-endian u16/u32/u64 (a u32 field refuses 253), anything else is an error; lengths
+//!   and enum variant indices are such varints (u64 and u32), signed integers zigzag-encoded;
+//! - `f64` is 8 little-endian bytes; `bool` and `Option` tags are one byte, 0 or 1;
+//! - a string is a length and UTF-8 bytes; a list or map a length and its items; a struct
+//!   its fields in order.
+//!
+//! A length is never trusted for an allocation: items are pushed one by one onto the pools,
+//! each taking at least one input byte, so a corrupt length fails at the end of the input.
+
+use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
+use super::InputKindSpec;
+
+/// A decoding error: what was wrong and at which byte of the body.
+pub(crate) type DecodeResult<T> = Result<T, String>;
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn fail<T>(&self, what: &str) -> DecodeResult<T> {
+        Err(format!("{what} at byte {}", self.pos))
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> DecodeResult<&'a [u8]> {
+        match self.buf.get(self.pos..self.pos.saturating_add(n)) {
+            Some(b) if self.pos.checked_add(n).is_some() => {
+                self.pos += n;
+                Ok(b)
+            }
+            _ => self.fail("unexpected end of input"),
+        }
+    }
+
+    fn byte(&mut self) -> DecodeResult<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn array<const N: usize>(&mut self) -> DecodeResult<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    /// A varint of at most `max_tag` (252 for u32, 253 for u64).
+    #[inline]
+    fn varint(&mut self, max_tag: u8) -> DecodeResult<u64> {
+        match self.byte()? {
+            b @ 0..=250 => Ok(b as u64),
+            251 => Ok(u16::from_le_bytes(self.array()?) as u64),
+            252 => Ok(u32::from_le_bytes(self.array()?) as u64),
+            253 if max_tag >= 253 => Ok(u64::from_le_bytes(self.array()?)),
+            _ => self.fail("invalid integer encoding"),
+        }
+    }
+
+    fn u32(&mut self) -> DecodeResult<u32> {
+        Ok(self.varint(252)? as u32)
+    }
+
+    fn len(&mut self) -> DecodeResult<usize> {
+        let n = self.varint(253)?;
+        usize::try_from(n).or_else(|_| self.fail("length out of range"))
+    }
+
+    fn i64(&mut self) -> DecodeResult<i64> {
+        let n = self.varint(253)?;
+        Ok(if n % 2 == 0 { (n / 2) as i64 } else { !(n / 2) as i64 })
+    }
+
+    fn f64(&mut self) -> DecodeResult<f64> {
+        Ok(f64::from_le_bytes(self.array()?))
+    }
+
+    fn bool(&mut self) -> DecodeResult<bool> {
+        match self.byte()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => self.fail("invalid bool"),
+        }
+    }
+
+    fn str(&mut self) -> DecodeResult<&'a str> {
+        let n = self.len()?;
+        let bytes = self.take(n)?;
+        std::str::from_utf8(bytes).or_else(|_| self.fail("invalid UTF-8 in a string"))
+    }
+
+    fn option<T>(&mut self, mut f: impl FnMut(&mut Self) -> DecodeResult<T>) -> DecodeResult<Option<T>> {
+        match self.byte()? {
+            0 => Ok(None),
+            1 => f(self).map(Some),
+            _ => self.fail("invalid option tag"),
+        }
+    }
+
+    /// Reads a length, then that many items with `item`.
+    fn each(&mut self, mut item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
+        for _ in 0..self.len()? {
+            item(self)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a bincode trace body (after the header); returns the view and the bytes read.
+pub(crate) fn decode_view(body: &[u8]) -> DecodeResult<(TraceView<'_>, usize)> {
+    if body.len() >= u32::MAX as usize {
+        return Err("a trace body of 4 GiB or more is not supported".into());
+    }
+    let r = &mut Reader { buf: body, pos: 0 };
+    let mut v = TraceView { format: r.str()?, version: r.u32()?, name: r.str()?, ..Default::default() };
+    // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes),
+    // so that the pools rarely grow; a single reservation is under the body's size, all of
+    // them under three times it.
+    let b = body.len();
+    v.nodes.reserve(b / 96);
+    v.pools.args.reserve(b / 32);
+    v.pools.metas.reserve(b / 64);
+    v.pools.dims.reserve(b / 32);
+    v.decomposition_table = r.option(Reader::str)?;
+    r.each(|r| {
+        let (name, kind) = (r.str()?, input_kind(r)?);
+        let weight = r.option(Reader::str)?;
+        let meta = meta(r, &mut v)?;
+        v.inputs.push(InputView { name, kind, weight, meta });
+        Ok(())
+    })?;
+    r.each(|r| {
+        let node = node(r, &mut v)?;
+        v.nodes.push(node);
+        Ok(())
+    })?;
+    v.outputs = args(r, &mut v)?;
+    Ok((v, r.pos))
+}
+
+fn input_kind(r: &mut Reader) -> DecodeResult<InputKindSpec> {
+    Ok(match r.u32()? {
+        0 => InputKindSpec::UserInput,
+        1 => InputKindSpec::Parameter,
+        2 => InputKindSpec::Buffer,
+        3 => InputKindSpec::Constant,
+        _ => return r.fail("invalid input kind"),
+    })
+}
+
+fn meta<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<MetaView<'a>> {
+    let dtype = r.str()?;
+    let start = v.pools.dims.len();
+    r.each(|r| {
+        let d = match r.u32()? {
+            0 => DimView::Static(r.i64()?),
+            1 => DimView::Symbolic(r.str()?),
+            _ => return r.fail("invalid size variant"),
+        };
+        v.pools.dims.push(d);
+        Ok(())
+    })?;
+    let sizes = span(start, v.pools.dims.len());
+    r.each(|r| r.i64().map(drop))?; // strides
+    Ok(MetaView { dtype, sizes, storage_offset: r.i64()? })
+}
+
+fn node<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<NodeView<'a>> {
+    let (name, target) = (r.str()?, r.str()?);
+    let args = args(r, v)?;
+    let start = v.pools.kwargs.len();
+    r.each(|r| {
+        let key = r.str()?;
+        let a = arg(r, v)?;
+        v.pools.kwargs.push((key, a));
+        Ok(())
+    })?;
+    let kwargs = sorted_unique(&mut v.pools.kwargs, start);
+    let start = v.pools.metas.len();
+    r.each(|r| {
+        let m = r.option(|r| meta(r, v))?;
+        v.pools.metas.push(m);
+        Ok(())
+    })?;
+    let meta = span(start, v.pools.metas.len());
+    let source = r.option(|r| Ok(SourceView { file: r.str()?, line: r.u32()? }))?;
+    Ok(NodeView { name, target, args, kwargs, meta, source })
+}
+
+/// Sorts `kwargs[start..]` by name and keeps the last of equal names, as a `BTreeMap` does.
+fn sorted_unique(kwargs: &mut Vec<(&str, ArgView)>, start: usize) -> Span {
+    let tail = &mut kwargs[start..];
+    tail.sort_by(|a, b| a.0.cmp(b.0)); // stable: equal names stay in input order
+    let mut kept = start;
+    for i in start..kwargs.len() {
+        if i + 1 < kwargs.len() && kwargs[i + 1].0 == kwargs[i].0 {
+            continue;
+        }
+        kwargs[kept] = kwargs[i];
+        kept += 1;
+    }
+    kwargs.truncate(kept);
+    span(start, kept)
+}
+
+/// A list of arguments. An argument's own list goes to another pool (names, ints, ...), never
+/// to the argument pool, so a node's arguments are contiguous there.
+fn args<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<Span> {
+    let start = v.pools.args.len();
+    r.each(|r| {
+        let a = arg(r, v)?;
+        v.pools.args.push(a);
+        Ok(())
+    })?;
+    Ok(span(start, v.pools.args.len()))
+}
+
+fn arg<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a>> {
+    let p = &mut v.pools;
+    macro_rules! list {
+        ($pool:ident, $item:expr) => {{
+            let start = p.$pool.len();
+            r.each(|r| {
+                let x = $item(r)?;
+                p.$pool.push(x);
+                Ok(())
+            })?;
+            span(start, p.$pool.len())
+        }};
+    }
+    Ok(match r.u32()? {
+        0 => ArgView::Tensor(r.str()?),
+        1 => ArgView::Tensors(list!(names, |r: &mut Reader<'a>| r.str().map(Some))),
+        2 => ArgView::OptionalTensors(list!(names, |r: &mut Reader<'a>| r.option(Reader::str))),
+        3 => ArgView::Int(r.i64()?),
+        4 => ArgView::Ints(list!(ints, Reader::i64)),
+        5 => ArgView::Float(r.f64()?),
+        6 => ArgView::Floats(list!(floats, Reader::f64)),
+        7 => ArgView::Bool(r.bool()?),
+        8 => ArgView::Bools(list!(bools, Reader::bool)),
+        9 => ArgView::String(r.str()?),
+        10 => ArgView::Dtype(r.str()?),
+        11 => ArgView::Device(r.str()?),
+        12 => ArgView::MemoryFormat(r.str()?),
+        13 => ArgView::None,
+        _ => return r.fail("invalid argument variant"),
+    })
+}
