@@ -19,9 +19,6 @@ pub enum Operand<'a> {
     Scalar(Scalar),
     /// `operand * factor` (the `alpha` of `add`/`sub`).
     Scaled(Box<Operand<'a>>, Scalar),
-    /// `operand` converted to a dtype first (the `dtype=` of reductions: PyTorch casts the
-    /// input before accumulating).
-    Cast(Box<Operand<'a>>, DType),
 }
 
 /// The mapping of one call.
