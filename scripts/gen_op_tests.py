@@ -4,16 +4,27 @@ Run from the repository root with the project's venv:
     .venv/bin/python scripts/gen_op_tests.py [--out DIR] [--jobs N] [--check-compiled] [OP ...]
 
 The op list is read from the installed torch: every OpOverload of ``torch.ops.aten`` tagged
-``torch.Tag.core``. Each op either gets a bundle ``<op>_<overload>.fxt`` whose graph applies it
-to several samples (shapes with size-1, broadcast, 0-d and empty dims, attribute variants, every
-dtype PyTorch supports for it among f64 f32 f16 bf16 i64 i32 bool, mixed dtypes for type
-promotion) and returns every result, or an exclusion with its reason. ``manifest.json`` lists
-them all, sorted by op name.
+``torch.Tag.core`` (found through the registered schemas). Each op either gets a bundle
+``<op>_<overload>.fxt`` whose graph applies it to several samples (shapes with size-1,
+broadcast, 0-d and empty dims, attribute variants, every dtype PyTorch supports for it among
+f64 f32 f16 bf16 i64 i32 bool, mixed dtypes for type promotion) and returns every result, or an
+exclusion with its reason.
 
-Inputs are drawn from a generator seeded by the op's name, and samples whose eager run fails
-(a dtype PyTorch does not support for the op) or that the capture refuses are dropped and
-recorded, so the output is deterministic and the same with any ``--jobs``. Naming OPs writes only
-their bundles and leaves the manifest alone.
+``manifest.json`` lists every core op, sorted by name::
+
+    {"op": "aten.add.Tensor", "bundle": "add_Tensor.fxt" or null, "dtypes": ["f32", ...],
+     "samples": 28, "targets": ["aten.add.Tensor"], "excluded": null or "<reason>",
+     "dropped": ["<sample>: <why>", ...],
+     "cases": [{"sample": "f32[3,4], f32[3,4]", "outputs": [0, 1]}, ...]}
+
+``dtypes`` are those of the samples' tensor inputs (of the results for creation ops),
+``targets`` the ATen ops the exported graph holds (decompositions may replace the op),
+``dropped`` the samples left out (an eager failure: a dtype PyTorch does not support for the op;
+a capture failure; a nondeterministic eager result), ``cases`` which graph outputs (a half-open
+range) each sample produces.
+
+Inputs are drawn from a generator seeded by the op's name, so the output is deterministic and
+the same with any ``--jobs``. Naming OPs writes only their bundles and leaves the manifest alone.
 """
 
 # OpModule comes first: every node's source location is its op call line in OpModule.forward, and
@@ -101,7 +112,7 @@ def core_ops() -> list:
 
 BACKWARD = "backward op: autograd only, never in an inference graph"
 RANDOM = "random op: values depend on the RNG state (tagged nondeterministic_seeded)"
-SYMBOLIC = "returns a symbolic size (SymInt), not a tensor"
+SYMBOLIC = "returns a symbolic value about sizes or strides (SymInt, SymBool), not a tensor"
 SCALAR = "returns a Python scalar (Tensor.item()), not a tensor: the capture makes it a SymFloat"
 DYNAMIC = "data-dependent output shape: the capture gives it a symbolic (unbacked) size"
 FFT = "fft op: complex dtypes, which fxhlo does not support"
@@ -380,7 +391,9 @@ class Dom:
         if self.nonzero:
             return r.nz(shape, dtype, self.lo, self.hi if dtype.is_floating_point else (self.ihi or self.hi))
         if dtype.is_floating_point:
-            return r.grid(shape, dtype, self.lo, self.hi, self.step) if self.step else r.t(shape, dtype, self.lo, self.hi)
+            if self.step:
+                return r.grid(shape, dtype, self.lo, self.hi, self.step)
+            return r.t(shape, dtype, self.lo, self.hi)
         lo = self.ilo if self.ilo is not None else self.lo
         hi = self.ihi if self.ihi is not None else self.hi
         return r.t(shape, dtype, lo, hi)
@@ -453,7 +466,8 @@ def div_tensor_mode(r, name):
 @samples("atan2.default")
 def atan2(r, name):
     d = Dom(-3, 3)
-    return binary_samples(r, d, d, ALL, extra=[S(T([0.0, -0.0, 0.0, -0.0, 1.0, -1.0]), T([0.0, 0.0, -0.0, -0.0, 0.0, -0.0]))])
+    signed_zeros = S(T([0.0, -0.0, 0.0, -0.0, 1.0, -1.0]), T([0.0, 0.0, -0.0, -0.0, 0.0, -0.0]))
+    return binary_samples(r, d, d, ALL, extra=[signed_zeros])
 
 
 @samples("atan2.out")
@@ -475,11 +489,12 @@ def max_min(r, name):
 
 @samples("pow.Tensor_Tensor")
 def pow_tt(r, name):
-    base, exp = Dom(0.5, 2, ilo=-3, ihi=3), Dom(-2, 2, ilo=0, ihi=3)
+    base, exp = Dom(0.5, 2, ilo=0, ihi=3), Dom(-2, 2, ilo=0, ihi=3)
     mixed = [(I64, F32, [2, 3], [2, 3]), (F32, I64, [2, 3], [2, 3]), (F16, F32, [2, 3], []), (I32, I64, [3], [2, 3]),
              (BF16, F16, [2, 3], [2, 3]), (F32, F64, [2, 3], [])]
     return binary_samples(r, base, exp, ALL, mixed, extra=[
-        S(T([0.0, 0.0, 2.0, -2.0, 1.0, -1.5]), T([0.0, 2.0, -1.0, 3.0, nan, 2.0]))])
+        S(T([0.0, 0.0, 2.0, -2.0, 1.0, -1.5]), T([0.0, 2.0, -1.0, 3.0, nan, 2.0])),
+        S(T([-3, -2, -1, 2, 3, -1], I64), T([3, 2, 0, 1, 2, 5], I64))])  # negative integer bases
 
 
 @samples("fmod.Tensor", "remainder.Tensor")
@@ -569,7 +584,8 @@ def compare_scalar(r, name):
 @samples("pow.Tensor_Scalar")
 def pow_tensor_scalar(r, name):
     out = [S(r.t([2, 3], dt, 0.5, 2), e) for dt in FLOATS for e in (2, 3, 0.5, -1, 0, -2.5)]
-    out += [S(r.t([2, 3], dt, -3, 3), e) for dt in INTS for e in (2, 3, 0, 1.5)]
+    out += [S(r.t([2, 3], dt, -3, 3), e) for dt in INTS for e in (2, 3, 0)]
+    out += [S(r.t([2, 3], dt, 0, 3), 1.5) for dt in INTS]
     out += [S(r.t([2, 3], B), 2), S(r.t([2, 3], B), 0.5)]
     out += [S(r.t(shape, F32, 0.5, 2), 2) for shape in ([], [0, 3], [2, 1, 3])]
     out += [S(r.t([2, 3], F32, -2, 2), 2), S(r.t([2, 3], F32, -2, 2), 3)]  # negative bases, integral exponents
@@ -948,7 +964,9 @@ def batch_norm_no_training(r, name):
            S(x([0, 3, 2]), x([3]), x([3]), x([3]), v([3]), 0.1, 1e-5)]
     out += [S(x([2, 3, 4], dt), x([3], dt), x([3], dt), x([3], dt), v([3], dt), 0.1, 1e-5) for dt in ALL[1:]]
     out += [S(x([2, 3, 4], dt), x([3]), x([3]), x([3]), v([3]), 0.1, 1e-5) for dt in (F16, BF16)]  # f32 statistics
-    return out
+    # Only the output is compared: save_mean and save_invstd are empty without training, and
+    # eager and the graph disagree on their dtype for f16/bf16 input with f32 statistics.
+    return [s.only(0) for s in out]
 
 
 @samples("_native_batch_norm_legit.no_stats")
@@ -973,7 +991,8 @@ def softmax(r, name):
 @samples("elu.default")
 def elu(r, name):
     x = lambda s, dt=F32: r.t(s, dt, -3, 3)  # noqa: E731
-    out = [S(x([3, 4])), S(x([3, 4]), 0.5), S(x([2, 3]), 1.0, 1.0507, 1.5), S(x([])), S(x([0, 3])), S(x([2, 1, 3]), 2.0)]
+    out = [S(x([3, 4])), S(x([3, 4]), 0.5), S(x([2, 3]), 1.0, 1.0507, 1.5), S(x([])), S(x([0, 3])),
+           S(x([2, 1, 3]), 2.0)]
     return out + [S(x([2, 3], dt)) for dt in ALL[1:]] + [S(T(NONFINITE))]
 
 
@@ -991,7 +1010,8 @@ def gelu(r, name):
 @samples("hardtanh.default")
 def hardtanh(r, name):
     x = lambda s, dt=F32: r.t(s, dt, -3, 3)  # noqa: E731
-    out = [S(x([3, 4])), S(x([3, 4]), -0.5, 0.5), S(x([2, 3]), 0.0, 6.0), S(x([])), S(x([0, 3])), S(x([2, 1, 3]), -2, 2)]
+    out = [S(x([3, 4])), S(x([3, 4]), -0.5, 0.5), S(x([2, 3]), 0.0, 6.0), S(x([])), S(x([0, 3])),
+           S(x([2, 1, 3]), -2, 2)]
     return out + [S(x([2, 3], dt)) for dt in ALL[1:]] + [S(x([2, 3], dt), -2, 2) for dt in INTS]
 
 
@@ -1166,7 +1186,8 @@ def select_scatter(r, name):
 @samples("slice_scatter.default")
 def slice_scatter(r, name):
     x = r.t
-    out = [S(x([5, 4]), x([2, 4]), 0, 1, 3), S(x([5, 4]), x([5, 2]), 1, None, None, 2), S(x([5, 4]), x([2, 4]), 0, -3, -1),
+    out = [S(x([5, 4]), x([2, 4]), 0, 1, 3), S(x([5, 4]), x([5, 2]), 1, None, None, 2),
+           S(x([5, 4]), x([2, 4]), 0, -3, -1),
            S(x([5, 4]), x([5, 4])), S(x([2, 6, 2]), x([2, 2, 2]), -2, 1, None, 3), S(x([5, 4]), x([0, 4]), 0, 3, 3)]
     return out + [S(x([4, 3], dt), x([2, 3], dt), 0, 1, 4, 2) for dt in ALL[1:]]
 
@@ -1207,8 +1228,8 @@ def to_copy(r, name):
         return T([-2.75, -0.5, 0.0, 0.3, 1.5, 2.9999], dt)
 
     out = [S(values(a), dtype=b) for a in ALL for b in ALL if a != b]
-    out += [S(values(F32)), S(r.t([0, 3]), dtype=F16), S(r.t([]), dtype=I64), S(T([65519.0, 1e-8, -1e5, inf, nan, 3.14159265]),
-                                                                                dtype=F16),
+    out += [S(values(F32)), S(r.t([0, 3]), dtype=F16), S(r.t([]), dtype=I64),
+            S(T([65519.0, 1e-8, -1e5, inf, nan, 3.14159265]), dtype=F16),
             S(T([1.00390625, 1.01171875, 3.14159265, -1e39, 1e-40, nan]), dtype=BF16),
             S(r.t([1, 2, 2, 2]), memory_format=torch.channels_last)]
     return out
@@ -1254,7 +1275,8 @@ def arange(r, name):
 @samples("index.Tensor")
 def index(r, name):
     x = r.t
-    out = [S(x([3, 4]), [r.idx([2], 3)]), S(x([3, 4]), [None, r.idx([5], 4)]), S(x([3, 4]), [r.idx([2, 1], 3), r.idx([3], 4)]),
+    out = [S(x([3, 4]), [r.idx([2], 3)]), S(x([3, 4]), [None, r.idx([5], 4)]),
+           S(x([3, 4]), [r.idx([2, 1], 3), r.idx([3], 4)]),
            S(x([3, 4]), [r.idx([4], 3, lo=-3)]), S(x([2, 3, 4]), [r.idx([2], 2), None, r.idx([2], 4)]),
            S(x([2, 3, 4]), [None, r.idx([2, 2], 3), r.idx([2], 4)]), S(x([3, 4]), [r.idx([2], 3, I32)]),
            S(x([3, 4]), [r.idx([], 3)]), S(x([3, 4]), [r.idx([0], 3)]), S(x([0, 3]), [None, r.idx([2], 3)])]
@@ -1287,7 +1309,8 @@ def index_select(r, name):
 def gather(r, name):
     x = r.t
     out = [S(x([3, 4]), 1, r.idx([3, 2], 4)), S(x([3, 4]), 0, r.idx([2, 4], 3)), S(x([3, 4]), 1, r.idx([2, 2], 4)),
-           S(x([2, 3, 4]), -1, r.idx([2, 3, 5], 4)), S(x([3, 4]), 0, r.idx([0, 4], 3)), S(x([]), 0, torch.zeros((), dtype=I64))]
+           S(x([2, 3, 4]), -1, r.idx([2, 3, 5], 4)), S(x([3, 4]), 0, r.idx([0, 4], 3)),
+           S(x([]), 0, torch.zeros((), dtype=I64))]
     return out + [S(x([3, 4], dt), 1, r.idx([3, 2], 4)) for dt in ALL[1:]]
 
 
@@ -1327,15 +1350,17 @@ def scatter_reduce(r, name):
         out.append(S(x([3, 4], I64, -5, 5), 0, r.idx([4, 4], 3), x([4, 4], I64, -5, 5), reduce, include_self=False))
         out.append(S(x([3, 4], F16), 1, r.idx([2, 3], 4), x([3, 4], F16), reduce))
     out += [S(x([3, 4], dt), 1, r.idx([3, 3], 4), x([3, 3], dt), "sum") for dt in (F64, BF16, I32)]
-    out += [S(x([2, 3, 4]), -1, r.idx([2, 3, 2], 4), x([2, 3, 2]), "amax"), S(x([3, 4]), 1, r.idx([3, 0], 4), x([3, 0]), "sum")]
+    out += [S(x([2, 3, 4]), -1, r.idx([2, 3, 2], 4), x([2, 3, 2]), "amax"),
+            S(x([3, 4]), 1, r.idx([3, 0], 4), x([3, 0]), "sum")]
     return out
 
 
 @samples("masked_scatter.default")
 def masked_scatter(r, name):
     x = r.t
-    out = [S(x([3, 4]), x([3, 4], B), x([3, 4])), S(x([3, 4]), x([3, 1], B), x([12])), S(x([3, 4]), x([4], B), x([2, 7])),
-           S(x([3, 4]), torch.zeros(3, 4, dtype=B), x([2])), S(x([]), x([], B), x([2])), S(x([0, 3]), x([1, 3], B), x([3]))]
+    out = [S(x([3, 4]), x([3, 4], B), x([3, 4])), S(x([3, 4]), x([3, 1], B), x([12])),
+           S(x([3, 4]), x([4], B), x([2, 7])), S(x([3, 4]), torch.zeros(3, 4, dtype=B), x([2])),
+           S(x([]), x([], B), x([2])), S(x([0, 3]), x([1, 3], B), x([3]))]
     return out + [S(x([2, 3], dt), x([2, 3], B), x([2, 3], dt)) for dt in ALL[1:]]
 
 
@@ -1492,9 +1517,9 @@ def capture_error(op, kept) -> str | None:
     return None
 
 
-def export(op, samples, path: Path, name: str) -> Path:
+def export(op, samples, path: Path) -> Path:
     model, args = module_and_args(op, samples)
-    fxhlo.export(model, args, path, reference=True, name=name, source_root=ROOT)
+    fxhlo.export(model, args, path, reference=True, source_root=ROOT)
     check_portable(path)
     return path
 
@@ -1510,7 +1535,7 @@ def check_outputs(bundle: Path):
     for i, out in enumerate(trace["outputs"]):
         meta, ref = metas[out["tensor"]], reference[f"output.{i}"]
         if (meta["dtype"], meta["sizes"]) != (dtype_name(ref.dtype), list(ref.shape)):
-            raise SystemExit(f"{bundle}: output {i} is {dtype_name(ref.dtype)}{list(ref.shape)} in eager but "
+            raise RuntimeError(f"{bundle}: output {i} is {dtype_name(ref.dtype)}{list(ref.shape)} in eager but "
                              f"{meta['dtype']}{meta['sizes']} in the graph")
 
 
@@ -1524,7 +1549,7 @@ def check_portable(bundle: Path):
     for node in trace["nodes"]:
         file = node.get("source", {}).get("file", "")
         if file.startswith("/") or file.startswith("..") or "site-packages" in file:
-            raise SystemExit(f"{bundle}: node {node['name']} has the non-portable source file {file!r}")
+            raise RuntimeError(f"{bundle}: node {node['name']} has the non-portable source file {file!r}")
 
 
 def compare_compiled(op, kept) -> str | None:
@@ -1573,7 +1598,7 @@ def generate(op, out_dir: Path, check_compiled=False) -> dict:
         return entry
     path = out_dir / bundle_name(op)
     try:
-        export(op, kept, path, short)
+        export(op, kept, path)
     except Exception as e:  # noqa: BLE001
         # Find the samples the capture refuses, one by one.
         still = []
@@ -1587,7 +1612,7 @@ def generate(op, out_dir: Path, check_compiled=False) -> dict:
             entry["excluded"] = f"cannot be captured: {_first_line(e)}"
             return entry
         kept = still
-        export(op, kept, path, short)
+        export(op, kept, path)
     outputs = 0
     for s in kept:
         n = len(run_eager(op, [s]))
@@ -1638,8 +1663,9 @@ def main(argv=None):
     names = opts.ops or all_ops
     out_dir = opts.out
     out_dir.mkdir(parents=True, exist_ok=True)
-    if not opts.ops:
-        # A full run owns the folder: remove bundles of ops that no longer get one.
+    if not opts.ops and (out_dir / MANIFEST).is_file():
+        # A full run owns an op folder (one with a manifest): bundles of ops that no longer get
+        # one go.
         import shutil
         for p in out_dir.glob("*.fxt"):
             shutil.rmtree(p)
@@ -1679,10 +1705,11 @@ def main(argv=None):
     print(f"\n{len(entries)} core ops: {bundles} bundles, {len(entries) - bundles} excluded")
     for reason, n in sorted(reasons.items(), key=lambda x: -x[1]):
         print(f"  {n:3d}  {reason}")
-    fixtures = out_dir.parent
-    size = sum(f.stat().st_size for f in fixtures.rglob("*") if f.is_file())
-    print(f"{fixtures.name}/ holds {size / 1e6:.2f} MB; {out_dir.name}/ {sum(f.stat().st_size for f in out_dir.rglob('*') if f.is_file()) / 1e6:.2f} MB;"
-          f" generated in {time.perf_counter() - start:.0f}s")
+    size = lambda d: sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) / 1e6  # noqa: E731
+    where = f"{size(out_dir):.2f} MB written"
+    if out_dir.resolve() == OPS_DIR.resolve():
+        where += f"; testsuite/fixtures holds {size(OPS_DIR.parent):.2f} MB"
+    print(f"{where}; generated in {time.perf_counter() - start:.0f}s")
     missing = [e["op"] for e in entries if e["excluded"] == NO_SAMPLES]
     if missing:
         print(f"warning: no samples for {', '.join(missing)}", file=sys.stderr)

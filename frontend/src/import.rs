@@ -298,34 +298,6 @@ impl<'a> Importer<'a, '_> {
                 self.define(Cow::Owned(name), ValueRef::first(id))?;
                 Ok(ValueRef::first(id))
             }
-            Operand::Scaled(inner, factor) => {
-                let v = self.operand(spec, i, inner, tensor_dtype)?;
-                let ty = self.graph.value_type(v).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
-                let f = self.full(format!("{}.alpha{i}", spec.name), *factor, wrapped_dtype(*factor, Some(ty.dtype)))?;
-                let f_ty = self.graph.value_type(f).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
-                let op = Op::Binary(BinaryOp::Mul);
-                let results = infer::infer(&op, &[&ty, &f_ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
-                let name = format!("{}.scaled{i}", spec.name);
-                let id = self
-                    .graph
-                    .add_node(name.clone(), op, &[v, f], results, None)
-                    .map_err(|source| Error::Ir { path: self.path.into(), source })?;
-                self.define(Cow::Owned(name), ValueRef::first(id))?;
-                Ok(ValueRef::first(id))
-            }
-            Operand::Cast(inner, dtype) => {
-                let v = self.operand(spec, i, inner, tensor_dtype)?;
-                let ty = self.graph.value_type(v).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
-                let op = Op::Convert { dtype: *dtype };
-                let results = infer::infer(&op, &[&ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
-                let name = format!("{}.cast{i}", spec.name);
-                let id = self
-                    .graph
-                    .add_node(name.clone(), op, &[v], results, None)
-                    .map_err(|source| Error::Ir { path: self.path.into(), source })?;
-                self.define(Cow::Owned(name), ValueRef::first(id))?;
-                Ok(ValueRef::first(id))
-            }
         }
     }
 

@@ -4,5 +4,6 @@
 mod codegen_e2e;
 mod fixtures;
 mod golden;
+mod ops;
 mod serialize;
 mod support;
