@@ -73,7 +73,11 @@ fn coverage_table() -> String {
                             lowered += 1;
                             "lowered".to_string()
                         }
-                        Ok(u) => format!("unsupported: {}", u.iter().map(|o| o.target.clone()).collect::<Vec<_>>().join(", ")),
+                        Ok(u) => {
+                            let mut targets: Vec<String> = u.iter().map(|o| o.target.clone()).collect();
+                            targets.dedup();
+                            format!("unsupported: {}", targets.join(", "))
+                        }
                         Err(e) => format!("invalid: {e}"),
                     },
                     Err(e) => format!("import fails: {e}"),
