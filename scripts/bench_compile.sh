@@ -16,7 +16,7 @@ from fxhlo.models import MODELS
 out = Path(sys.argv[1])
 for name in ("resnet18", "bert"):
     model, args = MODELS[name]()
-    fxhlo.export(model, args, out / f"{name}.fxt", reference=False, name=name)
+    fxhlo.export(model, args, out / f"{name}.fxt", reference=True, name=name)
     print(f"exported {name}")
 PY
 cargo build --release --quiet -p fxhlo-cli
