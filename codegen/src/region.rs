@@ -54,7 +54,24 @@ impl Combiner {
     }
 }
 
+/// A region holding `block`.
+fn region_of(block: Block<'_>) -> Region<'_> {
+    let region = Region::new();
+    region.append_block(block);
+    region
+}
+
 impl<'c, 'a> Emitter<'c, 'a> {
+    /// Ends a region's block with `stablehlo.return values`.
+    fn append_return(&self, block: &Block<'c>, values: &[Value<'c, '_>], loc: Location<'c>) -> Result<()> {
+        let ret = OperationBuilder::new("stablehlo.return", loc)
+            .add_operands(values)
+            .build()
+            .map_err(|e| self.internal(e.to_string()))?;
+        block.append_operation(ret);
+        Ok(())
+    }
+
     /// The body region `(a, b) -> combiner(a, b)` over 0-d tensors of `dtype`.
     fn body(&self, c: Combiner, dtype: DType, loc: Location<'c>) -> Result<Region<'c>> {
         let scalar = self.tensor_type(&TensorType::new(dtype, Vec::new()));
@@ -67,14 +84,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .map_err(|e| self.internal(e.to_string()))?;
         let combined = block.append_operation(combined);
         let value: Value = combined.result(0).map_err(|e| self.internal(e.to_string()))?.into();
-        let ret = OperationBuilder::new("stablehlo.return", loc)
-            .add_operands(&[value])
-            .build()
-            .map_err(|e| self.internal(e.to_string()))?;
-        block.append_operation(ret);
-        let region = Region::new();
-        region.append_block(block);
-        Ok(region)
+        self.append_return(&block, &[value], loc)?;
+        Ok(region_of(block))
     }
 
     /// Reduces `x` over `dims` (dropped from the shape) with `c`.
@@ -143,15 +154,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let pick_a = or(or(and(a_nan, not_b_nan)?, and(tie, lt_i)?)?, better)?;
             let v = inner.op("stablehlo.select", loc, &[pick_a, av, bv], &vt, &[])?;
             let i = inner.op("stablehlo.select", loc, &[pick_a, ai, bi], &it, &[])?;
-            let ret = OperationBuilder::new("stablehlo.return", loc)
-                .add_operands(&[v, i])
-                .build()
-                .map_err(|e| self.internal(e.to_string()))?;
-            block.append_operation(ret);
+            self.append_return(&block, &[v, i], loc)?;
         }
-        let region = Region::new();
-        region.append_block(block);
-        Ok(region)
+        Ok(region_of(block))
     }
 
     /// Values and i64 indices of the max (or min) over `dims` of `x`, whose candidate indices
@@ -222,15 +227,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
             } else {
                 inner.compare(if descending { "GT" } else { "LT" }, a, b, &[], loc)?
             };
-            let ret = OperationBuilder::new("stablehlo.return", loc)
-                .add_operands(&[result])
-                .build()
-                .map_err(|e| self.internal(e.to_string()))?;
-            block.append_operation(ret);
+            self.append_return(&block, &[result], loc)?;
         }
-        let region = Region::new();
-        region.append_block(block);
-        Ok(region)
+        Ok(region_of(block))
     }
 
     /// The scatter update region `(old, new) -> combined` over 0-d tensors of `dtype`;
@@ -242,14 +241,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let scalar = self.tensor_type(&TensorType::new(dtype, Vec::new()));
                 let block = Block::new(&[(scalar, loc), (scalar, loc)]);
                 let new: Value = block.argument(1).map_err(|e| self.internal(e.to_string()))?.into();
-                let ret = OperationBuilder::new("stablehlo.return", loc)
-                    .add_operands(&[new])
-                    .build()
-                    .map_err(|e| self.internal(e.to_string()))?;
-                block.append_operation(ret);
-                let region = Region::new();
-                region.append_block(block);
-                Ok(region)
+                self.append_return(&block, &[new], loc)?;
+                Ok(region_of(block))
             }
         }
     }

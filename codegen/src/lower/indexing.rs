@@ -22,7 +22,7 @@ fn list(v: &[i64]) -> String {
 
 /// `stablehlo.gather` with the given dimension numbers.
 #[allow(clippy::too_many_arguments)]
-fn gather<'c, 'a>(
+pub fn gather<'c, 'a>(
     e: &Emitter<'c, 'a>,
     x: V<'c, 'a>,
     idx: V<'c, 'a>,

@@ -97,7 +97,7 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let mut sizes = x.1.shape.clone();
             sizes[a] = 1;
             sizes[b] = 1;
-            one(gather_text(e, x.0, idx, out, &offset_dims, &collapsed, &[a as i64, b as i64], 1, &sizes, loc))
+            one(super::indexing::gather(e, x.0, idx, out, &offset_dims, &collapsed, &[a as i64, b as i64], 1, &sizes, loc))
         }
         Op::AsStrided { size, stride, offset } => {
             let n = x.1.num_elements() as i64;
@@ -120,34 +120,10 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let text = if total == 0 { "dense<> : tensor<0xi64>".to_string() } else { format!("dense<[{}]> : tensor<{total}xi64>", idx.join(", ")) };
             let c = e.op("stablehlo.constant", loc, &[], &flat_idx, &[("value", text)])?;
             let c = e.reshape(c, &flat_idx, &it, loc)?;
-            one(gather_text(e, v, c, out, &[], &[0], &[0], size.len() as i64, &[1], loc))
+            one(super::indexing::gather(e, v, c, out, &[], &[0], &[0], size.len() as i64, &[1], loc))
         }
         _ => Err(e.internal(format!("{} is not a shape op", op.name()))),
     }
-}
-
-/// `stablehlo.gather` (see `indexing.rs` for the semantics of each list).
-#[allow(clippy::too_many_arguments)]
-pub fn gather_text<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    idx: V<'c, 'a>,
-    out: &TensorType,
-    offset_dims: &[i64],
-    collapsed: &[i64],
-    start_index_map: &[i64],
-    index_vector_dim: i64,
-    slice_sizes: &[i64],
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    let list = |v: &[i64]| format!("[{}]", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
-    let dn = format!(
-        "#stablehlo.gather<offset_dims = {}, collapsed_slice_dims = {}, start_index_map = {}, index_vector_dim = {index_vector_dim}>",
-        list(offset_dims),
-        list(collapsed),
-        list(start_index_map)
-    );
-    e.op("stablehlo.gather", loc, &[x, idx], out, &[("dimension_numbers", dn), ("slice_sizes", i64s(slice_sizes)), ("indices_are_sorted", "false".into())])
 }
 
 /// Constant, reflection and replication padding (`pad` pairs start at the last dim).
