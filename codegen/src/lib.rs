@@ -135,8 +135,17 @@ fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<String> {
     let node = graph.node(id);
     match &node.op {
         Op::Unknown { target } => Some(target.clone()),
+        Op::EmbeddingBag { .. } if (1..node.results.len() as u32).any(|k| result_used(graph, id, k)) => {
+            Some("aten._embedding_bag (bookkeeping results)".into())
+        }
         _ => None,
     }
+}
+
+/// Whether result `k` of node `id` is used by another node or returned.
+fn result_used(graph: &Graph, id: NodeId, k: u32) -> bool {
+    let v = ValueRef { node: id, result: k };
+    graph.outputs().contains(&v) || graph.node_ids().any(|n| graph.operands(n).contains(&v))
 }
 
 /// `"node_name"("file":line:0)`, or the bare name where the node has no source.

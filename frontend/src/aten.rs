@@ -290,6 +290,19 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             }
             Some(Mapped::Op(Op::BatchNormBatchStats { eps: a.scalar(5, "eps")?, has_weight: w, has_bias: b }, ops))
         }
+        "_embedding_bag" => {
+            let has_weights = a.has(6, "per_sample_weights");
+            let mut ops = vec![a.tensor(0, "weight")?, a.tensor(1, "indices")?, a.tensor(2, "offsets")?];
+            ops.extend(has_weights.then(|| a.tensor(6, "per_sample_weights")).flatten());
+            let padding_idx = a.opt_int(8, "padding_idx")?.filter(|&p| p >= 0);
+            let op = Op::EmbeddingBag {
+                mode: a.int(4, "mode", 0)?,
+                include_last_offset: a.bool(7, "include_last_offset", false)?,
+                padding_idx,
+                has_weights,
+            };
+            Some(Mapped::Op(op, ops))
+        }
         "masked_scatter" => Some(Mapped::Op(Op::MaskedScatter, vec![x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?])),
         "_cdist_forward" => Some(Mapped::Op(
             Op::Cdist { p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)) },

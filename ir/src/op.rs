@@ -133,6 +133,10 @@ pub enum Op {
     /// `aten._pdist_forward(x, p)`: p-norm distances between all pairs `i < j` of the rows
     /// of `[N, M]`, giving `[N (N - 1) / 2]`.
     Pdist { p: Scalar },
+    /// `aten._embedding_bag(weight, indices, offsets, [per_sample_weights])`: sums (mode 0),
+    /// means (1) or maxima (2) of the weight rows of each bag. Results: the bags and three
+    /// bookkeeping tensors whose types come from the trace (only the first is lowered).
+    EmbeddingBag { mode: i64, include_last_offset: bool, padding_idx: Option<i64>, has_weights: bool },
     /// `aten.mm`: `[m,k] x [k,n] -> [m,n]`.
     Mm,
     /// `aten.bmm`: `[b,m,k] x [b,k,n] -> [b,m,n]`.
@@ -260,6 +264,7 @@ impl Op {
             Op::MaskedScatter => "aten.masked_scatter",
             Op::Cdist { .. } => "aten.cdist",
             Op::Pdist { .. } => "aten.pdist",
+            Op::EmbeddingBag { .. } => "aten.embedding_bag",
             Op::Mm => "aten.mm",
             Op::Bmm => "aten.bmm",
             Op::Addmm => "aten.addmm",
@@ -333,6 +338,7 @@ impl Op {
             Op::Scatter { .. } | Op::MaskedScatter => 3,
             Op::Cdist { .. } => 2,
             Op::Pdist { .. } => 1,
+            Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
             Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),
             Op::Cat { .. } | Op::Unknown { .. } => return None,
         })

@@ -119,6 +119,12 @@ impl Op {
                 a
             }
             Op::Cdist { p } | Op::Pdist { p } => vec![("p", p.to_string())],
+            Op::EmbeddingBag { mode, include_last_offset, padding_idx, has_weights } => vec![
+                ("mode", mode.to_string()),
+                ("include_last_offset", b(include_last_offset)),
+                ("padding_idx", padding_idx.map(|p| p.to_string()).unwrap_or_else(|| "none".into())),
+                ("has_weights", b(has_weights)),
+            ],
             Op::Repeat { repeats } => vec![("repeats", ints(repeats))],
             Op::Flip { dims } => vec![("dims", ints(dims))],
             Op::Diagonal { offset, dim1, dim2 } => {
@@ -202,6 +208,12 @@ impl Op {
             },
             "aten.masked_scatter" => Op::MaskedScatter,
             "aten.cdist" => Op::Cdist { p: a.scalar("p")? },
+            "aten.embedding_bag" => Op::EmbeddingBag {
+                mode: a.int("mode")?,
+                include_last_offset: a.bool("include_last_offset")?,
+                padding_idx: a.opt_int("padding_idx")?,
+                has_weights: a.bool("has_weights")?,
+            },
             "aten.pdist" => Op::Pdist { p: a.scalar("p")? },
             "aten.mm" => Op::Mm,
             "aten.bmm" => Op::Bmm,
@@ -326,7 +338,7 @@ fn is_known_name(name: &str) -> bool {
         "aten.min", "aten.var", "aten.cumsum", "aten.pad", "aten.repeat", "aten.flip", "aten.diagonal",
         "aten.as_strided", "aten.gather", "aten.index_select", "aten.scatter", "aten.index_put",
         "aten.select_scatter", "aten.slice_scatter", "aten.sort", "aten.topk", "aten.upsample_bilinear",
-        "aten.batch_norm_batch_stats", "aten.masked_scatter", "aten.cdist", "aten.pdist",
+        "aten.batch_norm_batch_stats", "aten.masked_scatter", "aten.cdist", "aten.pdist", "aten.embedding_bag",
     ];
     FIXED.contains(&name)
         || UnaryOp::from_name(name).is_some()

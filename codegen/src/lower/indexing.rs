@@ -424,3 +424,96 @@ fn scatter_elements<'c, 'a>(e: &Emitter<'c, 'a>, base: V<'c, 'a>, out: &TensorTy
     let all: Vec<i64> = (0..rank as i64).collect();
     scatter(e, base, coords, updates, out, &[], &all, &all, rank as i64, c, loc)
 }
+
+/// `_embedding_bag`: row `k` of `weight[indices]` joins bag `b` where
+/// `offsets[b] <= k < offsets[b + 1]` (the last bag runs to the end unless
+/// `include_last_offset`); rows equal to `padding_idx` are skipped. Bags are combined by a
+/// scatter (sum, mean = sum / count, max); empty bags give 0, as in PyTorch. Only the first
+/// result is computed: the bookkeeping results are zeros, and graphs that use them are
+/// reported as unsupported before codegen.
+pub fn embedding_bag<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let Op::EmbeddingBag { mode, include_last_offset, padding_idx, has_weights } = op else {
+        return Err(e.internal("not an embedding bag"));
+    };
+    let (w, idx, offs) = (arg(e, operands, 0)?, arg(e, operands, 1)?, arg(e, operands, 2)?);
+    let out = &results[0];
+    let (b, d) = (out.shape[0], out.shape[1]);
+    let k = idx.1.num_elements() as i64;
+    let zeros: Vec<V<'c, 'a>> = results[1..].iter().map(|t| e.splat(Scalar::Int(0), t, loc)).collect::<Result<_>>()?;
+    let work = super::reduction::compute_dtype(out.dtype);
+    let ot = TensorType::new(work, out.shape.clone());
+    if k == 0 || b == 0 {
+        let z = e.splat(Scalar::Int(0), out, loc)?;
+        return Ok(std::iter::once(z).chain(zeros).collect());
+    }
+    let i64t = |s: Vec<i64>| TensorType::new(DType::I64, s);
+    let bool_t = |s: Vec<i64>| TensorType::new(DType::Bool, s);
+    // bag of row k: (number of offsets <= k among the first B) - 1.
+    let ov = e.convert(offs.0, offs.1, DType::I64, loc)?;
+    let n_off = offs.1.num_elements() as i64;
+    let starts = e.op("stablehlo.slice", loc, &[ov], &i64t(vec![b]), &[("start_indices", i64s(&[0])), ("limit_indices", i64s(&[b])), ("strides", i64s(&[1]))])?;
+    let kb = vec![k, b];
+    let starts_b = e.op("stablehlo.broadcast_in_dim", loc, &[starts], &i64t(kb.clone()), &[("broadcast_dimensions", "array<i64: 1>".into())])?;
+    let iota_k = e.op("stablehlo.iota", loc, &[], &i64t(kb.clone()), &[("iota_dimension", "0 : i64".into())])?;
+    let le = e.compare("LE", starts_b, iota_k, &kb, loc)?;
+    let le = e.convert(le, &bool_t(kb.clone()), DType::I64, loc)?;
+    let (count, _) = super::reduction::reduce_to(e, (le, &i64t(kb.clone())), &[1], false, Combiner::Add, DType::I64, loc)?;
+    let kt = i64t(vec![k]);
+    let one = e.splat(Scalar::Int(1), &kt, loc)?;
+    let bag = e.op("stablehlo.subtract", loc, &[count, one], &kt, &[])?;
+    // Invalid rows (before the first offset, past the last offset, padding) go to bag B, which
+    // the scatter skips as out of bounds.
+    let mut valid = e.compare("GE", count, one, &[k], loc)?;
+    let iv = e.convert(idx.0, idx.1, DType::I64, loc)?;
+    let iv = e.reshape(iv, &i64t(idx.1.shape.clone()), &kt, loc)?;
+    if *include_last_offset {
+        let last = e.op("stablehlo.slice", loc, &[ov], &i64t(vec![1]), &[("start_indices", i64s(&[n_off - 1])), ("limit_indices", i64s(&[n_off])), ("strides", i64s(&[1]))])?;
+        let last = e.broadcast(last, &i64t(vec![1]), &kt, loc)?;
+        let pos = e.op("stablehlo.iota", loc, &[], &kt, &[("iota_dimension", "0 : i64".into())])?;
+        let before = e.compare("LT", pos, last, &[k], loc)?;
+        valid = e.op("stablehlo.and", loc, &[valid, before], &bool_t(vec![k]), &[])?;
+    }
+    if let Some(p) = padding_idx {
+        let pad = e.splat(Scalar::Int(*p), &kt, loc)?;
+        let not_pad = e.compare("NE", iv, pad, &[k], loc)?;
+        valid = e.op("stablehlo.and", loc, &[valid, not_pad], &bool_t(vec![k]), &[])?;
+    }
+    let sink = e.splat(Scalar::Int(b), &kt, loc)?;
+    let bag = e.op("stablehlo.select", loc, &[valid, bag, sink], &kt, &[])?;
+    let coords = e.reshape(bag, &kt, &i64t(vec![k, 1]), loc)?;
+    // The rows, in the work dtype, weighted per sample when asked.
+    let wt = TensorType::new(work, w.1.shape.clone());
+    let wv = e.convert(w.0, w.1, work, loc)?;
+    let clamped = e.op("stablehlo.clamp", loc, &[e.splat(Scalar::Int(0), &kt, loc)?, iv, e.splat(Scalar::Int(w.1.shape[0] - 1), &kt, loc)?], &kt, &[])?;
+    let rt = TensorType::new(work, vec![k, d]);
+    let mut rows = index_select(e, (wv, &wt), 0, clamped, k, loc)?;
+    if *has_weights {
+        let ps = arg(e, operands, 3)?;
+        let pv = e.convert(ps.0, ps.1, work, loc)?;
+        let pv = e.reshape(pv, &TensorType::new(work, ps.1.shape.clone()), &TensorType::new(work, vec![k]), loc)?;
+        let pb = e.op("stablehlo.broadcast_in_dim", loc, &[pv], &rt, &[("broadcast_dimensions", "array<i64: 0>".into())])?;
+        rows = e.op("stablehlo.multiply", loc, &[rows, pb], &rt, &[])?;
+    }
+    let into = |base: V<'c, 'a>, t: &TensorType, upd: V<'c, 'a>, c: Combiner| scatter(e, base, coords, upd, t, &[1], &[0], &[0], 1, Some(c), loc);
+    let counts = {
+        let ones = e.splat(Scalar::Int(1), &rt, loc)?;
+        into(e.splat(Scalar::Int(0), &ot, loc)?, &ot, ones, Combiner::Add)?
+    };
+    let zero = e.splat(Scalar::Int(0), &ot, loc)?;
+    let r = match mode {
+        0 => into(zero, &ot, rows, Combiner::Add)?,
+        1 => {
+            let sum = into(zero, &ot, rows, Combiner::Add)?;
+            let n = e.op("stablehlo.maximum", loc, &[counts, e.splat(Scalar::Int(1), &ot, loc)?], &ot, &[])?;
+            e.op("stablehlo.divide", loc, &[sum, n], &ot, &[])?
+        }
+        _ => {
+            let init = e.splat(Combiner::Max.identity(work), &ot, loc)?;
+            let m = into(init, &ot, rows, Combiner::Max)?;
+            let any = e.compare("GT", counts, zero, &ot.shape, loc)?;
+            e.op("stablehlo.select", loc, &[any, m, zero], &ot, &[])?
+        }
+    };
+    let r = e.convert(r, &ot, out.dtype, loc)?;
+    Ok(std::iter::once(r).chain(zeros).collect())
+}

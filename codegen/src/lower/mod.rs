@@ -44,6 +44,7 @@ pub fn lower<'c, 'a>(
         Op::Reduce { op, dims, keepdim, .. } => one(reduction::reduce(e, *op, dims, *keepdim, operands, first()?, loc)),
         Op::Softmax { dim, log } => one(reduction::softmax(e, *dim, *log, operands, first()?, loc)),
         Op::Cdist { .. } | Op::Pdist { .. } => one(distance::lower(e, op, operands, first()?, loc)),
+        Op::EmbeddingBag { .. } => indexing::embedding_bag(e, op, operands, results, loc),
         Op::MaskedScatter => one(indexing::masked_scatter(e, operands, first()?, loc)),
         Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } | Op::BatchNormBatchStats { .. } => {
             normalization::lower(e, op, operands, results, loc)

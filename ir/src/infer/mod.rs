@@ -28,7 +28,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     let t = |dtype: DType, shape: Vec<i64>| Ok(Some(vec![TensorType::new(dtype, shape)]));
     let x = operands.first().copied();
     match op {
-        Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } | Op::Unknown { .. } => Ok(None),
+        // Embedding bag's bookkeeping results depend on the CPU code path; the trace says.
+        Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } | Op::Unknown { .. } | Op::EmbeddingBag { .. } => Ok(None),
         Op::Unary(u) => {
             let x = x.ok_or("missing operand")?;
             let dtype = match u {
