@@ -495,6 +495,14 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         )),
         "sort" => op1(Op::Sort { dim: a.int(1, "dim", -1)?, descending: a.bool(2, "descending", false)? }),
         "topk" => op1(Op::Topk { k: a.int(1, "k", 1)?, dim: a.int(2, "dim", -1)?, largest: a.bool(3, "largest", true)? }),
+        "grid_sampler_2d" => Some(Mapped::Op(
+            Op::GridSample {
+                mode: a.int(2, "interpolation_mode", 0)?,
+                padding: a.int(3, "padding_mode", 0)?,
+                align_corners: a.bool(4, "align_corners", false)?,
+            },
+            vec![x1(a, "input")?, a.tensor(1, "grid")?],
+        )),
         "upsample_bilinear2d" => {
             let out = results.first()?;
             let k = out.rank().checked_sub(2)?;

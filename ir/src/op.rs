@@ -236,6 +236,9 @@ pub enum Op {
     Topk { k: i64, dim: i64, largest: bool },
     /// `aten.upsample_bilinear2d` to `output_size`.
     UpsampleBilinear { output_size: Vec<i64>, align_corners: bool },
+    /// `aten.grid_sampler_2d(input, grid)`: `mode` 0 bilinear, 1 nearest, 2 bicubic; `padding`
+    /// 0 zeros, 1 border, 2 reflection.
+    GridSample { mode: i64, padding: i64, align_corners: bool },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -308,6 +311,7 @@ impl Op {
             Op::Sort { .. } => "aten.sort",
             Op::Topk { .. } => "aten.topk",
             Op::UpsampleBilinear { .. } => "aten.upsample_bilinear",
+            Op::GridSample { .. } => "aten.grid_sample",
             Op::Unknown { target } => target,
         }
     }
@@ -336,7 +340,7 @@ impl Op {
             Op::ClampTensor { has_min, has_max } => 1 + opt(has_min) + opt(has_max),
             Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
             Op::Scatter { .. } | Op::MaskedScatter => 3,
-            Op::Cdist { .. } => 2,
+            Op::Cdist { .. } | Op::GridSample { .. } => 2,
             Op::Pdist { .. } => 1,
             Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
             Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),

@@ -150,6 +150,9 @@ impl Op {
             Op::UpsampleBilinear { output_size, align_corners } => {
                 vec![("output_size", ints(output_size)), ("align_corners", b(align_corners))]
             }
+            Op::GridSample { mode, padding, align_corners } => {
+                vec![("mode", mode.to_string()), ("padding", padding.to_string()), ("align_corners", b(align_corners))]
+            }
             Op::Unknown { target } if needs_quoting(target) => vec![("target", quote(target))],
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
             | Op::Embedding | Op::CopyInto | Op::MaskedScatter | Op::Unknown { .. } => vec![],
@@ -294,6 +297,9 @@ impl Op {
             }
             "aten.sort" => Op::Sort { dim: a.int("dim")?, descending: a.bool("descending")? },
             "aten.topk" => Op::Topk { k: a.int("k")?, dim: a.int("dim")?, largest: a.bool("largest")? },
+            "aten.grid_sample" => {
+                Op::GridSample { mode: a.int("mode")?, padding: a.int("padding")?, align_corners: a.bool("align_corners")? }
+            }
             "aten.upsample_bilinear" => {
                 Op::UpsampleBilinear { output_size: a.ints("output_size")?, align_corners: a.bool("align_corners")? }
             }
@@ -339,6 +345,7 @@ fn is_known_name(name: &str) -> bool {
         "aten.as_strided", "aten.gather", "aten.index_select", "aten.scatter", "aten.index_put",
         "aten.select_scatter", "aten.slice_scatter", "aten.sort", "aten.topk", "aten.upsample_bilinear",
         "aten.batch_norm_batch_stats", "aten.masked_scatter", "aten.cdist", "aten.pdist", "aten.embedding_bag",
+        "aten.grid_sample",
     ];
     FIXED.contains(&name)
         || UnaryOp::from_name(name).is_some()

@@ -11,6 +11,7 @@ pub mod linalg;
 pub mod normalization;
 pub mod pooling;
 pub mod reduction;
+pub mod sampling;
 pub mod shape;
 
 use fxhlo_ir::{Op, TensorType};
@@ -78,6 +79,9 @@ pub fn lower<'c, 'a>(
             shape::lower(e, op, operands, results, loc)
         }
         Op::UpsampleBilinear { .. } => pooling::lower(e, op, operands, results, loc),
+        Op::GridSample { mode, padding, align_corners } => {
+            one(sampling::grid_sample(e, *mode, *padding, *align_corners, operands, first()?, loc))
+        }
         Op::Input { .. } | Op::Unknown { .. } => Err(e.internal(format!("{} reached lowering", op.name()))),
     }
 }

@@ -167,6 +167,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         | Op::Sort { .. }
         | Op::Topk { .. } => index::infer(op, operands),
         Op::UpsampleBilinear { .. } => nn::pool(op, operands),
+        Op::GridSample { .. } => nn::grid_sample(op, operands),
     }
 }
 

@@ -210,6 +210,20 @@ fn spatial(x: &TensorType, kernel: &[i64], stride: &[i64], pad: &[i64], dil: &[i
         .collect()
 }
 
+/// `grid_sampler_2d`: a floating-point `[N, C, H, W]` input sampled at a `[N, Ho, Wo, 2]` grid
+/// of its dtype gives `[N, C, Ho, Wo]`.
+pub fn grid_sample(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let (x, g) = (operands[0], operands[1]);
+    let Op::GridSample { mode, padding, .. } = op else { return Err(format!("{} is not a grid sample", op.name())) };
+    if !(0..=2).contains(mode) || !(0..=2).contains(padding) {
+        return Err(format!("grid sample: unknown interpolation mode {mode} or padding mode {padding}"));
+    }
+    if !x.dtype.is_float() || g.dtype != x.dtype || x.rank() != 4 || g.rank() != 4 || g.shape[0] != x.shape[0] || g.shape[3] != 2 {
+        return Err(format!("grid sample needs a floating-point [N, C, H, W] input and a [N, Ho, Wo, 2] grid of its dtype, found {x} and {g}"));
+    }
+    one(TensorType::new(x.dtype, vec![x.shape[0], x.shape[1], g.shape[1], g.shape[2]]))
+}
+
 /// `cdist` and `pdist`.
 pub fn distance(op: &Op, operands: &[&TensorType]) -> InferResult {
     let x = operands[0];
