@@ -134,9 +134,9 @@ impl Compiled {
     pub fn run_bundle(&self, compiler: &Compiler, bundle: &Bundle) -> Result<Vec<HostTensor>> {
         let mut args = Vec::with_capacity(self.inputs.len());
         for sig in &self.inputs {
-            let view = match (&sig.weight, sig.kind) {
-                (Some(key), _) => bundle.weights.as_ref().and_then(|w| w.get(key)),
-                (None, _) => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
+            let view = match &sig.weight {
+                Some(key) => bundle.weights.as_ref().and_then(|w| w.get(key)),
+                None => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
             };
             let view = view.ok_or_else(|| {
                 Error::Input(format!(

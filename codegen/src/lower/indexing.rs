@@ -80,36 +80,8 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
         Op::Index { present } => {
             let x = arg(e, operands, 0)?;
             let positions: Vec<usize> = present.iter().enumerate().filter(|(_, p)| **p).map(|(i, _)| i).collect();
-            let indices = &operands[1..];
-            let bshape = indices.iter().try_fold(Vec::new(), |acc, t| fxhlo_ir::infer::broadcast_shapes(&acc, &t.1.shape)).map_err(|m| e.internal(m))?;
-            let b = bshape.len();
-            let mut col_shape = bshape.clone();
-            col_shape.push(1);
-            let col_t = TensorType::new(DType::I64, col_shape);
-            let mut cols = Vec::with_capacity(indices.len());
-            for (&pos, idx) in positions.iter().zip(indices) {
-                let w = wrap(e, *idx, x.1.shape[pos], loc)?;
-                let wt = TensorType::new(DType::I64, idx.1.shape.clone());
-                let bt = TensorType::new(DType::I64, bshape.clone());
-                let w = e.broadcast(w, &wt, &bt, loc)?;
-                cols.push(e.reshape(w, &bt, &col_t, loc)?);
-            }
-            let mut stacked_shape = bshape.clone();
-            stacked_shape.push(positions.len() as i64);
-            let stacked_t = TensorType::new(DType::I64, stacked_shape);
-            let stacked = if cols.len() == 1 {
-                cols[0]
-            } else {
-                e.op("stablehlo.concatenate", loc, &cols, &stacked_t, &[("dimension", format!("{b} : i64"))])?
-            };
-            let adjacent = positions.windows(2).all(|w| w[1] == w[0] + 1);
-            let rest = x.1.rank() - positions.len();
-            let offset: Vec<i64> = if adjacent {
-                let p0 = positions[0];
-                (0..p0).chain(p0 + b..p0 + b + (rest - p0)).map(|i| i as i64).collect()
-            } else {
-                (b..b + rest).map(|i| i as i64).collect()
-            };
+            let (stacked, b) = stack_indices(e, x.1, &positions, &operands[1..], loc)?;
+            let offset = window_dims(&positions, b, x.1.rank());
             let pos: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
             let mut sizes = x.1.shape.clone();
             for &p in &positions {
@@ -306,10 +278,9 @@ pub fn embed<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
         }
         Op::SliceScatter { dim, start, end, step } => {
             let d = fxhlo_ir::infer::normalize_dim(*dim, rank).map_err(|m| e.internal(m))?;
-            let size = out.shape[d];
-            let norm = |v: i64| if v < 0 { v.saturating_add(size).max(0) } else { v.min(size) };
-            let _ = norm(*end);
-            (d, norm(*start), *step, src.1.clone())
+            // The source's length along `d` fixes where the slice ends; only its start matters.
+            let (lo, _) = fxhlo_ir::infer::slice_bounds(*start, *end, out.shape[d]);
+            (d, lo, *step, src.1.clone())
         }
         _ => return Err(e.internal("not a scatter embedding")),
     };

@@ -28,7 +28,7 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
         Op::Expand { .. } => one(e.broadcast(x.0, x.1, out, loc)),
         Op::Slice { dim, start, end, step } => {
             let d = norm(*dim, rank)?;
-            let (lo, _) = fxhlo_ir_slice(*start, *end, x.1.shape[d]);
+            let (lo, _) = fxhlo_ir::infer::slice_bounds(*start, *end, x.1.shape[d]);
             one(slice(e, x, d, lo, lo + (out.shape[d] - 1).max(0) * step + 1, *step, out, loc))
         }
         Op::Select { dim, index } => {
@@ -175,12 +175,6 @@ fn pad_op<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, pad: &[i64], mode
         t = nt;
     }
     Ok(v)
-}
-
-/// Python slicing bounds (see `ir::infer`).
-fn fxhlo_ir_slice(start: i64, end: i64, size: i64) -> (i64, i64) {
-    let norm = |v: i64| if v < 0 { v.saturating_add(size).max(0) } else { v.min(size) };
-    (norm(start), norm(end))
 }
 
 /// `x[.., lo:hi:step, ..]` along dim `d` (an empty result when the range is empty).

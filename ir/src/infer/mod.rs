@@ -8,7 +8,7 @@ mod promote;
 mod shape;
 
 pub use promote::{promote_types, result_type};
-pub use shape::is_legacy_empty;
+pub use shape::{is_legacy_empty, slice_bounds};
 
 use crate::op::{BinaryOp, Op, ReduceOp};
 use crate::types::{DType, TensorType};
