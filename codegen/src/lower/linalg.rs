@@ -43,14 +43,6 @@ pub fn matmul<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, 
     Ok(product)
 }
 
-fn per_dim(v: &[i64], n: usize, default: i64) -> Vec<i64> {
-    match v.len() {
-        0 => vec![default; n],
-        1 => vec![v[0]; n],
-        _ => v.to_vec(),
-    }
-}
-
 /// `aten.convolution`.
 pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } = op else {
@@ -58,13 +50,14 @@ pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c,
     };
     let (x, w) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let n = w.1.rank() - 2;
-    let (stride, padding, dilation) = (per_dim(stride, n, 1), per_dim(padding, n, 0), per_dim(dilation, n, 1));
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let (stride, padding, dilation) = (per_dim(stride, 1, "stride")?, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?);
     let spatial: Vec<String> = (0..n).map(|i| i.to_string()).collect();
     let sp = spatial.join(", ");
     let mut attrs = vec![("batch_group_count", "1 : i64".to_string())];
     let (weight, pads, lhs_dilation, strides, kernel_layout, feature_groups);
     if *transposed {
-        let out_pad = per_dim(output_padding, n, 0);
+        let out_pad = per_dim(output_padding, 0, "output_padding")?;
         // Reverse the kernel spatially; its dims are [in, out/groups, k...].
         let spatial_dims: Vec<i64> = (2..w.1.rank() as i64).collect();
         let reversed = e.op("stablehlo.reverse", loc, &[w.0], w.1, &[("dimensions", i64s(&spatial_dims))])?;

@@ -21,12 +21,12 @@ use crate::Result;
 
 type V<'c, 'a> = Value<'c, 'a>;
 
-fn per_dim(v: &[i64], n: usize, default: &[i64]) -> Vec<i64> {
-    match v.len() {
-        0 => default.to_vec(),
-        1 => vec![v[0]; n],
-        _ => v.to_vec(),
-    }
+/// Stride, padding and dilation of an `n`-dim window (an empty stride means the kernel size).
+fn window_params(e: &Emitter<'_, '_>, kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64]) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+    let n = kernel.len();
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let s = if stride.is_empty() { kernel.to_vec() } else { per_dim(stride, 0, "stride")? };
+    Ok((s, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?))
 }
 
 /// Lowers one pooling op to its results.
@@ -37,7 +37,7 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
     match op {
         Op::MaxPool { kernel, stride, padding, dilation, .. } => {
             let n = kernel.len();
-            let (s, p, d) = (per_dim(stride, n, kernel), per_dim(padding, n, &vec![0; n]), per_dim(dilation, n, &vec![1; n]));
+            let (s, p, d) = window_params(e, kernel, stride, padding, dilation)?;
             let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &d);
             // Candidate index of every input element: its flat offset within its spatial plane.
             let it = TensorType::new(DType::I64, x.1.shape.clone());
@@ -58,7 +58,7 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
         }
         Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
             let n = kernel.len();
-            let (s, p) = (per_dim(stride, n, kernel), per_dim(padding, n, &vec![0; n]));
+            let (s, p, _) = window_params(e, kernel, stride, padding, &[])?;
             let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &vec![1; n]);
             let work = compute_dtype(x.1.dtype);
             let xt = TensorType::new(work, x.1.shape.clone());

@@ -7,6 +7,7 @@ mod nn;
 mod promote;
 mod shape;
 
+pub use nn::per_dim;
 pub use promote::{promote_types, result_type};
 pub use shape::{is_legacy_empty, slice_bounds};
 

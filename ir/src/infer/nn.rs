@@ -101,7 +101,9 @@ fn window_out(input: i64, kernel: i64, stride: i64, pad: i64, dilation: i64, cei
     Some(out)
 }
 
-fn per_dim(v: &[i64], n: usize, default: i64, what: &str) -> Result<Vec<i64>, String> {
+/// A window parameter (stride, padding, dilation, ...) for `n` spatial dims: empty means
+/// `default` everywhere, one value applies to every dim, otherwise one value per dim.
+pub fn per_dim(v: &[i64], n: usize, default: i64, what: &str) -> Result<Vec<i64>, String> {
     match v.len() {
         0 => Ok(vec![default; n]),
         1 => Ok(vec![v[0]; n]),
