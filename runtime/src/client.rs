@@ -6,6 +6,7 @@ use std::time::Instant;
 use crate::buffer::HostTensor;
 use crate::device::{tpu_preflight, DeviceKind, Target};
 use crate::device_buffer::DeviceBuffer;
+use crate::element::ElementType;
 use crate::env::EnvConfig;
 use crate::error::{guard, pjrt_message, Error, Result};
 use crate::executable::{self, CompileOptions, Executable};
@@ -25,6 +26,9 @@ pub struct Client {
     target: Target,
     client: pjrt::Client,
     raw: RawApi,
+    /// The raw client and its first addressable device, for [`Client::upload_bytes`].
+    raw_client: *mut pjrt_sys::PJRT_Client,
+    device: *mut pjrt_sys::PJRT_Device,
     id: u64,
     api_version: (i32, i32),
     platform_name: String,
@@ -58,13 +62,14 @@ impl Client {
         }
         let plugin = plugin::load(&target.plugin)?;
         let start = Instant::now();
-        let client =
-            pjrt::Client::builder(&plugin.api)
-                .build()
-                .map_err(|e| Error::ClientCreate {
-                    plugin: target.plugin.clone(),
-                    message: pjrt_message(e),
-                })?;
+        let create_error = |message: String| Error::ClientCreate {
+            plugin: target.plugin.clone(),
+            message,
+        };
+        let raw_client = plugin.raw.create_client().map_err(create_error)?;
+        // `wrap` takes ownership: the client is destroyed when the last `pjrt::Client` drops.
+        let client = pjrt::Client::wrap(&plugin.api, raw_client);
+        let device = plugin.raw.first_device(raw_client).map_err(create_error)?;
         let platform_name = guard("platform name", || client.platform_name().into_owned())?;
         let platform_version = guard("platform version", || {
             client.platform_version().into_owned()
@@ -87,6 +92,8 @@ impl Client {
             target: target.clone(),
             client,
             raw: plugin.raw,
+            raw_client,
+            device,
             id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
             api_version: plugin.version,
             platform_name,
@@ -166,6 +173,27 @@ impl Client {
 
     /// Copies a host tensor to this client's first device (the tensor is validated first).
     pub fn upload(&self, t: &HostTensor) -> Result<DeviceBuffer> {
-        guard("upload", || DeviceBuffer::upload(&self.client, self.id, t))?
+        t.validate()?;
+        if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
+            // Any non-zero byte means true; the device wants 0/1.
+            let bytes: Vec<u8> = t.bytes.iter().map(|&b| u8::from(b != 0)).collect();
+            return self.upload_bytes(t.element_type, &t.dims, &bytes);
+        }
+        self.upload_bytes(t.element_type, &t.dims, &t.bytes)
+    }
+
+    /// Copies a dense row-major tensor, given as its bytes, to this client's first device.
+    /// The bytes are read once, during the call (no staging copy): the caller may reuse them
+    /// as soon as this returns. `bytes.len()` must be the dense size of `dims`. Booleans are
+    /// one byte each and must be 0 or 1.
+    pub fn upload_bytes(&self, element_type: ElementType, dims: &[i64], bytes: &[u8]) -> Result<DeviceBuffer> {
+        let ptr = self.raw.buffer_from_host(self.raw_client, self.device, element_type, dims, bytes)?;
+        Ok(DeviceBuffer::new(
+            pjrt::Buffer::wrap(&self.client, ptr),
+            element_type,
+            dims.to_vec(),
+            self.raw,
+            self.id,
+        ))
     }
 }

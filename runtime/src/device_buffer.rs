@@ -1,11 +1,12 @@
-//! Device buffers: host-to-device upload and device-to-host download of [`HostTensor`]s.
+//! Device buffers: what uploads and executions produce, and their download to host memory.
 
 use std::fmt;
 
-use crate::buffer::{element_count, HostTensor};
-use crate::element::{Bf16Bits, Element, ElementType, F16Bits};
-use crate::error::{pjrt_message, Error, Result};
+use crate::buffer::HostTensor;
+use crate::element::ElementType;
+use crate::error::{Error, Result};
 use crate::plugin::{buffer_ptr, RawApi};
+use crate::transfer::dense_len;
 
 /// A buffer on a device, owned by the [`crate::Client`] that made it (not `Send`).
 ///
@@ -14,6 +15,7 @@ pub struct DeviceBuffer {
     buffer: pjrt::Buffer,
     element_type: ElementType,
     dims: Vec<i64>,
+    raw: RawApi,
     client_id: u64,
 }
 
@@ -26,83 +28,28 @@ impl fmt::Debug for DeviceBuffer {
     }
 }
 
-fn upload_error(err: pjrt::Error) -> Error {
-    Error::Transfer {
-        direction: "host-to-device",
-        message: pjrt_message(err),
+fn no_pointer() -> Error {
+    Error::Pjrt {
+        operation: "buffer",
+        message: "pjrt returned a buffer without a pointer".to_string(),
     }
-}
-
-fn download_error(message: String) -> Error {
-    Error::Transfer {
-        direction: "device-to-host",
-        message,
-    }
-}
-
-/// Copies typed host data to the client's first addressable device and waits for it.
-fn typed<E: pjrt::ElemType>(
-    client: &pjrt::Client,
-    data: Vec<E>,
-    dims: Vec<i64>,
-) -> Result<pjrt::Buffer> {
-    pjrt::TypedHostBuffer::<E::Type>::builder()
-        .data::<E>(data)
-        .dims(dims)
-        .build()
-        .copy_to_sync(client)
-        .map_err(upload_error)
-}
-
-/// Decodes the tensor's bytes as `T` and uploads them.
-fn decode_and_upload<T: Element + pjrt::ElemType>(
-    client: &pjrt::Client,
-    t: &HostTensor,
-) -> Result<pjrt::Buffer> {
-    typed(client, t.to_vec::<T>()?, t.dims.clone())
-}
-
-/// Uploads 16-bit data under the pjrt element wrapper `W`.
-fn upload_u16<W: pjrt::ElemType>(
-    client: &pjrt::Client,
-    t: &HostTensor,
-    wrap: fn(u16) -> W,
-) -> Result<pjrt::Buffer> {
-    let data = t
-        .bytes
-        .chunks_exact(2)
-        .map(|b| wrap(u16::from_le_bytes([b[0], b[1]])))
-        .collect();
-    typed(client, data, t.dims.clone())
 }
 
 impl DeviceBuffer {
-    /// Uploads `t` (validated first) to the first addressable device of `client`.
-    pub(crate) fn upload(
-        client: &pjrt::Client,
+    pub(crate) fn new(
+        buffer: pjrt::Buffer,
+        element_type: ElementType,
+        dims: Vec<i64>,
+        raw: RawApi,
         client_id: u64,
-        t: &HostTensor,
-    ) -> Result<DeviceBuffer> {
-        t.validate()?;
-        let buffer = match t.element_type {
-            // `Vec<bool>` must hold only 0/1 bytes: decode (non-zero = true) instead of casting.
-            ElementType::Bool => decode_and_upload::<bool>(client, t)?,
-            ElementType::I8 => decode_and_upload::<i8>(client, t)?,
-            ElementType::I16 => decode_and_upload::<i16>(client, t)?,
-            ElementType::I32 => decode_and_upload::<i32>(client, t)?,
-            ElementType::I64 => decode_and_upload::<i64>(client, t)?,
-            ElementType::U8 => decode_and_upload::<u8>(client, t)?,
-            ElementType::F32 => decode_and_upload::<f32>(client, t)?,
-            ElementType::F64 => decode_and_upload::<f64>(client, t)?,
-            ElementType::F16 => upload_u16(client, t, F16Bits)?,
-            ElementType::BF16 => upload_u16(client, t, Bf16Bits)?,
-        };
-        Ok(DeviceBuffer {
+    ) -> DeviceBuffer {
+        DeviceBuffer {
             buffer,
-            element_type: t.element_type,
-            dims: t.dims.clone(),
+            element_type,
+            dims,
+            raw,
             client_id,
-        })
+        }
     }
 
     /// Wraps an executable's output buffer, reading its element type and dims.
@@ -111,43 +58,38 @@ impl DeviceBuffer {
         raw: &RawApi,
         client_id: u64,
     ) -> Result<DeviceBuffer> {
-        let ptr = buffer_ptr(&buffer).ok_or_else(|| Error::Pjrt {
-            operation: "output buffer",
-            message: "pjrt returned a buffer without a pointer".to_string(),
-        })?;
+        let ptr = buffer_ptr(&buffer).ok_or_else(no_pointer)?;
         let element_type = ElementType::from_pjrt(raw.buffer_element_type(ptr)?)?;
         let dims = buffer.dims();
-        Ok(DeviceBuffer {
-            buffer,
-            element_type,
-            dims,
-            client_id,
-        })
+        Ok(DeviceBuffer::new(buffer, element_type, dims, *raw, client_id))
     }
 
-    /// Copies the buffer to host memory (row-major, little-endian) and waits for the copy.
-    pub fn to_host(&self) -> Result<HostTensor> {
-        let (args, bytes) = self
-            .buffer
-            .call_copy_to_host()
-            .map_err(|e| download_error(pjrt_message(e)))?;
-        if args.event.is_null() {
-            return Err(download_error(
-                "the plugin returned no completion event".to_string(),
-            ));
-        }
-        pjrt::Event::wrap(self.buffer.client().api(), args.event)
-            .wait()
-            .map_err(|e| download_error(pjrt_message(e)))?;
-        let want = element_count(&self.dims)? * self.element_type.byte_size();
-        if bytes.len() != want {
-            return Err(download_error(format!(
-                "the plugin returned {} bytes for a {} buffer of dims {:?} ({want} expected)",
-                bytes.len(),
+    /// The dense byte size of the buffer's contents on the host.
+    pub fn byte_size(&self) -> Result<usize> {
+        dense_len(self.element_type, &self.dims)
+    }
+
+    /// Copies the buffer into `dst` (row-major, little-endian), which must be exactly
+    /// [`DeviceBuffer::byte_size`] bytes, and waits for the copy. No staging copy: the plugin
+    /// writes straight into `dst`.
+    pub fn copy_into(&self, dst: &mut [u8]) -> Result<()> {
+        let want = self.byte_size()?;
+        if dst.len() != want {
+            return Err(Error::InvalidTensor(format!(
+                "{} buffer with dims {:?} needs a {want}-byte destination, got {}",
                 self.element_type,
-                self.dims
+                self.dims,
+                dst.len()
             )));
         }
+        let ptr = buffer_ptr(&self.buffer).ok_or_else(no_pointer)?;
+        self.raw.buffer_to_host(ptr, dst)
+    }
+
+    /// Copies the buffer to a new host tensor and waits for the copy.
+    pub fn to_host(&self) -> Result<HostTensor> {
+        let mut bytes = vec![0; self.byte_size()?];
+        self.copy_into(&mut bytes)?;
         HostTensor::new(self.element_type, self.dims.clone(), bytes)
     }
 
@@ -157,8 +99,8 @@ impl DeviceBuffer {
     }
 
     /// The dimensions (empty for a scalar).
-    pub fn dims(&self) -> Vec<i64> {
-        self.dims.clone()
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
     }
 
     /// The underlying `pjrt` buffer.

@@ -1,9 +1,8 @@
 //! Element types: the [`ElementType`] enum, the Rust types that hold them ([`Element`]), and
 //! their mapping to PJRT buffer types.
 //!
-//! `pjrt` 0.2.0 has typed host buffers for bool, integers, f32 and f64 but none for f16/bf16;
-//! its `Type`/`ElemType` traits are public, so this module adds the two half types
-//! (`F16Type`, `Bf16Type`) and uploads every element type through `TypedHostBuffer`.
+//! Transfers go through the C API with raw bytes (see `transfer.rs`), so every element type,
+//! f16 and bf16 included, moves the same way.
 
 use std::fmt;
 use std::str::FromStr;
@@ -210,46 +209,6 @@ impl Element for bool {
     }
 }
 
-/// `pjrt::Type` for IEEE f16 (missing from `pjrt` 0.2.0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct F16Type;
-
-/// The bits of one f16 element, as `pjrt`'s `ElemType` for [`F16Type`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(transparent)]
-pub(crate) struct F16Bits(pub u16);
-
-impl pjrt::Type for F16Type {
-    const NAME: &'static str = "f16";
-    const PRIMITIVE_TYPE: PrimitiveType = PrimitiveType::F16;
-    const TYPE: Self = F16Type;
-    type ElemType = F16Bits;
-}
-
-impl pjrt::ElemType for F16Bits {
-    type Type = F16Type;
-}
-
-/// `pjrt::Type` for bfloat16 (missing from `pjrt` 0.2.0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Bf16Type;
-
-/// The bits of one bf16 element, as `pjrt`'s `ElemType` for [`Bf16Type`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(transparent)]
-pub(crate) struct Bf16Bits(pub u16);
-
-impl pjrt::Type for Bf16Type {
-    const NAME: &'static str = "bf16";
-    const PRIMITIVE_TYPE: PrimitiveType = PrimitiveType::BF16;
-    const TYPE: Self = Bf16Type;
-    type ElemType = Bf16Bits;
-}
-
-impl pjrt::ElemType for Bf16Bits {
-    type Type = Bf16Type;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,12 +232,5 @@ mod tests {
             .err()
             .map(|e| e.to_string());
         assert!(msg.unwrap_or_default().contains("U32"));
-    }
-
-    #[test]
-    fn half_types_have_pjrt_sizes() {
-        use pjrt::Type;
-        assert_eq!(F16Type::SIZE, 2);
-        assert_eq!(Bf16Type::SIZE, 2);
     }
 }

@@ -32,6 +32,7 @@ pub mod error;
 pub mod executable;
 pub mod plugin;
 pub mod signature;
+mod transfer;
 
 pub use buffer::HostTensor;
 pub use client::Client;

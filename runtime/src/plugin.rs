@@ -238,13 +238,17 @@ fn check_version(path: &Path, struct_size: usize, major: i32, minor: i32) -> Res
 pub(crate) struct RawApi(*const PJRT_Api);
 
 impl RawApi {
+    /// The function table.
+    pub(crate) fn table(&self) -> &PJRT_Api {
+        // SAFETY: `self.0` points at the plugin's static table, which outlives the process's use
+        // of it (`pjrt` never unloads plugins); the table is at least as long as ours.
+        unsafe { &*self.0 }
+    }
+
     /// The element type of a buffer, as the raw `PJRT_Buffer_Type` code (`pjrt`'s
     /// `Buffer::primitive_type` panics on codes it does not know, such as newer f8/f4 types).
     pub(crate) fn buffer_element_type(&self, buffer: *mut PJRT_Buffer) -> Result<PJRT_Buffer_Type> {
-        // SAFETY: `self.0` points at the plugin's static table, which outlives the process's use
-        // of it (`pjrt` never unloads plugins); the table is at least as long as ours.
-        let api = unsafe { &*self.0 };
-        let f = api.PJRT_Buffer_ElementType.ok_or_else(|| Error::Pjrt {
+        let f = self.table().PJRT_Buffer_ElementType.ok_or_else(|| Error::Pjrt {
             operation: "PJRT_Buffer_ElementType",
             message: "the plugin does not implement it".to_string(),
         })?;
@@ -262,9 +266,8 @@ impl RawApi {
     }
 
     /// Reads and frees a `PJRT_Error`.
-    fn take_error(&self, err: *mut pjrt_sys::PJRT_Error) -> String {
-        // SAFETY: as in `buffer_element_type`; `err` was just returned by this plugin.
-        let api = unsafe { &*self.0 };
+    pub(crate) fn take_error(&self, err: *mut pjrt_sys::PJRT_Error) -> String {
+        let api = self.table();
         let mut message = String::from("unknown error");
         if let Some(f) = api.PJRT_Error_Message {
             let mut args = pjrt_sys::PJRT_Error_Message_Args::new();

@@ -71,7 +71,7 @@ impl Signature {
             let dims_ok = got_dims.len() == dims.len()
                 && dims
                     .iter()
-                    .zip(&got_dims)
+                    .zip(got_dims)
                     .all(|(want, got)| want.is_none_or(|w| w == *got));
             if !(type_ok && dims_ok) {
                 return Err(Error::Execute {
