@@ -1,6 +1,7 @@
 //! The compiler: options, a PJRT client for one target, and compile = passes → codegen →
 //! PJRT compile.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fxhlo_frontend::Bundle;
@@ -8,6 +9,7 @@ use fxhlo_ir::{Graph, InputKind, Op, TensorType};
 use fxhlo_passes::PassManager;
 use fxhlo_runtime::{Client, DeviceBuffer, DeviceKind, Executable, HostTensor, Target};
 
+use crate::dump::Dump;
 use crate::tensor::{element_type, host_tensor};
 use crate::{Error, Result};
 
@@ -59,10 +61,50 @@ impl Compiler {
 
     /// Runs the pass pipeline on a copy of `graph`, lowers it to StableHLO and compiles it.
     pub fn compile(&self, graph: &Graph) -> Result<Compiled> {
+        self.compile_dumped(graph, None)
+    }
+
+    /// Parses a JSON trace (`origin` names it in errors), imports it and compiles it; with
+    /// `dump`, each stage's output goes under that folder (see [`Dump`]).
+    pub fn compile_json(&self, json: &[u8], origin: &Path, dump: Option<&Path>) -> Result<(Graph, Compiled)> {
+        let trace = fxhlo_frontend::parse_json(json, origin)?;
+        let graph = fxhlo_frontend::import::import(&trace, origin)?;
+        let dump = match dump {
+            Some(root) => {
+                let d = Dump::create(root, &graph.name, &fxhlo_ir::print(&graph))?;
+                d.write(0, "trace", "json", json)?;
+                Some(d)
+            }
+            None => None,
+        };
+        let compiled = self.compile_dumped(&graph, dump.as_ref())?;
+        Ok((graph, compiled))
+    }
+
+    /// [`Compiler::compile`], writing the IR and StableHLO stages to `dump` when given.
+    pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>) -> Result<Compiled> {
+        let imported = dump.map(|_| fxhlo_ir::print(graph));
+        if let (Some(d), Some(text)) = (dump, &imported) {
+            d.write(1, "import", "gir", text.as_bytes())?;
+        }
         let mut optimized = graph.clone();
         PassManager::new(fxhlo_passes::default_pipeline()).run(&mut optimized)?;
+        if let (Some(d), Some(text)) = (dump, &imported) {
+            let after = fxhlo_ir::print(&optimized);
+            if after != *text {
+                d.write(2, "passes", "gir", after.as_bytes())?;
+            }
+        }
         let start = Instant::now();
-        let mlir = fxhlo_codegen::lower(&optimized)?;
+        let lowered = fxhlo_codegen::lower(&optimized);
+        if let (Some(d), Err(e)) = (dump, &lowered) {
+            // The reason compilation stopped is part of what a reader of the dump wants.
+            d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
+        }
+        let mlir = lowered?;
+        if let Some(d) = dump {
+            d.write(3, "stablehlo", "mlir", mlir.as_bytes())?;
+        }
         let codegen_time = start.elapsed();
         let start = Instant::now();
         let executable = self.client.compile(&mlir)?;

@@ -18,6 +18,9 @@ pub enum Error {
     /// the tensors needed to run it.
     #[error("inputs: {0}")]
     Input(String),
+    /// A file fxhlo writes (a stage dump) could not be written.
+    #[error("{}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),

@@ -81,8 +81,9 @@ class Capture:
     """The AOT Autograd forward graph (core ATen)."""
     inputs: list
     """One :class:`CapturedInput` per placeholder of ``gm``, in order."""
-    outputs: list
-    """The compiled model's outputs on the example arguments, flattened."""
+    outputs: list | None
+    """The compiled model's outputs on the example arguments, flattened (None when the
+    capture did not run the model: the torch.compile backend)."""
 
 
 def _tensor_origins(model: torch.nn.Module) -> dict:
@@ -370,9 +371,10 @@ def _result_metas(node: torch.fx.Node, producers: dict) -> list:
     return [_meta(val, what)]
 
 
-def trace_dict(cap: Capture, name: str, root: Path):
+def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True):
     """Returns ``(trace, weights)``: the graph.json content and the tensors of
-    weights.safetensors by key."""
+    weights.safetensors by key (an empty dict without ``collect_weights``: the backend passes
+    weights at run time and needs no copy)."""
     gm = cap.gm
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(cap.inputs):
@@ -384,10 +386,14 @@ def trace_dict(cap: Capture, name: str, root: Path):
             _check_static(val, _describe_input(node, inp))
     inputs, nodes, outputs, weights = [], [], [], {}
 
+    keys = set()
+
     def add_weight(key, tensor, what):
-        if key in weights:
+        if key in keys:
             raise ExportError(f"{what}: weights key {key} is used twice")
-        weights[key] = tensor.detach().clone(memory_format=torch.contiguous_format)
+        keys.add(key)
+        if collect_weights:
+            weights[key] = tensor.detach().clone(memory_format=torch.contiguous_format)
 
     for node, inp in zip(placeholders, cap.inputs):
         what = _describe_input(node, inp)
@@ -433,7 +439,7 @@ def trace_dict(cap: Capture, name: str, root: Path):
                 outputs.append(_arg(o, node, i))
         elif node.op != "placeholder":
             raise ExportError(f"FX node {node.name} has op {node.op}, which traces cannot hold")
-    if len(outputs) != len(cap.outputs):
+    if cap.outputs is not None and len(outputs) != len(cap.outputs):
         raise ExportError(
             f"the graph returns {len(outputs)} values for the model's {len(cap.outputs)} outputs: the "
             "model mutates an input or buffer (e.g. batch norm in training mode), which traces cannot express"

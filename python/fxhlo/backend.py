@@ -1,0 +1,297 @@
+"""The torch.compile backend: ``torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False)``.
+
+Dynamo hands the backend an FX graph and its real example inputs. The backend runs AOT Autograd
+with the core ATen decompositions (the capture of :mod:`fxhlo.export`, so a graph compiled here
+and the same model exported to a bundle are the same trace), writes the forward graph as a trace
+and compiles it in Rust (``fxhlo._native``: import, passes, StableHLO, PJRT). The returned
+callable uploads user inputs on every call, keeps parameters and buffers on the device (uploaded
+again only when PyTorch's version counter says they changed), and returns torch tensors.
+
+What PyTorch's own backends leave to the runtime wrapper stays there: AOT Autograd functionalizes
+input mutations (the graph returns new values, the wrapper copies them back), regenerates outputs
+that alias inputs or other outputs, and Dynamo rebuilds nested outputs, ``None`` and Python
+values. This module makes the graph's outputs have the strides PyTorch expects, since the
+wrapper may rebuild views from them.
+
+Options (``torch.compile(..., options={...})``): see :data:`OPTIONS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+import os
+import re
+import sys
+import warnings
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from . import export as _export
+from .errors import CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
+
+DEVICES = ("cpu", "cuda", "tpu")
+FALLBACKS = ("error", "eager")
+
+OPTIONS = {
+    "device": f"where the graph runs: one of {', '.join(DEVICES)} (default cpu). Inputs and "
+              "outputs stay torch tensors on the device they are on in PyTorch.",
+    "freeze": "True to compile parameters and buffers into the executable as constants, so passes "
+              "may fold them (default False). A frozen graph does not see later weight updates.",
+    "dump": "a folder; each compiled graph writes its stages there (trace, IR, StableHLO) under "
+            "<graph>-<hash8>/ (default: none).",
+    "fallback": "what to do with a graph fxhlo cannot compile: \"error\" (default) raises with "
+                "every unsupported op; \"eager\" runs it in eager PyTorch with one warning.",
+}
+"""Every option the backend takes, with what it does."""
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """The parsed ``options={...}`` of ``torch.compile``."""
+
+    device: str = "cpu"
+    freeze: bool = False
+    dump: Path | None = None
+    fallback: str = "error"
+
+    @classmethod
+    def parse(cls, options) -> BackendOptions:
+        """Checks every option; an unknown one or a bad value raises :class:`OptionsError`
+        that lists the valid ones."""
+        if options is None:
+            return cls()
+        if not isinstance(options, dict):
+            raise OptionsError(f"fxhlo options must be a dict, got {type(options).__name__}")
+        unknown = sorted(set(options) - set(OPTIONS), key=str)
+        if unknown:
+            valid = "\n".join(f"  {k}: {v}" for k, v in OPTIONS.items())
+            raise OptionsError(f"unknown fxhlo option(s) {', '.join(map(repr, unknown))}; valid options are:\n{valid}")
+        device = options.get("device", "cpu")
+        if device not in DEVICES:
+            raise OptionsError(f"fxhlo option device={device!r}: valid devices are {', '.join(DEVICES)}")
+        freeze = options.get("freeze", False)
+        if not isinstance(freeze, bool):
+            raise OptionsError(f"fxhlo option freeze={freeze!r}: must be True or False")
+        dump = options.get("dump")
+        if dump is not None and not isinstance(dump, (str, os.PathLike)):
+            raise OptionsError(f"fxhlo option dump={dump!r}: must be a folder path (str or Path) or None")
+        fallback = options.get("fallback", "error")
+        if fallback not in FALLBACKS:
+            raise OptionsError(f"fxhlo option fallback={fallback!r}: valid values are {', '.join(map(repr, FALLBACKS))}")
+        return cls(device, freeze, Path(dump) if dump is not None else None, fallback)
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+_SEGMENT = re.compile(r"\._(modules|parameters|buffers)\['([^']+)'\]|\.([A-Za-z_]\w*)")
+
+
+def _classify(gm: torch.fx.GraphModule, example_inputs) -> list:
+    """One :class:`fxhlo.export.CapturedInput` per placeholder of Dynamo's graph, from the
+    source Dynamo recorded for it: a local (user input), a module's ``_parameters`` or
+    ``_buffers`` entry, or another tensor attribute / global (a constant)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    inputs = []
+    user_index = 0
+    for node, value in zip(placeholders, example_inputs):
+        grapharg = node.meta.get("grapharg")
+        source = getattr(grapharg, "source", None)
+        name = source.name if source is not None else ""
+        name = name() if callable(name) else name
+        if not isinstance(value, torch.Tensor):
+            inputs.append(_export.CapturedInput("symbolic", None, value))
+            continue
+        root = re.match(r"^(L|G)\['([^']+)'\]", name)
+        if root is None or (root.group(1) == "L" and root.end() == len(name)):
+            inputs.append(_export.CapturedInput("user_input", None, value, user_index))
+            user_index += 1
+            continue
+        segments = _SEGMENT.findall(name[root.end():])
+        kind = "constant"
+        if segments and segments[-1][0] == "parameters":
+            kind = "parameter"
+        elif segments and segments[-1][0] == "buffers":
+            kind = "buffer"
+        path = [s[1] or s[2] for s in segments if s[1] or s[2]]
+        key = ".".join(path) if root.group(1) == "L" else ".".join([root.group(2), *path])
+        inputs.append(_export.CapturedInput(kind, key or None, value))
+    return inputs
+
+
+def _refuse_dynamic(gm, example_inputs) -> None:
+    if not torch._dynamo.config.assume_static_by_default:
+        raise OptionsError(
+            "fxhlo specializes shapes and does not compile dynamic graphs: use "
+            "torch.compile(..., backend=\"fxhlo\", dynamic=False)"
+        )
+    symbolic = [type(v).__name__ for v in example_inputs if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))]
+    shapes = [v for v in example_inputs if isinstance(v, torch.Tensor)
+              and any(not isinstance(s, int) for s in v.shape)]
+    if symbolic or shapes:
+        raise OptionsError(
+            "Dynamo passed fxhlo a graph with symbolic sizes (it does that when dynamic is not set "
+            "and an input changed shape): fxhlo specializes shapes; use torch.compile(..., "
+            "backend=\"fxhlo\", dynamic=False) so each shape compiles once"
+        )
+
+
+# ---- outputs --------------------------------------------------------------------------------
+
+
+def _contiguous_strides(shape) -> list:
+    strides, acc = [], 1
+    for d in reversed(list(shape)):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return list(reversed(strides))
+
+
+def _restrides(fw_gm: torch.fx.GraphModule) -> list:
+    """``(index, size, stride)`` for each graph output whose expected strides are not the
+    contiguous ones fxhlo returns."""
+    out = next(n for n in fw_gm.graph.nodes if n.op == "output")
+    values = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    fixes = []
+    for i, v in enumerate(values):
+        val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor) or val.numel() <= 1:
+            continue
+        stride = list(val.stride())
+        if stride != _contiguous_strides(val.shape):
+            fixes.append((i, tuple(val.shape), tuple(stride)))
+    return fixes
+
+
+# ---- compile --------------------------------------------------------------------------------
+
+_graph_ids = itertools.count()
+
+
+def _graph_name() -> str:
+    """``fxhlo_<frame>_<compile>`` from Dynamo's compile id where there is one."""
+    cid = torch._guards.CompileContext.current_compile_id()
+    if cid is not None and getattr(cid, "frame_id", None) is not None:
+        return f"fxhlo_{cid.frame_id}_{cid.frame_compile_id}"
+    return f"fxhlo_graph{next(_graph_ids)}"
+
+
+_compiled: list = []
+
+
+def compiled_graphs() -> list:
+    """The :class:`CompiledGraph` objects still alive, oldest first (for inspection and tests:
+    ``g.executable.stats()``, ``g.executable.mlir``)."""
+    alive = [g for g in (r() for r in _compiled) if g is not None]
+    _compiled[:] = [weakref.ref(g) for g in alive]
+    return alive
+
+
+class CompiledGraph:
+    """What the forward compiler returns: a boxed callable (AOT Autograd hands it a list of
+    arguments) running one executable. ``executable`` is the ``fxhlo._native.Executable``."""
+
+    _boxed_call = True
+
+    def __init__(self, executable, constants: list, restrides: list):
+        self.executable = executable
+        self._constants = constants
+        self._restrides = restrides
+        _compiled.append(weakref.ref(self))
+
+    def __call__(self, args):
+        if self._constants:
+            args = [*args, *self._constants]
+        outs = self.executable.run(args)
+        for i, size, stride in self._restrides:
+            fixed = torch.empty_strided(size, stride, dtype=outs[i].dtype)
+            fixed.copy_(outs[i])
+            outs[i] = fixed
+        return outs
+
+
+def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch.fx.GraphModule, fw_inputs):
+    from . import _native
+
+    placeholders = [n for n in fw_gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(inputs):
+        raise CompileError(
+            f"graph {name}: AOT Autograd's forward graph has {len(placeholders)} inputs for Dynamo's "
+            f"{len(inputs)}; fxhlo compiles inference graphs (call the model under torch.no_grad())"
+        )
+    try:
+        cap = _export.Capture(fw_gm, inputs, None)
+        trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
+        text = _export.to_json(trace).encode()
+        exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump))
+    except (_export.ExportError, UnsupportedOpsError) as e:
+        if opts.fallback != "eager":
+            if isinstance(e, UnsupportedOpsError):
+                raise
+            raise CompileError(f"graph {name}: {e}") from e
+        what = ", ".join(sorted({t for t, _, _ in e.ops})) if isinstance(e, UnsupportedOpsError) else str(e)
+        warnings.warn(f"fxhlo: graph {name} runs in eager PyTorch (fallback=\"eager\"): {what}",
+                      FallbackWarning, stacklevel=2)
+        return make_boxed_func(fw_gm.forward)
+    constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
+    return CompiledGraph(exe, constants, _restrides(fw_gm))
+
+
+def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):
+    # fxhlo compiles inference graphs; when autograd is on, the backward runs in PyTorch.
+    return make_boxed_func(bw_gm.forward)
+
+
+def fxhlo_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **settings):
+    """The Dynamo backend ``"fxhlo"``. ``options`` are described in :data:`OPTIONS`."""
+    if settings.get("mode") is not None:
+        raise OptionsError(f"torch.compile(mode={settings['mode']!r}) is not supported by fxhlo; use options={{...}} ({', '.join(OPTIONS)})")
+    opts = BackendOptions.parse(options)
+    _refuse_dynamic(gm, example_inputs)
+    inputs = _classify(gm, example_inputs)
+    name = _graph_name()
+    fw = functools.partial(_compile_forward, opts, inputs, name)
+    return aot_autograd(
+        fw_compiler=fw,
+        bw_compiler=_eager_backward,
+        decompositions=core_aten_decompositions(),
+    )(gm, example_inputs)
+
+
+def _backend_init() -> None:
+    """Checks ``options`` when ``torch.compile`` resolves the backend, before any graph is
+    captured, so an unknown option raises at once. Dynamo calls this with no arguments; the
+    options live on the ``torch.compile`` wrapper it is resolving (read from the caller's frame,
+    which PyTorch's own hook documentation leaves as the way to reach them)."""
+    frame = sys._getframe(1)
+    wrapper = frame.f_locals.get("backend")
+    kwargs = getattr(wrapper, "kwargs", None)
+    if isinstance(kwargs, dict):
+        BackendOptions.parse(kwargs.get("options"))
+        if kwargs.get("mode") is not None:
+            raise OptionsError(f"torch.compile(mode={kwargs['mode']!r}) is not supported by fxhlo; use options={{...}} ({', '.join(OPTIONS)})")
+    if getattr(wrapper, "dynamic", None) is True:
+        raise OptionsError(
+            "fxhlo specializes shapes and does not compile dynamic graphs: use "
+            "torch.compile(..., backend=\"fxhlo\", dynamic=False)"
+        )
+
+
+fxhlo_backend._dynamo_backend_init = _backend_init
+
+
+def register() -> None:
+    """Registers ``"fxhlo"`` with Dynamo (``import fxhlo`` does it; the package's
+    ``torch_dynamo_backends`` entry point does it without the import)."""
+    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+
+    if _COMPILER_FNS.get("fxhlo") is not fxhlo_backend:
+        _COMPILER_FNS.pop("fxhlo", None)
+        register_backend(compiler_fn=fxhlo_backend, name="fxhlo")

@@ -1,0 +1,473 @@
+//! `fxhlo._native`: the bridge between the Python backend (`python/fxhlo/backend.py`) and the
+//! Rust facade. Python hands over a trace (the exporter's JSON) and gets an [`Executable`]; it
+//! calls that with torch tensors and gets torch tensors back. Nothing here shells out.
+//!
+//! Threads: PJRT clients (and so executables and device buffers) are not `Send` in `pjrt` 0.2.
+//! The Python object holds only what is `Send` (the StableHLO text and the signature); the
+//! loaded executable, its client and the resident weights live in thread-local state, made on
+//! first use in each thread (a thread other than the compiling one compiles the StableHLO again
+//! on its own client). The common case, one thread, pays one hash lookup per call.
+//!
+//! Transfers: inputs are read straight from the tensor's memory (one copy, into the device
+//! buffer); outputs are written straight into a fresh `torch.empty` tensor (one copy).
+//! Parameters and buffers stay on the device between calls and are uploaded again only when
+//! their tensor object, storage pointer or version counter changed.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use fxhlo::runtime::{DeviceBuffer, DeviceKind, ElementType, Executable as Loaded};
+use fxhlo::{Compiler, Options};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+/// Source of [`Program`] ids (keys of the thread-local state).
+static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
+
+/// One input of a compiled graph, in calling order.
+struct Arg {
+    name: String,
+    element: ElementType,
+    dims: Vec<i64>,
+    /// Dense byte size.
+    bytes: usize,
+    /// A parameter, buffer or constant: kept on the device between calls.
+    resident: bool,
+}
+
+/// What a compiled graph is, independent of any thread: enough to load it anywhere.
+struct Program {
+    id: u64,
+    device: DeviceKind,
+    graph: String,
+    mlir: String,
+    inputs: Vec<Arg>,
+    calls: AtomicU64,
+    weight_uploads: AtomicU64,
+    input_uploads: AtomicU64,
+}
+
+/// A weight kept on the device, and what it was uploaded from.
+struct Resident {
+    /// The tensor object itself (identity check; also keeps its storage from being reused).
+    tensor: Py<PyAny>,
+    data_ptr: usize,
+    version: i64,
+    buffer: DeviceBuffer,
+}
+
+/// A program loaded on this thread's client for its device.
+struct ThreadExec {
+    compiler: Rc<Compiler>,
+    exe: Loaded,
+    resident: Vec<Option<Resident>>,
+}
+
+thread_local! {
+    /// One compiler (PJRT client) per device for this thread.
+    static COMPILERS: RefCell<Vec<Rc<Compiler>>> = const { RefCell::new(Vec::new()) };
+    /// Programs loaded on this thread, by [`Program::id`].
+    static LOADED: RefCell<HashMap<u64, Rc<RefCell<ThreadExec>>>> = RefCell::new(HashMap::new());
+}
+
+/// This thread's compiler for `device`, created on first use.
+fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compiler>> {
+    if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options().device == device).cloned()) {
+        return Ok(c);
+    }
+    let c = Rc::new(Compiler::new(Options { device }).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
+    COMPILERS.with_borrow_mut(|cs| cs.push(c.clone()));
+    Ok(c)
+}
+
+/// An instance of `fxhlo.errors.<class>` with `message`, as a Python exception.
+fn error(py: Python<'_>, class: &str, message: &str) -> PyErr {
+    let made = py
+        .import("fxhlo.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|cls| cls.call1((message,)));
+    match made {
+        Ok(instance) => PyErr::from_value(instance),
+        Err(e) => e,
+    }
+}
+
+/// Maps a facade error to the Python exception class that says what kind of problem it is.
+fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
+    use fxhlo::codegen::Error as Cg;
+    match e {
+        fxhlo::Error::Codegen(cg) => match cg.as_ref() {
+            Cg::Unsupported { ops, .. } => {
+                let listed: Vec<(String, String, Option<String>)> =
+                    ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
+                let made = py
+                    .import("fxhlo.errors")
+                    .and_then(|m| m.getattr("UnsupportedOpsError"))
+                    .and_then(|cls| cls.call1((e.to_string(), listed)));
+                match made {
+                    Ok(instance) => PyErr::from_value(instance),
+                    Err(err) => err,
+                }
+            }
+            _ => error(py, "CompileError", &e.to_string()),
+        },
+        fxhlo::Error::Runtime(_) => error(py, "CompileError", &e.to_string()),
+        _ => error(py, "CompileError", &e.to_string()),
+    }
+}
+
+/// The torch dtype objects, by [`ElementType`], looked up once.
+struct Dtypes {
+    torch_empty: Py<PyAny>,
+    by_type: Vec<(ElementType, Py<PyAny>)>,
+}
+
+static DTYPES: PyOnceLock<Dtypes> = PyOnceLock::new();
+
+fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
+    DTYPES.get_or_try_init(py, || {
+        let torch = py.import("torch")?;
+        let names = [
+            (ElementType::F64, "float64"),
+            (ElementType::F32, "float32"),
+            (ElementType::F16, "float16"),
+            (ElementType::BF16, "bfloat16"),
+            (ElementType::I64, "int64"),
+            (ElementType::I32, "int32"),
+            (ElementType::I16, "int16"),
+            (ElementType::I8, "int8"),
+            (ElementType::U8, "uint8"),
+            (ElementType::Bool, "bool"),
+        ];
+        let by_type = names
+            .iter()
+            .map(|(t, n)| Ok((*t, torch.getattr(*n)?.unbind())))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Dtypes { torch_empty: torch.getattr("empty")?.unbind(), by_type })
+    })
+}
+
+impl Dtypes {
+    fn torch(&self, t: ElementType) -> &Py<PyAny> {
+        // Every ElementType is in the table (built from the same list as ElementType::ALL).
+        &self.by_type.iter().find(|(e, _)| *e == t).unwrap_or(&self.by_type[0]).1
+    }
+}
+
+/// A value that crosses `Python::detach` although it is not `Send`: the closure runs on the
+/// calling thread before `detach` returns, so nothing actually moves between threads.
+struct SameThread<T>(T);
+// SAFETY: see above; `detach` runs its closure synchronously on the current thread.
+unsafe impl<T> Send for SameThread<T> {}
+
+impl<T> SameThread<T> {
+    fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+/// A compiled graph, callable with torch tensors.
+#[pyclass(frozen, module = "fxhlo._native")]
+struct Executable {
+    program: Arc<Program>,
+}
+
+impl Executable {
+    /// This thread's loaded copy, compiling the StableHLO on this thread's client if needed.
+    fn loaded(&self, py: Python<'_>) -> PyResult<Rc<RefCell<ThreadExec>>> {
+        let p = &self.program;
+        if let Some(t) = LOADED.with_borrow(|m| m.get(&p.id).cloned()) {
+            return Ok(t);
+        }
+        let compiler = compiler(py, p.device)?;
+        let exe = compiler.client().compile(&p.mlir).map_err(|e| compile_error(py, &e.into()))?;
+        Ok(insert_loaded(p, compiler, exe))
+    }
+}
+
+fn insert_loaded(p: &Program, compiler: Rc<Compiler>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
+    let t = Rc::new(RefCell::new(ThreadExec { compiler, exe, resident: (0..p.inputs.len()).map(|_| None).collect() }));
+    LOADED.with_borrow_mut(|m| m.insert(p.id, t.clone()));
+    t
+}
+
+/// `t._version`, or `None` for tensors without a version counter (inference tensors).
+fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
+    t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
+}
+
+/// The tensor as a dense CPU tensor of the input's dtype and shape (a copy only when it is
+/// not contiguous or not on the CPU), checked against the signature.
+fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
+    let py = t.py();
+    let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
+    let want = dt.torch(arg.element).bind(py);
+    let shape: Vec<i64> = t.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+    if !dtype.is(want) || shape != arg.dims {
+        return Err(PyValueError::new_err(format!(
+            "input {index} (`{}`) is {dtype} {shape:?} but the graph was compiled for {want} {:?}",
+            arg.name, arg.dims
+        )));
+    }
+    let mut t = t.clone();
+    if !t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
+        t = t.call_method0(pyo3::intern!(py, "cpu"))?;
+    }
+    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
+        t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
+    }
+    Ok(t)
+}
+
+fn data_ptr(t: &Bound<'_, PyAny>) -> PyResult<usize> {
+    t.call_method0(pyo3::intern!(t.py(), "data_ptr"))?.extract()
+}
+
+/// The bytes of a dense CPU tensor of `len` bytes at `ptr`.
+///
+/// SAFETY: `ptr` must be the data pointer of a live dense CPU tensor of `len` bytes that is
+/// not written while the slice is used (the caller holds the tensor and the GIL).
+unsafe fn tensor_bytes<'a>(ptr: usize, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    std::slice::from_raw_parts(ptr as *const u8, len)
+}
+
+#[pymethods]
+impl Executable {
+    /// Runs the graph on `args` (torch tensors in the graph's input order) and returns its
+    /// outputs as new contiguous CPU tensors.
+    fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
+        let p = &self.program;
+        if args.len() != p.inputs.len() {
+            return Err(PyValueError::new_err(format!(
+                "graph `{}` takes {} inputs, got {}",
+                p.graph,
+                p.inputs.len(),
+                args.len()
+            )));
+        }
+        let dt = dtypes(py)?;
+        let state = self.loaded(py)?;
+        let mut st = state.borrow_mut();
+        let st = &mut *st;
+        // Per-call uploads of user inputs; weights stay in `st.resident`.
+        let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
+        for (i, (arg, t)) in p.inputs.iter().zip(args.iter()).enumerate() {
+            // For a weight: the (version, data pointer) it will be kept under; `None` for
+            // user inputs and for tensors without a version counter (uploaded every call).
+            let mut keep = None;
+            if arg.resident {
+                let ptr = data_ptr(&t)?;
+                let ver = version(&t);
+                let hit = st.resident[i]
+                    .as_ref()
+                    .is_some_and(|r| r.tensor.bind(py).is(&t) && r.data_ptr == ptr && ver == Some(r.version));
+                if hit {
+                    fresh.push(None);
+                    continue;
+                }
+                keep = ver.map(|v| (v, ptr));
+            }
+            let dense = dense_cpu(arg, i, &t, dt)?;
+            // SAFETY: `dense` is a live dense CPU tensor of `arg.bytes` bytes, held here.
+            let bytes = unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) };
+            let buffer = st
+                .compiler
+                .client()
+                .upload_bytes(arg.element, &arg.dims, bytes)
+                .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+            let counter = if arg.resident { &p.weight_uploads } else { &p.input_uploads };
+            counter.fetch_add(1, Ordering::Relaxed);
+            match keep {
+                Some((version, data_ptr)) => {
+                    st.resident[i] = Some(Resident { tensor: t.clone().unbind(), data_ptr, version, buffer });
+                    fresh.push(None);
+                }
+                None => fresh.push(Some(buffer)),
+            }
+        }
+        let refs: Vec<&DeviceBuffer> = fresh
+            .iter()
+            .zip(&st.resident)
+            .map(|(f, r)| f.as_ref().or(r.as_ref().map(|r| &r.buffer)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| error(py, "ExecutionError", "internal: an input has no device buffer"))?;
+        let exe = SameThread((&st.exe, refs));
+        let outputs = py
+            .detach(move || {
+                // A method call, so the closure captures the whole wrapper, not its fields.
+                let (exe, refs) = exe.into_inner();
+                SameThread(exe.run(&refs))
+            })
+            .0
+            .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+        p.calls.fetch_add(1, Ordering::Relaxed);
+        let list = PyList::empty(py);
+        for out in &outputs {
+            let shape = PyTuple::new(py, out.dims())?;
+            let kwargs = PyDict::new(py);
+            kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(out.element_type()).bind(py))?;
+            let tensor = dt.torch_empty.bind(py).call((shape,), Some(&kwargs))?;
+            let len = out.byte_size().map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+            if len > 0 {
+                let ptr = data_ptr(&tensor)?;
+                // SAFETY: `tensor` is a fresh contiguous CPU tensor of exactly `len` bytes that
+                // nothing else references yet.
+                let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+                out.copy_into(dst).map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+            }
+            list.append(tensor)?;
+        }
+        Ok(list)
+    }
+
+    /// Counters since compilation: `calls`, `weight_uploads` (parameters, buffers and
+    /// constants sent to the device: once each unless PyTorch's version counter says the
+    /// tensor changed), `input_uploads` (user inputs, one per input per call).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let p = &self.program;
+        d.set_item("calls", p.calls.load(Ordering::Relaxed))?;
+        d.set_item("weight_uploads", p.weight_uploads.load(Ordering::Relaxed))?;
+        d.set_item("input_uploads", p.input_uploads.load(Ordering::Relaxed))?;
+        Ok(d)
+    }
+
+    /// The StableHLO module that was compiled.
+    #[getter]
+    fn mlir(&self) -> &str {
+        &self.program.mlir
+    }
+
+    /// The device it runs on (`cpu`, `cuda`, `tpu`).
+    #[getter]
+    fn device(&self) -> &'static str {
+        self.program.device.as_str()
+    }
+
+    /// Input names in calling order, with whether each stays resident on the device.
+    #[getter]
+    fn inputs(&self) -> Vec<(String, bool)> {
+        self.program.inputs.iter().map(|a| (a.name.clone(), a.resident)).collect()
+    }
+
+    /// Times, measured in Rust on this executable, of the raw PJRT work of one call over
+    /// `iters` calls with `args`: `execute_ns` (run on inputs already on the device and wait)
+    /// and `roundtrip_ns` (upload every input from host bytes, run, download every output into
+    /// preallocated host memory). Medians in nanoseconds. The reference for fxhlo's per-call
+    /// overhead: a Python call costs this plus what the bridge adds.
+    fn bench_raw<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>, iters: usize) -> PyResult<Bound<'py, PyDict>> {
+        let p = &self.program;
+        let dt = dtypes(py)?;
+        let state = self.loaded(py)?;
+        let st = state.borrow();
+        let client = st.compiler.client();
+        let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
+        let mut hosts = Vec::new();
+        for (i, (arg, t)) in p.inputs.iter().zip(args.iter()).enumerate() {
+            let dense = dense_cpu(arg, i, &t, dt)?;
+            // SAFETY: as in `run`; copied at once.
+            hosts.push(unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) }.to_vec());
+        }
+        let upload = || -> Result<Vec<DeviceBuffer>, fxhlo::runtime::Error> {
+            p.inputs.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.dims, h)).collect()
+        };
+        let bufs = upload().map_err(rt)?;
+        let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+        let first = st.exe.run(&refs).map_err(rt)?;
+        let mut sinks: Vec<Vec<u8>> =
+            first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(rt)?;
+        let median = |mut v: Vec<u128>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        let iters = iters.max(1);
+        let mut execute = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let start = Instant::now();
+            let outs = st.exe.run(&refs).map_err(rt)?;
+            execute.push(start.elapsed().as_nanos());
+            drop(outs);
+        }
+        let mut roundtrip = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let start = Instant::now();
+            let bufs = upload().map_err(rt)?;
+            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+            let outs = st.exe.run(&refs).map_err(rt)?;
+            for (o, sink) in outs.iter().zip(sinks.iter_mut()) {
+                o.copy_into(sink).map_err(rt)?;
+            }
+            roundtrip.push(start.elapsed().as_nanos());
+        }
+        let d = PyDict::new(py);
+        d.set_item("execute_ns", median(execute))?;
+        d.set_item("roundtrip_ns", median(roundtrip))?;
+        Ok(d)
+    }
+}
+
+impl Drop for Executable {
+    fn drop(&mut self) {
+        // Frees this thread's copy now; copies on other threads go when those threads end.
+        let id = self.program.id;
+        let _ = LOADED.try_with(|m| m.borrow_mut().remove(&id));
+    }
+}
+
+/// Compiles a trace (the exporter's JSON, `origin` naming it in errors) for `device`; with
+/// `dump`, each stage's output is written under that folder.
+#[pyfunction]
+#[pyo3(signature = (trace_json, origin, device = "cpu", dump = None))]
+fn compile(py: Python<'_>, trace_json: &[u8], origin: &str, device: &str, dump: Option<PathBuf>) -> PyResult<Executable> {
+    let device: DeviceKind = device.parse().map_err(|e: fxhlo::runtime::Error| PyValueError::new_err(e.to_string()))?;
+    let compiler = compiler(py, device)?;
+    let (graph, compiled) = compiler
+        .compile_json(trace_json, origin.as_ref(), dump.as_deref())
+        .map_err(|e| compile_error(py, &e))?;
+    let inputs = compiled
+        .inputs
+        .iter()
+        .map(|s| {
+            let element = fxhlo::element_type(s.ty.dtype);
+            let count: i64 = s.ty.shape.iter().product();
+            Arg {
+                name: s.name.clone(),
+                element,
+                dims: s.ty.shape.clone(),
+                bytes: count as usize * element.byte_size(),
+                resident: s.kind != fxhlo::ir::InputKind::UserInput,
+            }
+        })
+        .collect();
+    let program = Arc::new(Program {
+        id: NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed),
+        device,
+        graph: graph.name.clone(),
+        mlir: compiled.mlir,
+        inputs,
+        calls: AtomicU64::new(0),
+        weight_uploads: AtomicU64::new(0),
+        input_uploads: AtomicU64::new(0),
+    });
+    insert_loaded(&program, compiler, compiled.executable);
+    Ok(Executable { program })
+}
+
+/// The Python module `fxhlo._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Executable>()?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

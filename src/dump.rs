@@ -1,0 +1,46 @@
+//! Stage dumps: each stage's output written to a folder for people to read.
+//!
+//! Layout (ARCHITECTURE.md, "Dumps"): `<dir>/<graph>-<hash8>/NN-<stage>.<ext>`, numbered in
+//! pipeline order: `00-trace.json` (when compiled from a trace), `01-import.gir` (the IR as
+//! imported), `02-passes.gir` (after the pass pipeline, only when it changed the graph),
+//! `03-stablehlo.mlir`. `hash8` is the first 8 hex digits of the blake3 hash of the imported
+//! IR text, so two graphs of one name never share a folder and recompiling the same graph
+//! rewrites the same files.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// The folder one graph's stages are written to.
+#[derive(Debug, Clone)]
+pub struct Dump {
+    dir: PathBuf,
+}
+
+impl Dump {
+    /// Creates `<root>/<graph>-<hash8>` for a graph whose imported IR text is `ir_text`.
+    pub fn create(root: &Path, graph: &str, ir_text: &str) -> Result<Dump> {
+        let hash = blake3::hash(ir_text.as_bytes()).to_hex();
+        // Graph names come from the user's model: keep them to characters every file system takes.
+        let safe: String = graph
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
+            .collect();
+        let dir = root.join(format!("{safe}-{}", &hash.as_str()[..8]));
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+        Ok(Dump { dir })
+    }
+
+    /// The graph's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes stage `index` named `stage` with extension `ext`.
+    pub fn write(&self, index: u32, stage: &str, ext: &str, contents: &[u8]) -> Result<PathBuf> {
+        let path = self.dir.join(format!("{index:02}-{stage}.{ext}"));
+        std::fs::write(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
+        tracing::debug!(path = %path.display(), "dumped");
+        Ok(path)
+    }
+}
