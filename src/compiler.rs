@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::{Graph, InputKind, Op, TensorType};
 use fxhlo_passes::PassManager;
-use fxhlo_runtime::{Client, DeviceBuffer, DeviceKind, Executable, HostTensor, Target};
+use fxhlo_runtime::{Client, DeviceBuffer, DeviceKind, EnvConfig, Executable, HostTensor, Target};
 
 use crate::dump::Dump;
 use crate::tensor::{element_type, host_tensor};
@@ -38,8 +38,14 @@ impl Compiler {
     /// Finds the plugin for `options.device` and creates its client. A `tpu` device fails at
     /// once where the machine has no TPU.
     pub fn new(options: Options) -> Result<Compiler> {
-        let target = Target::resolve(options.device)?;
-        let client = Client::new(&target)?;
+        Compiler::new_in(options, &EnvConfig::from_env())
+    }
+
+    /// [`Compiler::new`] with explicit settings instead of the process environment (the
+    /// Python extension adds the running interpreter's environment to the plugin search).
+    pub fn new_in(options: Options, env: &EnvConfig) -> Result<Compiler> {
+        let target = Target::resolve_in(options.device, env)?;
+        let client = Client::new_in(&target, env)?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
         Ok(Compiler { options, target, client })
     }

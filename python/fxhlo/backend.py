@@ -154,19 +154,23 @@ def _contiguous_strides(shape) -> list:
     return list(reversed(strides))
 
 
-def _restrides(fw_gm: torch.fx.GraphModule) -> list:
-    """``(index, size, stride)`` for each graph output whose expected strides are not the
-    contiguous ones fxhlo returns."""
+def _output_fixes(fw_gm: torch.fx.GraphModule) -> list:
+    """``(index, size, stride, device)`` for each graph output that fxhlo's result (a
+    contiguous CPU tensor) does not match: other strides (``None`` when contiguous is right)
+    or another torch device (``None`` for the CPU)."""
     out = next(n for n in fw_gm.graph.nodes if n.op == "output")
     values = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
     fixes = []
     for i, v in enumerate(values):
         val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
-        if not isinstance(val, torch.Tensor) or val.numel() <= 1:
+        if not isinstance(val, torch.Tensor):
             continue
-        stride = list(val.stride())
-        if stride != _contiguous_strides(val.shape):
-            fixes.append((i, tuple(val.shape), tuple(stride)))
+        stride = tuple(val.stride())
+        if val.numel() <= 1 or list(stride) == _contiguous_strides(val.shape):
+            stride = None
+        device = None if val.device.type == "cpu" else val.device
+        if stride is not None or device is not None:
+            fixes.append((i, tuple(val.shape), stride, device))
     return fixes
 
 
@@ -200,20 +204,25 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, executable, constants: list, restrides: list):
+    def __init__(self, executable, constants: list, output_fixes: list):
         self.executable = executable
         self._constants = constants
-        self._restrides = restrides
+        self._output_fixes = output_fixes
         _compiled.append(weakref.ref(self))
 
     def __call__(self, args):
         if self._constants:
             args = [*args, *self._constants]
         outs = self.executable.run(args)
-        for i, size, stride in self._restrides:
-            fixed = torch.empty_strided(size, stride, dtype=outs[i].dtype)
-            fixed.copy_(outs[i])
-            outs[i] = fixed
+        for i, size, stride, device in self._output_fixes:
+            if stride is not None:
+                # AOT Autograd may rebuild views of this output with as_strided: its strides
+                # must be the ones PyTorch computed.
+                fixed = torch.empty_strided(size, stride, dtype=outs[i].dtype, device=device or "cpu")
+                fixed.copy_(outs[i])
+                outs[i] = fixed
+            elif device is not None:
+                outs[i] = outs[i].to(device)
         return outs
 
 
@@ -241,7 +250,7 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
                       FallbackWarning, stacklevel=2)
         return make_boxed_func(fw_gm.forward)
     constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
-    return CompiledGraph(exe, constants, _restrides(fw_gm))
+    return CompiledGraph(exe, constants, _output_fixes(fw_gm))
 
 
 def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):
@@ -290,8 +299,12 @@ fxhlo_backend._dynamo_backend_init = _backend_init
 def register() -> None:
     """Registers ``"fxhlo"`` with Dynamo (``import fxhlo`` does it; the package's
     ``torch_dynamo_backends`` entry point does it without the import)."""
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    from torch._dynamo.backends import registry
 
-    if _COMPILER_FNS.get("fxhlo") is not fxhlo_backend:
-        _COMPILER_FNS.pop("fxhlo", None)
-        register_backend(compiler_fn=fxhlo_backend, name="fxhlo")
+    if "fxhlo" in registry._COMPILER_FNS:
+        return
+    if registry._BACKENDS.get("fxhlo") is not None:
+        # Dynamo found the entry point and is importing this package to load it: it registers
+        # the function itself once the import returns (registering here would be a duplicate).
+        return
+    registry.register_backend(compiler_fn=fxhlo_backend, name="fxhlo")

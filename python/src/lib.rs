@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use fxhlo::runtime::{DeviceBuffer, DeviceKind, ElementType, Executable as Loaded};
+use fxhlo::runtime::{DeviceBuffer, DeviceKind, ElementType, EnvConfig, Executable as Loaded};
 use fxhlo::{Compiler, Options};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -82,7 +82,13 @@ fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compiler>> {
     if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options().device == device).cloned()) {
         return Ok(c);
     }
-    let c = Rc::new(Compiler::new(Options { device }).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
+    let mut env = EnvConfig::from_env();
+    if env.venv.is_none() && env.virtual_env.is_none() {
+        // Not activated (`.venv/bin/python` run directly): search the interpreter's own
+        // environment, where scripts/setup.sh installs the plugins.
+        env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
+    }
+    let c = Rc::new(Compiler::new_in(Options { device }, &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
     COMPILERS.with_borrow_mut(|cs| cs.push(c.clone()));
     Ok(c)
 }
