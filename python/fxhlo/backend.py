@@ -91,36 +91,36 @@ class BackendOptions:
 
 # ---- inputs ---------------------------------------------------------------------------------
 
-_SEGMENT = re.compile(r"\._(modules|parameters|buffers)\['([^']+)'\]|\.([A-Za-z_]\w*)")
+# One step of a Dynamo source name after its root (``L['self']``, ``G['table']``): a module's
+# submodule, parameter or buffer, an attribute, or an item (list index, dict key).
+_STEP = re.compile(r"\._(modules|parameters|buffers)\['([^']+)'\]|\.([A-Za-z_]\w*)|\[(\d+|'[^']*')\]")
 
 
 def _classify(gm: torch.fx.GraphModule, example_inputs) -> list:
     """One :class:`fxhlo.export.CapturedInput` per placeholder of Dynamo's graph, from the
-    source Dynamo recorded for it: a local (user input), a module's ``_parameters`` or
-    ``_buffers`` entry, or another tensor attribute / global (a constant)."""
+    source Dynamo recorded for it: reached from a local only through items (``L['x']``,
+    ``L['args'][0]``): a user input; a module's ``_parameters`` or ``_buffers`` entry: a
+    parameter or buffer; another attribute or a global: a constant (kept on the device like
+    weights). Keys are the fully qualified names the exporter writes (``fc.weight``)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     inputs = []
     user_index = 0
     for node, value in zip(placeholders, example_inputs):
-        grapharg = node.meta.get("grapharg")
-        source = getattr(grapharg, "source", None)
-        name = source.name if source is not None else ""
-        name = name() if callable(name) else name
         if not isinstance(value, torch.Tensor):
             inputs.append(_export.CapturedInput("symbolic", None, value))
             continue
-        root = re.match(r"^(L|G)\['([^']+)'\]", name)
-        if root is None or (root.group(1) == "L" and root.end() == len(name)):
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        name = getattr(source, "name", "")
+        name = name() if callable(name) else name
+        root = re.match(r"^(L|G)\['([^']+)'\]", name or "")
+        steps = _STEP.findall(name[root.end():]) if root else []
+        attrs = [(kind or "attr", key or attr) for kind, key, attr, _item in steps if kind or attr]
+        if root is None or (root.group(1) == "L" and not attrs):
             inputs.append(_export.CapturedInput("user_input", None, value, user_index))
             user_index += 1
             continue
-        segments = _SEGMENT.findall(name[root.end():])
-        kind = "constant"
-        if segments and segments[-1][0] == "parameters":
-            kind = "parameter"
-        elif segments and segments[-1][0] == "buffers":
-            kind = "buffer"
-        path = [s[1] or s[2] for s in segments if s[1] or s[2]]
+        kind = {"parameters": "parameter", "buffers": "buffer"}.get(attrs[-1][0] if attrs else "", "constant")
+        path = [key for _, key in attrs]
         key = ".".join(path) if root.group(1) == "L" else ".".join([root.group(2), *path])
         inputs.append(_export.CapturedInput(kind, key or None, value))
     return inputs
@@ -154,24 +154,73 @@ def _contiguous_strides(shape) -> list:
     return list(reversed(strides))
 
 
-def _output_fixes(fw_gm: torch.fx.GraphModule) -> list:
-    """``(index, size, stride, device)`` for each graph output that fxhlo's result (a
-    contiguous CPU tensor) does not match: other strides (``None`` when contiguous is right)
-    or another torch device (``None`` for the CPU)."""
-    out = next(n for n in fw_gm.graph.nodes if n.op == "output")
-    values = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
-    fixes = []
-    for i, v in enumerate(values):
-        val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
-        if not isinstance(val, torch.Tensor):
-            continue
-        stride = tuple(val.stride())
-        if val.numel() <= 1 or list(stride) == _contiguous_strides(val.shape):
-            stride = None
-        device = None if val.device.type == "cpu" else val.device
-        if stride is not None or device is not None:
-            fixes.append((i, tuple(val.shape), stride, device))
-    return fixes
+@dataclass(frozen=True)
+class OutputLayout:
+    """How fxhlo's results (contiguous CPU tensors) become the outputs PyTorch expects.
+
+    ``fixes``: ``(index, size, stride, device)`` for an output with other strides (``None``
+    when contiguous is right) or on another torch device (``None`` for the CPU): AOT Autograd
+    may rebuild views of an output with ``as_strided``, so its strides must be PyTorch's.
+    ``groups``: outputs that are views of one storage in PyTorch (``y`` and ``y.t()``), as
+    ``(numel, dtype, device, [(index, size, stride, offset)])``: they are rebuilt as views of
+    one new buffer so that they alias each other as they do in eager and in Inductor.
+    """
+
+    fixes: list
+    groups: list
+
+    @classmethod
+    def of(cls, fw_gm: torch.fx.GraphModule) -> OutputLayout:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        out = next(n for n in fw_gm.graph.nodes if n.op == "output")
+        values = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+        vals = {}
+        for i, v in enumerate(values):
+            val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor):
+                vals[i] = val
+        by_storage = {}
+        for i, val in vals.items():
+            by_storage.setdefault(StorageWeakRef(val.untyped_storage()), []).append(i)
+        groups, grouped = [], set()
+        for members in by_storage.values():
+            dtypes = {vals[i].dtype for i in members}
+            if len(members) < 2 or len(dtypes) != 1:
+                continue
+            first = vals[members[0]]
+            numel = first.untyped_storage().nbytes() // first.element_size()
+            views = [(i, tuple(vals[i].shape), tuple(vals[i].stride()), vals[i].storage_offset()) for i in members]
+            groups.append((numel, first.dtype, first.device, views))
+            grouped.update(members)
+        fixes = []
+        for i, val in vals.items():
+            if i in grouped:
+                continue
+            stride = tuple(val.stride())
+            if val.numel() <= 1 or list(stride) == _contiguous_strides(val.shape):
+                stride = None
+            device = None if val.device.type == "cpu" else val.device
+            if stride is not None or device is not None:
+                fixes.append((i, tuple(val.shape), stride, device))
+        return cls(fixes, groups)
+
+    def apply(self, outs: list) -> list:
+        for i, size, stride, device in self.fixes:
+            if stride is not None:
+                fixed = torch.empty_strided(size, stride, dtype=outs[i].dtype, device=device or "cpu")
+                fixed.copy_(outs[i])
+                outs[i] = fixed
+            elif device is not None:
+                outs[i] = outs[i].to(device)
+        for numel, dtype, device, views in self.groups:
+            base = torch.empty(numel, dtype=dtype, device=device)
+            for i, size, stride, offset in views:
+                view = base.as_strided(size, stride, offset)
+                # Views that overlap hold the same values, so the order of the copies is moot.
+                view.copy_(outs[i])
+                outs[i] = view
+        return outs
 
 
 # ---- compile --------------------------------------------------------------------------------
@@ -204,25 +253,18 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, executable, constants: list, output_fixes: list):
+    def __init__(self, executable, constants: list, layout: OutputLayout):
         self.executable = executable
         self._constants = constants
-        self._output_fixes = output_fixes
+        self._layout = layout
         _compiled.append(weakref.ref(self))
 
     def __call__(self, args):
         if self._constants:
             args = [*args, *self._constants]
         outs = self.executable.run(args)
-        for i, size, stride, device in self._output_fixes:
-            if stride is not None:
-                # AOT Autograd may rebuild views of this output with as_strided: its strides
-                # must be the ones PyTorch computed.
-                fixed = torch.empty_strided(size, stride, dtype=outs[i].dtype, device=device or "cpu")
-                fixed.copy_(outs[i])
-                outs[i] = fixed
-            elif device is not None:
-                outs[i] = outs[i].to(device)
+        if self._layout.fixes or self._layout.groups:
+            outs = self._layout.apply(outs)
         return outs
 
 
@@ -250,7 +292,7 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
                       FallbackWarning, stacklevel=2)
         return make_boxed_func(fw_gm.forward)
     constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
-    return CompiledGraph(exe, constants, _output_fixes(fw_gm))
+    return CompiledGraph(exe, constants, OutputLayout.of(fw_gm))
 
 
 def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):
