@@ -10,6 +10,7 @@ use fxhlo_passes::PassManager;
 use fxhlo_runtime::{Client, DeviceBuffer, DeviceKind, EnvConfig, Executable, HostTensor, Target};
 
 use crate::dump::Dump;
+pub use fxhlo_codegen::Frozen;
 use crate::tensor::{element_type, host_tensor};
 use crate::{Error, Result};
 
@@ -67,12 +68,13 @@ impl Compiler {
 
     /// Runs the pass pipeline on a copy of `graph`, lowers it to StableHLO and compiles it.
     pub fn compile(&self, graph: &Graph) -> Result<Compiled> {
-        self.compile_dumped(graph, None)
+        self.compile_dumped(graph, None, &Frozen::new())
     }
 
     /// Parses a JSON trace (`origin` names it in errors), imports it and compiles it; with
-    /// `dump`, each stage's output goes under that folder (see [`Dump`]).
-    pub fn compile_json(&self, json: &[u8], origin: &Path, dump: Option<&Path>) -> Result<(Graph, Compiled)> {
+    /// `dump`, each stage's output goes under that folder (see [`Dump`]). Inputs named in
+    /// `frozen` are compiled in as constants (see [`Compiler::compile_dumped`]).
+    pub fn compile_json(&self, json: &[u8], origin: &Path, dump: Option<&Path>, frozen: &Frozen) -> Result<(Graph, Compiled)> {
         let trace = fxhlo_frontend::parse_json(json, origin)?;
         let graph = fxhlo_frontend::import::import(&trace, origin)?;
         let dump = match dump {
@@ -83,12 +85,15 @@ impl Compiler {
             }
             None => None,
         };
-        let compiled = self.compile_dumped(&graph, dump.as_ref())?;
+        let compiled = self.compile_dumped(&graph, dump.as_ref(), frozen)?;
         Ok((graph, compiled))
     }
 
-    /// [`Compiler::compile`], writing the IR and StableHLO stages to `dump` when given.
-    pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>) -> Result<Compiled> {
+    /// [`Compiler::compile`], writing the IR and StableHLO stages to `dump` when given. Inputs
+    /// named in `frozen` (parameters, usually) become constants of the executable, holding the
+    /// given bytes, and are not inputs of [`Compiled`]: XLA may fold them, and later changes
+    /// to the tensors they came from are not seen.
+    pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
         let imported = dump.map(|_| fxhlo_ir::print(graph));
         if let (Some(d), Some(text)) = (dump, &imported) {
             d.write(1, "import", "gir", text.as_bytes())?;
@@ -102,7 +107,20 @@ impl Compiler {
             }
         }
         let start = Instant::now();
-        let lowered = fxhlo_codegen::lower(&optimized);
+        for &id in graph.inputs() {
+            let n = graph.node(id);
+            if let Some(bytes) = frozen.get(&n.name) {
+                if bytes.len() != n.results[0].size_bytes() {
+                    return Err(Error::Input(format!(
+                        "frozen input `{}` is {} but was given {} bytes",
+                        n.name,
+                        n.results[0],
+                        bytes.len()
+                    )));
+                }
+            }
+        }
+        let lowered = fxhlo_codegen::lower_frozen(&optimized, frozen);
         if let (Some(d), Err(e)) = (dump, &lowered) {
             // The reason compilation stopped is part of what a reader of the dump wants.
             d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
@@ -119,6 +137,7 @@ impl Compiler {
         let inputs = optimized
             .inputs()
             .iter()
+            .filter(|&&id| !frozen.contains_key(&optimized.node(id).name))
             .map(|&id| {
                 let n = optimized.node(id);
                 let (kind, weight) = match &n.op {

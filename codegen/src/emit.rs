@@ -156,6 +156,37 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.op("stablehlo.constant", loc, &[], ty, &[("value", text)])
     }
 
+    /// A constant tensor of type `ty` holding `bytes` (dense, row-major, little-endian; bool
+    /// one byte per element). Used for frozen weights.
+    pub fn dense(&self, bytes: &[u8], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let want = ty.size_bytes();
+        if bytes.len() != want {
+            return Err(self.internal(format!("a constant of type {ty} needs {want} bytes, got {}", bytes.len())));
+        }
+        let literal = if ty.dtype == DType::Bool || bytes.is_empty() {
+            // MLIR packs i1 data in its hex form; the element list is unambiguous.
+            let items: Vec<&str> = bytes.iter().map(|&b| if b != 0 { "true" } else { "false" }).collect();
+            if ty.rank() == 0 {
+                items.first().copied().unwrap_or("false").to_string()
+            } else {
+                nested_list(&items, &ty.shape)
+            }
+        } else {
+            // Weights can be tens of megabytes: one pass, no formatting machinery.
+            const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+            let mut hex = Vec::with_capacity(4 + 2 * bytes.len());
+            hex.extend_from_slice(b"\"0x");
+            for &b in bytes {
+                hex.push(DIGITS[usize::from(b >> 4)]);
+                hex.push(DIGITS[usize::from(b & 15)]);
+            }
+            hex.push(b'"');
+            String::from_utf8(hex).map_err(|e| self.internal(e.to_string()))?
+        };
+        let text = format!("dense<{literal}> : {}", mlir_type_text(ty));
+        self.op("stablehlo.constant", loc, &[], ty, &[("value", text)])
+    }
+
     /// Broadcasts `v` of type `from` to `to` with numpy rules (trailing dims aligned); returns
     /// `v` itself when the types already match.
     pub fn broadcast(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
@@ -166,6 +197,20 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let dims: Vec<String> = (0..from.rank()).map(|i| (lead + i).to_string()).collect();
         let target = TensorType::new(from.dtype, to.shape.clone());
         self.op("stablehlo.broadcast_in_dim", loc, &[v], &target, &[("broadcast_dimensions", i64_array(&dims))])
+    }
+}
+
+/// `items` nested by `shape` as an MLIR dense literal (`[[a, b], [c, d]]`); an empty shape
+/// dimension gives `[]`.
+fn nested_list(items: &[&str], shape: &[i64]) -> String {
+    match shape.split_first() {
+        None => items.first().copied().unwrap_or("").to_string(),
+        Some((&n, rest)) => {
+            let n = n.max(0) as usize;
+            let chunk = if n == 0 { 0 } else { items.len() / n };
+            let parts: Vec<String> = (0..n).map(|i| nested_list(&items[i * chunk..(i + 1) * chunk], rest)).collect();
+            format!("[{}]", parts.join(", "))
+        }
     }
 }
 

@@ -43,6 +43,16 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
 
 /// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
 pub fn lower(graph: &Graph) -> Result<String> {
+    lower_frozen(graph, &Frozen::new())
+}
+
+/// Frozen inputs: the bytes of each input (by node name) that becomes a constant of the
+/// module instead of a parameter of `@main` (dense, row-major, little-endian).
+pub type Frozen = std::collections::HashMap<String, Vec<u8>>;
+
+/// [`lower`], with the inputs named in `frozen` compiled in as `stablehlo.constant`s (so XLA
+/// may fold them) and dropped from `@main`'s parameters, which keep the order of the rest.
+pub fn lower_frozen(graph: &Graph, frozen: &Frozen) -> Result<String> {
     let unsupported = unsupported_ops(graph)?;
     if !unsupported.is_empty() {
         return Err(Error::Unsupported { graph: graph.name.clone(), ops: unsupported });
@@ -56,8 +66,14 @@ pub fn lower(graph: &Graph) -> Result<String> {
 
     let module_loc = Location::new(&ctx, &graph.name, 0, 0);
     let module = Module::new(module_loc);
-    let arg_types: Vec<_> =
-        graph.inputs().iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
+    for name in frozen.keys() {
+        if !graph.inputs().iter().any(|&id| graph.node(id).name == *name) {
+            return Err(Error::Internal { node: name.clone(), message: "frozen, but not an input of the graph".into() });
+        }
+    }
+    let params: Vec<NodeId> =
+        graph.inputs().iter().copied().filter(|&id| !frozen.contains_key(&graph.node(id).name)).collect();
+    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
     let result_types: Vec<_> = graph
         .outputs()
         .iter()
@@ -65,9 +81,9 @@ pub fn lower(graph: &Graph) -> Result<String> {
         .collect::<Option<_>>()
         .ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
 
-    let arg_locs: Vec<_> = graph.inputs().iter().map(|&id| node_location(&ctx, graph, id)).collect();
+    let arg_locs: Vec<_> = params.iter().map(|&id| node_location(&ctx, graph, id)).collect();
     let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
-    emit_body(&ctx, &block, graph)?;
+    emit_body(&ctx, &block, graph, &params, frozen)?;
     let region = Region::new();
     region.append_block(block);
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
@@ -89,12 +105,21 @@ pub fn lower(graph: &Graph) -> Result<String> {
         .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("printing the module: {e}") })
 }
 
-/// Lowers every node into `block` and appends the `func.return`.
-fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph) -> Result<()> {
+/// Lowers every node into `block` and appends the `func.return`. `params` are the inputs that
+/// are block arguments, in order; the others are `frozen` constants.
+fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[NodeId], frozen: &Frozen) -> Result<()> {
     let mut e = Emitter::new(ctx, block);
-    for (i, &id) in graph.inputs().iter().enumerate() {
+    for (i, &id) in params.iter().enumerate() {
         let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
         e.bind(ValueRef::first(id), arg.into());
+    }
+    for &id in graph.inputs() {
+        let node = graph.node(id);
+        if let Some(bytes) = frozen.get(&node.name) {
+            e.node = node.name.clone();
+            let value = e.dense(bytes, &node.results[0], node_location(ctx, graph, id))?;
+            e.bind(ValueRef::first(id), value);
+        }
     }
     for id in graph.topo_order()? {
         if matches!(graph.node(id).op, Op::Input { .. }) {

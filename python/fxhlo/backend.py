@@ -281,7 +281,8 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         cap = _export.Capture(fw_gm, inputs, None)
         trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
         text = _export.to_json(trace).encode()
-        exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump))
+        frozen = _frozen(trace, inputs, fw_gm) if opts.freeze else None
+        exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump), frozen)
     except (_export.ExportError, UnsupportedOpsError) as e:
         if opts.fallback != "eager":
             if isinstance(e, UnsupportedOpsError):
@@ -293,6 +294,22 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         return make_boxed_func(fw_gm.forward)
     constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
     return CompiledGraph(exe, constants, OutputLayout.of(fw_gm))
+
+
+def _frozen(trace: dict, inputs: list, fw_gm: torch.fx.GraphModule) -> dict:
+    """Trace input name -> tensor for every parameter, buffer and constant the graph does not
+    mutate (a mutated buffer must stay an input: its new value comes back every call)."""
+    mutated = set()
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None)
+    for i, info in enumerate(getattr(meta, "input_info", None) or []):
+        if info.mutates_data or info.mutates_metadata:
+            mutated.add(i)
+    values = [inp.value for inp in inputs]
+    values += [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
+    kinds = [inp.kind for inp in inputs] + ["constant"] * (len(values) - len(inputs))
+    return {spec["name"]: value for i, (spec, value, kind) in enumerate(zip(trace["inputs"], values, kinds))
+            if kind != "user_input" and i not in mutated}
 
 
 def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):

@@ -40,6 +40,8 @@ struct Arg {
     bytes: usize,
     /// A parameter, buffer or constant: kept on the device between calls.
     resident: bool,
+    /// Compiled into the executable as a constant (`freeze`): not passed at all.
+    frozen: bool,
 }
 
 /// What a compiled graph is, independent of any thread: enough to load it anywhere.
@@ -271,6 +273,10 @@ impl Executable {
             // For a weight: the (version, data pointer) it will be kept under; `None` for
             // user inputs and for tensors without a version counter (uploaded every call).
             let mut keep = None;
+            if arg.frozen {
+                fresh.push(None);
+                continue;
+            }
             if arg.resident {
                 let ptr = data_ptr(&t)?;
                 let ver = version(&t);
@@ -301,10 +307,12 @@ impl Executable {
                 None => fresh.push(Some(buffer)),
             }
         }
-        let refs: Vec<&DeviceBuffer> = fresh
+        let refs: Vec<&DeviceBuffer> = p
+            .inputs
             .iter()
-            .zip(&st.resident)
-            .map(|(f, r)| f.as_ref().or(r.as_ref().map(|r| &r.buffer)))
+            .zip(fresh.iter().zip(&st.resident))
+            .filter(|(a, _)| !a.frozen)
+            .map(|(_, (f, r))| f.as_ref().or(r.as_ref().map(|r| &r.buffer)))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| error(py, "ExecutionError", "internal: an input has no device buffer"))?;
         let exe = SameThread((&st.exe, refs));
@@ -360,10 +368,12 @@ impl Executable {
         self.program.device.as_str()
     }
 
-    /// Input names in calling order, with whether each stays resident on the device.
+    /// The graph's inputs in calling order: `(name, how)`, `how` being `"input"` (uploaded
+    /// every call), `"resident"` (a weight kept on the device) or `"frozen"` (compiled in).
     #[getter]
-    fn inputs(&self) -> Vec<(String, bool)> {
-        self.program.inputs.iter().map(|a| (a.name.clone(), a.resident)).collect()
+    fn inputs(&self) -> Vec<(String, &'static str)> {
+        let how = |a: &Arg| if a.frozen { "frozen" } else if a.resident { "resident" } else { "input" };
+        self.program.inputs.iter().map(|a| (a.name.clone(), how(a))).collect()
     }
 
     /// Times, measured in Rust on this executable, of the raw PJRT work of one call over
@@ -379,13 +389,16 @@ impl Executable {
         let client = st.compiler.client();
         let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
         let mut hosts = Vec::new();
+        let params: Vec<&Arg> = p.inputs.iter().filter(|a| !a.frozen).collect();
         for (i, (arg, t)) in p.inputs.iter().zip(args.iter()).enumerate() {
-            let dense = dense_cpu(arg, i, &t, dt)?;
-            // SAFETY: as in `run`; copied at once.
-            hosts.push(unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) }.to_vec());
+            if !arg.frozen {
+                let dense = dense_cpu(arg, i, &t, dt)?;
+                // SAFETY: as in `run`; copied at once.
+                hosts.push(unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) }.to_vec());
+            }
         }
         let upload = || -> Result<Vec<DeviceBuffer>, fxhlo::runtime::Error> {
-            p.inputs.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.dims, h)).collect()
+            params.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.dims, h)).collect()
         };
         let bufs = upload().map_err(rt)?;
         let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
@@ -431,27 +444,54 @@ impl Drop for Executable {
 }
 
 /// Compiles a trace (the exporter's JSON, `origin` naming it in errors) for `device`; with
-/// `dump`, each stage's output is written under that folder.
+/// `dump`, each stage's output is written under that folder. `frozen` maps input names to the
+/// tensors compiled in as constants (`freeze`); those inputs are then ignored by `run`.
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, device = "cpu", dump = None))]
-fn compile(py: Python<'_>, trace_json: &[u8], origin: &str, device: &str, dump: Option<PathBuf>) -> PyResult<Executable> {
+#[pyo3(signature = (trace_json, origin, device = "cpu", dump = None, frozen = None))]
+fn compile(
+    py: Python<'_>,
+    trace_json: &[u8],
+    origin: &str,
+    device: &str,
+    dump: Option<PathBuf>,
+    frozen: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Executable> {
     let device: DeviceKind = device.parse().map_err(|e: fxhlo::runtime::Error| PyValueError::new_err(e.to_string()))?;
     let compiler = compiler(py, device)?;
+    let mut values = fxhlo::Frozen::new();
+    if let Some(frozen) = frozen {
+        for (name, t) in frozen.iter() {
+            let name: String = name.extract()?;
+            let mut dense = t.clone();
+            if !dense.getattr("is_cpu")?.is_truthy()? {
+                dense = dense.call_method0("cpu")?;
+            }
+            dense = dense.call_method0("contiguous")?;
+            let len: usize = dense.getattr("nbytes")?.extract()?;
+            // SAFETY: `dense` is a live contiguous CPU tensor of `len` bytes, copied at once.
+            values.insert(name, unsafe { tensor_bytes(data_ptr(&dense)?, len) }.to_vec());
+        }
+    }
     let (graph, compiled) = compiler
-        .compile_json(trace_json, origin.as_ref(), dump.as_deref())
+        .compile_json(trace_json, origin.as_ref(), dump.as_deref(), &values)
         .map_err(|e| compile_error(py, &e))?;
-    let inputs = compiled
-        .inputs
+    let inputs = graph
+        .inputs()
         .iter()
-        .map(|s| {
-            let element = fxhlo::element_type(s.ty.dtype);
-            let count: i64 = s.ty.shape.iter().product();
+        .map(|&id| {
+            let node = graph.node(id);
+            let ty = &node.results[0];
+            let kind = match &node.op {
+                fxhlo::ir::Op::Input { kind, .. } => *kind,
+                _ => fxhlo::ir::InputKind::UserInput,
+            };
             Arg {
-                name: s.name.clone(),
-                element,
-                dims: s.ty.shape.clone(),
-                bytes: count as usize * element.byte_size(),
-                resident: s.kind != fxhlo::ir::InputKind::UserInput,
+                name: node.name.to_string(),
+                element: fxhlo::element_type(ty.dtype),
+                dims: ty.shape.to_vec(),
+                bytes: ty.size_bytes(),
+                resident: kind != fxhlo::ir::InputKind::UserInput,
+                frozen: values.contains_key(&*node.name),
             }
         })
         .collect();

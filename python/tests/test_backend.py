@@ -411,3 +411,41 @@ def test_random_op_with_fallback_eager_runs_in_pytorch():
     assert any(issubclass(w.category, fxhlo.FallbackWarning) and "random op" in str(w.message) for w in caught)
     zeros = (out == 0).float().mean().item()
     assert 0.3 < zeros < 0.7, f"dropout(0.5) zeroed {zeros:.2f} of the outputs"
+
+
+def test_freeze_compiles_weights_in_as_constants():
+    model, args = gen_fixtures.build("cnn")
+    with torch.no_grad():
+        want = model(*args)
+        run = compile_(model, freeze=True)
+        assert_matches(run(*args), want, "freeze=True")
+        exe = last_graph().executable
+        kinds = [how for _, how in exe.inputs]
+        # Every weight the graph reads (conv, batch-norm statistics, linear) is compiled in.
+        assert kinds.count("input") == 1 and "resident" not in kinds and kinds.count("frozen") >= 10, kinds
+        assert exe.stats()["weight_uploads"] == 0
+        assert "stablehlo.constant" in exe.mlir and "dense<\"0x" in exe.mlir
+        # Frozen means frozen: a later update of the model is not seen (documented).
+        for p in model.parameters():
+            p.mul_(0.5)
+        assert_matches(run(*args), want, "frozen weights after the model changed")
+
+
+def test_freeze_keeps_mutated_buffers_as_inputs():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", torch.zeros(3))
+            self.register_buffer("scale", torch.full((3,), 2.0))
+
+        def forward(self, x):
+            self.total.add_(x)
+            return self.total * self.scale
+
+    m, e = Counter(), Counter()
+    run = compile_(m, freeze=True)
+    for i in range(3):
+        x = torch.full((3,), float(i + 1))
+        assert_matches(run(x), e(x), f"call {i}")
+    kinds = dict(last_graph().executable.inputs)
+    assert sorted(kinds.values()) == ["frozen", "input", "resident"], kinds
