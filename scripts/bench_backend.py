@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Benchmark of the torch.compile backend (prints a table; asserts nothing about time).
+
+1. Per-call overhead of a cached tiny graph (one add of two 8x8 f32 tensors):
+   - PyTorch eager, the same op;
+   - fxhlo through torch.compile (Dynamo guards + AOT Autograd wrapper + fxhlo);
+   - fxhlo's compiled graph called directly (what fxhlo itself costs from Python call to
+     returned tensor: argument checks, uploads, execute, output tensors);
+   - the raw PJRT work of one call measured in Rust on the same executable: execute alone,
+     and upload + execute + download into preallocated memory.
+   fxhlo's overhead = direct call - raw round trip (target: at most 20 us).
+2. Steady-state latency of ResNet-18 (batch 1 and 8, 224x224) and the BERT-style encoder
+   (sequence 128): eager, torch.compile with Inductor, torch.compile with fxhlo; same process,
+   same threads; ratios against eager.
+
+Usage: .venv/bin/python scripts/bench_backend.py [--quick] [--skip-inductor] [--runs N]
+Figures are kept in docs/benchmarks.md. Machines here are shared and noisy: compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+import fxhlo
+from fxhlo import _native
+from fxhlo.models import MODELS
+
+
+def median_time(fn, runs: int, warmup: int = 3) -> float:
+    """Median wall time of ``fn()`` in seconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def per_call(runs: int) -> list:
+    x, y = torch.randn(8, 8), torch.randn(8, 8)
+
+    def add(a, b):
+        return a + b
+
+    torch._dynamo.reset()
+    compiled = torch.compile(add, backend="fxhlo", fullgraph=True, dynamic=False)
+    assert torch.equal(compiled(x, y), x + y)
+    graph = fxhlo.compiled_graphs()[-1]
+    raw = graph.executable.bench_raw([x, y], runs)
+    rows = [
+        ("eager x + y", median_time(lambda: x + y, runs)),
+        ("fxhlo via torch.compile", median_time(lambda: compiled(x, y), runs)),
+        ("fxhlo compiled graph, direct", median_time(lambda: graph([x, y]), runs)),
+        ("raw PJRT execute (Rust)", raw["execute_ns"] * 1e-9),
+        ("raw PJRT upload+execute+download (Rust)", raw["roundtrip_ns"] * 1e-9),
+    ]
+    return rows
+
+
+def model_latency(name: str, kwargs: dict, runs: int, inductor: bool) -> dict:
+    model, args = MODELS[name](**kwargs)
+    out = {}
+    with torch.no_grad():
+        want = model(*args)
+        out["eager"] = median_time(lambda: model(*args), runs)
+        backends = [("fxhlo", "fxhlo")] + ([("inductor", "inductor")] if inductor else [])
+        for label, backend in backends:
+            torch._dynamo.reset()
+            compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=False)
+            start = time.perf_counter()
+            got = compiled(*args)
+            out[f"{label} first call"] = time.perf_counter() - start
+            leaves = zip(torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want))
+            err = max((g - w).abs().max().item() for g, w in leaves)
+            out[f"{label} max abs err"] = err
+            out[label] = median_time(lambda: compiled(*args), runs)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per model (default 10)")
+    ap.add_argument("--calls", type=int, default=20000, help="timed calls of the tiny graph (default 20000)")
+    ap.add_argument("--quick", action="store_true", help="smaller models (ResNet-18 at 64x64, BERT seq 32)")
+    ap.add_argument("--skip-inductor", action="store_true", help="leave torch.compile's default backend out")
+    a = ap.parse_args(argv)
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fxhlo {_native.__version__}")
+    print("\n## per-call overhead, cached tiny graph (add of two 8x8 f32)")
+    rows = per_call(a.calls)
+    for label, t in rows:
+        print(f"  {label:42s} {t * 1e6:8.1f} us")
+    d = dict(rows)
+    overhead = d["fxhlo compiled graph, direct"] - d["raw PJRT upload+execute+download (Rust)"]
+    print(f"  fxhlo overhead over raw PJRT (direct - raw round trip): {overhead * 1e6:.1f} us (target <= 20 us)")
+
+    size = 64 if a.quick else 224
+    seq = 32 if a.quick else 128
+    configs = [
+        (f"ResNet-18 b1 {size}x{size}", "resnet18", {"size": size, "batch": 1}),
+        (f"ResNet-18 b8 {size}x{size}", "resnet18", {"size": size, "batch": 8}),
+        (f"BERT-style seq {seq}", "bert", {"seq": seq}),
+    ]
+    print("\n## steady-state latency (median of %d runs)" % a.runs)
+    header = f"  {'model':24s} {'eager ms':>9s} {'fxhlo ms':>9s} {'eager/fxhlo':>11s}"
+    if not a.skip_inductor:
+        header += f" {'inductor ms':>11s} {'inductor/fxhlo':>14s}"
+    print(header)
+    for label, name, kwargs in configs:
+        r = model_latency(name, kwargs, a.runs, not a.skip_inductor)
+        line = f"  {label:24s} {r['eager'] * 1e3:9.1f} {r['fxhlo'] * 1e3:9.1f} {r['eager'] / r['fxhlo']:11.2f}"
+        if not a.skip_inductor:
+            line += f" {r['inductor'] * 1e3:11.1f} {r['inductor'] / r['fxhlo']:14.2f}"
+        print(line)
+        extra = f"    first call (compile): fxhlo {r['fxhlo first call']:.1f} s"
+        if not a.skip_inductor:
+            extra += f", inductor {r['inductor first call']:.1f} s"
+        extra += f"; max abs err vs eager: fxhlo {r['fxhlo max abs err']:.2g}"
+        if not a.skip_inductor:
+            extra += f", inductor {r['inductor max abs err']:.2g}"
+        print(extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
