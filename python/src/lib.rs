@@ -9,9 +9,13 @@
 //! on its own client). The common case, one thread, pays one hash lookup per call.
 //!
 //! Transfers: inputs are read straight from the tensor's memory (one copy, into the device
-//! buffer); outputs are written straight into a fresh `torch.empty` tensor (one copy).
+//! buffer). Outputs in host memory (the CPU plugin) become torch tensors without a copy
+//! (DLPack: the tensor owns the PJRT buffer); on other devices they are written straight into
+//! a fresh `torch.empty` tensor (one copy).
 //! Parameters and buffers stay on the device between calls and are uploaded again only when
 //! their tensor object, storage pointer or version counter changed.
+
+mod dlpack;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -134,6 +138,7 @@ fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
 /// The torch dtype objects, by [`ElementType`], looked up once.
 struct Dtypes {
     torch_empty: Py<PyAny>,
+    from_dlpack: Py<PyAny>,
     by_type: Vec<(ElementType, Py<PyAny>)>,
 }
 
@@ -158,7 +163,11 @@ fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
             .iter()
             .map(|(t, n)| Ok((*t, torch.getattr(*n)?.unbind())))
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(Dtypes { torch_empty: torch.getattr("empty")?.unbind(), by_type })
+        Ok(Dtypes {
+            torch_empty: torch.getattr("empty")?.unbind(),
+            from_dlpack: torch.getattr("from_dlpack")?.unbind(),
+            by_type,
+        })
     })
 }
 
@@ -326,18 +335,32 @@ impl Executable {
             .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
         p.calls.fetch_add(1, Ordering::Relaxed);
         let list = PyList::empty(py);
-        for out in &outputs {
-            let shape = PyTuple::new(py, out.dims())?;
+        let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
+        for out in outputs {
+            let (element, dims) = (out.element_type(), out.dims().to_vec());
+            let len = out.byte_size().map_err(rt)?;
+            // In host memory (the CPU plugin): the tensor adopts the buffer, no copy.
+            let out = if len > 0 {
+                match out.into_host_resident().map_err(rt)? {
+                    Ok(host) => {
+                        let capsule = dlpack::capsule(py, host, element, &dims)?;
+                        list.append(dt.from_dlpack.bind(py).call1((capsule,))?)?;
+                        continue;
+                    }
+                    Err(out) => out,
+                }
+            } else {
+                out
+            };
             let kwargs = PyDict::new(py);
-            kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(out.element_type()).bind(py))?;
-            let tensor = dt.torch_empty.bind(py).call((shape,), Some(&kwargs))?;
-            let len = out.byte_size().map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+            kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(element).bind(py))?;
+            let tensor = dt.torch_empty.bind(py).call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
             if len > 0 {
                 let ptr = data_ptr(&tensor)?;
                 // SAFETY: `tensor` is a fresh contiguous CPU tensor of exactly `len` bytes that
                 // nothing else references yet.
                 let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
-                out.copy_into(dst).map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+                out.copy_into(dst).map_err(rt)?;
             }
             list.append(tensor)?;
         }
@@ -377,9 +400,11 @@ impl Executable {
     }
 
     /// Times, measured in Rust on this executable, of the raw PJRT work of one call over
-    /// `iters` calls with `args`: `execute_ns` (run on inputs already on the device and wait)
-    /// and `roundtrip_ns` (upload every input from host bytes, run, download every output into
-    /// preallocated host memory). Medians in nanoseconds. The reference for fxhlo's per-call
+    /// `iters` calls with `args`: `execute_ns` (run on inputs already on the device and wait),
+    /// `upload_ns` (every input from host bytes), `download_ns` (every output into preallocated
+    /// host memory), `upload_execute_ns` (upload, run: the PJRT work of a call whose outputs
+    /// are handed over without a copy, as on the CPU plugin) and `roundtrip_ns` (upload, run,
+    /// download). Medians in nanoseconds. The reference for fxhlo's per-call
     /// overhead: a Python call costs this plus what the bridge adds.
     fn bench_raw<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>, iters: usize) -> PyResult<Bound<'py, PyDict>> {
         let p = &self.program;
@@ -417,6 +442,30 @@ impl Executable {
             execute.push(start.elapsed().as_nanos());
             drop(outs);
         }
+        let mut uploads = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let start = Instant::now();
+            let bufs = upload().map_err(rt)?;
+            uploads.push(start.elapsed().as_nanos());
+            drop(bufs);
+        }
+        let mut downloads = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let start = Instant::now();
+            for (o, sink) in first.iter().zip(sinks.iter_mut()) {
+                o.copy_into(sink).map_err(rt)?;
+            }
+            downloads.push(start.elapsed().as_nanos());
+        }
+        let mut upload_execute = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let start = Instant::now();
+            let bufs = upload().map_err(rt)?;
+            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+            let outs = st.exe.run(&refs).map_err(rt)?;
+            upload_execute.push(start.elapsed().as_nanos());
+            drop(outs);
+        }
         let mut roundtrip = Vec::with_capacity(iters);
         for _ in 0..iters {
             let start = Instant::now();
@@ -430,6 +479,9 @@ impl Executable {
         }
         let d = PyDict::new(py);
         d.set_item("execute_ns", median(execute))?;
+        d.set_item("upload_ns", median(uploads))?;
+        d.set_item("download_ns", median(downloads))?;
+        d.set_item("upload_execute_ns", median(upload_execute))?;
         d.set_item("roundtrip_ns", median(roundtrip))?;
         Ok(d)
     }

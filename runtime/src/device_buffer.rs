@@ -108,6 +108,16 @@ impl DeviceBuffer {
         &self.buffer
     }
 
+    /// The `pjrt` buffer, giving up the rest.
+    pub(crate) fn into_pjrt(self) -> pjrt::Buffer {
+        self.buffer
+    }
+
+    /// The plugin's function table.
+    pub(crate) fn raw(&self) -> RawApi {
+        self.raw
+    }
+
     /// The id of the client that owns it.
     pub(crate) fn client_id(&self) -> u64 {
         self.client_id

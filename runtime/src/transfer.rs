@@ -155,3 +155,118 @@ impl RawApi {
         self.await_event(args.event).map_err(down)
     }
 }
+
+impl RawApi {
+    /// Where `buffer`'s contents are in this process's memory, if they are in host memory
+    /// (the CPU plugin), after waiting until the buffer is ready; `None` on other devices.
+    pub(crate) fn host_pointer(&self, buffer: *mut PJRT_Buffer) -> Result<Option<*mut u8>> {
+        let fail = |m: String| Error::Pjrt { operation: "host pointer", message: m };
+        let api = self.table();
+        let (Some(on_cpu), Some(unsafe_ptr), Some(ready)) =
+            (api.PJRT_Buffer_IsOnCpu, api.PJRT_Buffer_UnsafePointer, api.PJRT_Buffer_ReadyEvent)
+        else {
+            return Ok(None);
+        };
+        let mut args = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
+        args.buffer = buffer;
+        // SAFETY: `buffer` is a live buffer of this plugin.
+        let err = unsafe { on_cpu(&mut args) };
+        if !err.is_null() {
+            return Err(fail(self.take_error(err)));
+        }
+        if !args.is_on_cpu {
+            return Ok(None);
+        }
+        let mut args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
+        args.buffer = buffer;
+        // SAFETY: as above; the event is awaited and destroyed below.
+        let err = unsafe { ready(&mut args) };
+        if !err.is_null() {
+            return Err(fail(self.take_error(err)));
+        }
+        self.await_event(args.event).map_err(fail)?;
+        let mut args = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
+        args.buffer = buffer;
+        // SAFETY: as above.
+        let err = unsafe { unsafe_ptr(&mut args) };
+        if !err.is_null() {
+            return Err(fail(self.take_error(err)));
+        }
+        Ok(Some(args.buffer_pointer as *mut u8))
+    }
+
+    /// Destroys `buffer` (callable from any thread: the C API is thread-safe).
+    pub(crate) fn destroy_buffer(&self, buffer: *mut PJRT_Buffer) {
+        if let Some(f) = self.table().PJRT_Buffer_Destroy {
+            let mut args = pjrt_sys::PJRT_Buffer_Destroy_Args::new();
+            args.buffer = buffer;
+            // SAFETY: the caller owns `buffer` and destroys it exactly once.
+            let err = unsafe { f(&mut args) };
+            if !err.is_null() {
+                let message = self.take_error(err);
+                tracing::warn!(%message, "PJRT_Buffer_Destroy failed");
+            }
+        }
+    }
+}
+
+/// A device buffer whose contents live in host memory, detached from its client so that it
+/// can be handed to another owner (a torch tensor, through DLPack) and dropped on any thread.
+/// Dropping it destroys the buffer.
+pub struct HostResidentBuffer {
+    buffer: *mut PJRT_Buffer,
+    data: *mut u8,
+    len: usize,
+    raw: RawApi,
+}
+
+// SAFETY: the PJRT C API is thread-safe; this holds only the raw buffer and the plugin's
+// static function table, never the `Rc`-based client wrapper.
+unsafe impl Send for HostResidentBuffer {}
+unsafe impl Sync for HostResidentBuffer {}
+
+impl HostResidentBuffer {
+    /// The contents' address (dense, row-major); valid while `self` lives.
+    pub fn data(&self) -> *mut u8 {
+        self.data
+    }
+
+    /// The contents' length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for HostResidentBuffer {
+    fn drop(&mut self) {
+        self.raw.destroy_buffer(self.buffer);
+    }
+}
+
+impl crate::DeviceBuffer {
+    /// Hands the buffer over without a copy when its contents are in host memory (the CPU
+    /// plugin): `Ok(Err(self))` gives it back unchanged where they are not.
+    ///
+    /// The client stays alive for as long as the process: the detached buffer keeps no
+    /// reference to it, and PJRT requires the client to outlive its buffers.
+    pub fn into_host_resident(self) -> Result<std::result::Result<HostResidentBuffer, Self>> {
+        let len = self.byte_size()?;
+        let ptr = crate::plugin::buffer_ptr(self.pjrt()).ok_or_else(|| Error::Pjrt {
+            operation: "host pointer",
+            message: "pjrt returned a buffer without a pointer".to_string(),
+        })?;
+        let raw = self.raw();
+        let Some(data) = raw.host_pointer(ptr)? else {
+            return Ok(Err(self));
+        };
+        // The wrapper would destroy the buffer and release its client reference on drop: keep
+        // both (the client reference is what keeps the client alive, see above).
+        std::mem::forget(self.into_pjrt());
+        Ok(Ok(HostResidentBuffer { buffer: ptr, data, len, raw }))
+    }
+}

@@ -1,0 +1,122 @@
+//! Outputs handed to torch without a copy: a PJRT buffer in host memory (the CPU plugin)
+//! wrapped as a DLPack capsule that `torch.from_dlpack` adopts. The tensor owns the buffer;
+//! when torch frees the tensor (on whatever thread), the buffer is destroyed.
+//!
+//! Layout of the structs: DLPack's `dlpack.h` (the unversioned `DLManagedTensor`, which every
+//! PyTorch release reads from a capsule named `dltensor`).
+
+use std::ffi::{c_void, CStr};
+
+use fxhlo::runtime::{ElementType, HostResidentBuffer};
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+#[repr(C)]
+struct DlDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+struct DlDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+#[repr(C)]
+struct DlTensor {
+    data: *mut c_void,
+    device: DlDevice,
+    ndim: i32,
+    dtype: DlDataType,
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct DlManagedTensor {
+    dl_tensor: DlTensor,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
+}
+
+/// What the capsule keeps alive: the buffer and the shape array `dl_tensor.shape` points at.
+struct Owner {
+    _buffer: HostResidentBuffer,
+    _shape: Vec<i64>,
+}
+
+const NAME: &CStr = c"dltensor";
+const DL_CPU: i32 = 1;
+
+/// DLPack's (type code, bits) of an element type.
+fn dl_dtype(t: ElementType) -> DlDataType {
+    let (code, bits) = match t {
+        ElementType::Bool => (6, 8),
+        ElementType::I8 => (0, 8),
+        ElementType::I16 => (0, 16),
+        ElementType::I32 => (0, 32),
+        ElementType::I64 => (0, 64),
+        ElementType::U8 => (1, 8),
+        ElementType::F16 => (2, 16),
+        ElementType::F32 => (2, 32),
+        ElementType::F64 => (2, 64),
+        ElementType::BF16 => (4, 16),
+    };
+    DlDataType { code, bits, lanes: 1 }
+}
+
+unsafe extern "C" fn delete_managed(m: *mut DlManagedTensor) {
+    // SAFETY: `m` and its context were made by `Box::into_raw` in `capsule`, and DLPack calls
+    // the deleter exactly once.
+    unsafe {
+        drop(Box::from_raw((*m).manager_ctx as *mut Owner));
+        drop(Box::from_raw(m));
+    }
+}
+
+unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
+    // A capsule torch adopted is renamed `used_dltensor` and torch calls the deleter; one that
+    // was never adopted still owns its tensor.
+    // SAFETY: called by Python with the capsule being destroyed (the GIL is held).
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, NAME.as_ptr()) == 1 {
+            let m = ffi::PyCapsule_GetPointer(capsule, NAME.as_ptr()) as *mut DlManagedTensor;
+            if let Some(delete) = (*m).deleter {
+                delete(m);
+            }
+        }
+    }
+}
+
+/// A `dltensor` capsule owning `buffer`, a dense row-major tensor of `element` and `dims`.
+pub fn capsule<'py>(py: Python<'py>, buffer: HostResidentBuffer, element: ElementType, dims: &[i64]) -> PyResult<Bound<'py, PyAny>> {
+    let mut shape = dims.to_vec();
+    let dl_tensor = DlTensor {
+        data: buffer.data() as *mut c_void,
+        device: DlDevice { device_type: DL_CPU, device_id: 0 },
+        ndim: shape.len() as i32,
+        dtype: dl_dtype(element),
+        shape: shape.as_mut_ptr(),
+        // Null strides: dense row-major.
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let owner = Box::into_raw(Box::new(Owner { _buffer: buffer, _shape: shape }));
+    let managed = Box::into_raw(Box::new(DlManagedTensor {
+        dl_tensor,
+        manager_ctx: owner as *mut c_void,
+        deleter: Some(delete_managed),
+    }));
+    // SAFETY: `managed` is a valid pointer; the destructor frees it unless torch adopts it.
+    let raw = unsafe { ffi::PyCapsule_New(managed as *mut c_void, NAME.as_ptr(), Some(destroy_capsule)) };
+    if raw.is_null() {
+        // SAFETY: not handed to Python: free it here.
+        unsafe { delete_managed(managed) };
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `raw` is a new reference.
+    Ok(unsafe { Bound::from_owned_ptr(py, raw) })
+}
