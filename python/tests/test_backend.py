@@ -449,3 +449,53 @@ def test_freeze_keeps_mutated_buffers_as_inputs():
         assert_matches(run(x), e(x), f"call {i}")
     kinds = dict(last_graph().executable.inputs)
     assert sorted(kinds.values()) == ["frozen", "input", "resident"], kinds
+
+
+def test_outputs_outlive_the_compiled_graph_and_die_on_any_thread():
+    """Outputs own their device buffers (handed over without a copy): they stay valid after the
+    graph, Dynamo's cache and the executable are gone, and can be freed from another thread."""
+    import gc
+
+    m, x = Linear(), torch.randn(3, 6)
+    with torch.no_grad():
+        want = m.fc(x)
+        outs = [compile_(m.fc)(x) for _ in range(3)]
+    torch._dynamo.reset()
+    gc.collect()
+    assert not fxhlo.compiled_graphs()
+    for out in outs:
+        assert_matches(out, want, "output after the executable is gone")
+    t = threading.Thread(target=lambda: outs.clear())
+    t.start()
+    t.join()
+    assert outs == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool])
+def test_every_dtype_in_and_out(dtype):
+    def f(x):
+        return x, (x > 0) if dtype != torch.bool else ~x, x.flip(0)
+
+    x = (torch.randn(4, 5) * 50).to(dtype)
+    got = compile_(f)(x)
+    assert got[0] is x
+    assert_matches(got, f(x), f"{dtype}")
+
+
+def test_backend_name_works_without_importing_fxhlo():
+    """The package's torch_dynamo_backends entry point makes backend="fxhlo" resolve in a
+    process that never imports fxhlo itself."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "f = torch.compile(lambda x: x * 3, backend='fxhlo', fullgraph=True, dynamic=False)\n"
+        "out = f(torch.arange(4.0))\n"
+        "assert out.tolist() == [0.0, 3.0, 6.0, 9.0], out\n"
+        "print('fxhlo' in torch._dynamo.list_backends(), 'fxhlo.backend' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"], proc.stdout
