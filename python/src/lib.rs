@@ -430,59 +430,36 @@ impl Executable {
         let first = st.exe.run(&refs).map_err(rt)?;
         let mut sinks: Vec<Vec<u8>> =
             first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(rt)?;
-        let median = |mut v: Vec<u128>| {
-            v.sort_unstable();
-            v.get(v.len() / 2).copied().unwrap_or(0)
-        };
         let iters = iters.max(1);
-        let mut execute = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            let start = Instant::now();
-            let outs = st.exe.run(&refs).map_err(rt)?;
-            execute.push(start.elapsed().as_nanos());
-            drop(outs);
-        }
-        let mut uploads = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            let start = Instant::now();
-            let bufs = upload().map_err(rt)?;
-            uploads.push(start.elapsed().as_nanos());
-            drop(bufs);
-        }
-        let mut downloads = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            let start = Instant::now();
-            for (o, sink) in first.iter().zip(sinks.iter_mut()) {
-                o.copy_into(sink).map_err(rt)?;
+        // The median time of `iters` runs of `f`, in nanoseconds.
+        let median = |f: &mut dyn FnMut() -> Result<(), fxhlo::runtime::Error>| -> PyResult<u128> {
+            let mut times = Vec::with_capacity(iters);
+            for _ in 0..iters {
+                let start = Instant::now();
+                f().map_err(rt)?;
+                times.push(start.elapsed().as_nanos());
             }
-            downloads.push(start.elapsed().as_nanos());
-        }
-        let mut upload_execute = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            let start = Instant::now();
-            let bufs = upload().map_err(rt)?;
-            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
-            let outs = st.exe.run(&refs).map_err(rt)?;
-            upload_execute.push(start.elapsed().as_nanos());
-            drop(outs);
-        }
-        let mut roundtrip = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            let start = Instant::now();
-            let bufs = upload().map_err(rt)?;
-            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
-            let outs = st.exe.run(&refs).map_err(rt)?;
-            for (o, sink) in outs.iter().zip(sinks.iter_mut()) {
-                o.copy_into(sink).map_err(rt)?;
-            }
-            roundtrip.push(start.elapsed().as_nanos());
-        }
+            times.sort_unstable();
+            Ok(times[times.len() / 2])
+        };
+        let execute = median(&mut || st.exe.run(&refs).map(drop))?;
+        let uploads = median(&mut || upload().map(drop))?;
+        let downloads = median(&mut || first.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink)))?;
+        let upload_execute = median(&mut || {
+            let bufs = upload()?;
+            st.exe.run(&bufs.iter().collect::<Vec<_>>()).map(drop)
+        })?;
+        let roundtrip = median(&mut || {
+            let bufs = upload()?;
+            let outs = st.exe.run(&bufs.iter().collect::<Vec<_>>())?;
+            outs.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))
+        })?;
         let d = PyDict::new(py);
-        d.set_item("execute_ns", median(execute))?;
-        d.set_item("upload_ns", median(uploads))?;
-        d.set_item("download_ns", median(downloads))?;
-        d.set_item("upload_execute_ns", median(upload_execute))?;
-        d.set_item("roundtrip_ns", median(roundtrip))?;
+        d.set_item("execute_ns", execute)?;
+        d.set_item("upload_ns", uploads)?;
+        d.set_item("download_ns", downloads)?;
+        d.set_item("upload_execute_ns", upload_execute)?;
+        d.set_item("roundtrip_ns", roundtrip)?;
         Ok(d)
     }
 }

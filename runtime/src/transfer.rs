@@ -29,6 +29,15 @@ fn transfer_error(direction: &'static str, message: String) -> Error {
 }
 
 impl RawApi {
+    /// `Ok` for a null error, else the error's message (the error is freed).
+    fn check(&self, err: *mut pjrt_sys::PJRT_Error) -> std::result::Result<(), String> {
+        if err.is_null() {
+            Ok(())
+        } else {
+            Err(self.take_error(err))
+        }
+    }
+
     /// Creates a client with no options (what `pjrt::Client::builder(..).build()` does), so the
     /// runtime keeps the raw pointer `pjrt` 0.2.0 does not expose.
     pub(crate) fn create_client(&self) -> std::result::Result<*mut PJRT_Client, String> {
@@ -36,10 +45,7 @@ impl RawApi {
         let f = api.PJRT_Client_Create.ok_or("the plugin does not implement PJRT_Client_Create")?;
         let mut args = pjrt_sys::PJRT_Client_Create_Args::new();
         // SAFETY: args fully initialized with no options and no key-value store.
-        let err = unsafe { f(&mut args) };
-        if !err.is_null() {
-            return Err(self.take_error(err));
-        }
+        self.check(unsafe { f(&mut args) })?;
         if args.client.is_null() {
             return Err("the plugin returned no client".into());
         }
@@ -55,10 +61,7 @@ impl RawApi {
         let mut args = pjrt_sys::PJRT_Client_AddressableDevices_Args::new();
         args.client = client;
         // SAFETY: `client` is live; the returned array is owned by the client.
-        let err = unsafe { f(&mut args) };
-        if !err.is_null() {
-            return Err(self.take_error(err));
-        }
+        self.check(unsafe { f(&mut args) })?;
         if args.num_addressable_devices == 0 || args.addressable_devices.is_null() {
             return Err("the client has no addressable device".into());
         }
@@ -77,19 +80,13 @@ impl RawApi {
             let mut args = pjrt_sys::PJRT_Event_Await_Args::new();
             args.event = event;
             // SAFETY: `event` is live until destroyed below.
-            let err = unsafe { f(&mut args) };
-            if !err.is_null() {
-                result = Err(self.take_error(err));
-            }
+            result = self.check(unsafe { f(&mut args) });
         }
         if let Some(f) = api.PJRT_Event_Destroy {
             let mut args = pjrt_sys::PJRT_Event_Destroy_Args::new();
             args.event = event;
             // SAFETY: destroys the event exactly once.
-            let err = unsafe { f(&mut args) };
-            if !err.is_null() {
-                let _ = self.take_error(err);
-            }
+            let _ = self.check(unsafe { f(&mut args) });
         }
         result
     }
@@ -125,10 +122,7 @@ impl RawApi {
         args.device = device;
         // SAFETY: `bytes` holds exactly the dense tensor and outlives the call; with
         // kImmutableOnlyDuringCall the plugin does not keep the pointer after returning.
-        let err = unsafe { f(&mut args) };
-        if !err.is_null() {
-            return Err(up(self.take_error(err)));
-        }
+        self.check(unsafe { f(&mut args) }).map_err(up)?;
         self.await_event(args.done_with_host_buffer).map_err(up)?;
         if args.buffer.is_null() {
             return Err(up("the plugin returned no buffer".into()));
@@ -148,10 +142,7 @@ impl RawApi {
         args.dst = dst.as_mut_ptr() as *mut c_void;
         args.dst_size = dst.len();
         // SAFETY: `dst` is writable for `dst_size` bytes and outlives the wait below.
-        let err = unsafe { f(&mut args) };
-        if !err.is_null() {
-            return Err(down(self.take_error(err)));
-        }
+        self.check(unsafe { f(&mut args) }).map_err(down)?;
         self.await_event(args.event).map_err(down)
     }
 }
@@ -167,32 +158,22 @@ impl RawApi {
         else {
             return Ok(None);
         };
-        let mut args = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
-        args.buffer = buffer;
-        // SAFETY: `buffer` is a live buffer of this plugin.
-        let err = unsafe { on_cpu(&mut args) };
-        if !err.is_null() {
-            return Err(fail(self.take_error(err)));
-        }
-        if !args.is_on_cpu {
+        let mut cpu = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
+        cpu.buffer = buffer;
+        // SAFETY (these three calls): `buffer` is a live buffer of this plugin, the args are
+        // initialized; the ready event is awaited and destroyed below.
+        self.check(unsafe { on_cpu(&mut cpu) }).map_err(fail)?;
+        if !cpu.is_on_cpu {
             return Ok(None);
         }
-        let mut args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
-        args.buffer = buffer;
-        // SAFETY: as above; the event is awaited and destroyed below.
-        let err = unsafe { ready(&mut args) };
-        if !err.is_null() {
-            return Err(fail(self.take_error(err)));
-        }
-        self.await_event(args.event).map_err(fail)?;
-        let mut args = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
-        args.buffer = buffer;
-        // SAFETY: as above.
-        let err = unsafe { unsafe_ptr(&mut args) };
-        if !err.is_null() {
-            return Err(fail(self.take_error(err)));
-        }
-        Ok(Some(args.buffer_pointer as *mut u8))
+        let mut ready_args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
+        ready_args.buffer = buffer;
+        self.check(unsafe { ready(&mut ready_args) }).map_err(fail)?;
+        self.await_event(ready_args.event).map_err(fail)?;
+        let mut pointer = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
+        pointer.buffer = buffer;
+        self.check(unsafe { unsafe_ptr(&mut pointer) }).map_err(fail)?;
+        Ok(Some(pointer.buffer_pointer as *mut u8))
     }
 
     /// Destroys `buffer` (callable from any thread: the C API is thread-safe).
@@ -201,9 +182,7 @@ impl RawApi {
             let mut args = pjrt_sys::PJRT_Buffer_Destroy_Args::new();
             args.buffer = buffer;
             // SAFETY: the caller owns `buffer` and destroys it exactly once.
-            let err = unsafe { f(&mut args) };
-            if !err.is_null() {
-                let message = self.take_error(err);
+            if let Err(message) = self.check(unsafe { f(&mut args) }) {
                 tracing::warn!(%message, "PJRT_Buffer_Destroy failed");
             }
         }
