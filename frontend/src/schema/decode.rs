@@ -13,7 +13,8 @@
 //!   its fields in order.
 //!
 //! A length is never trusted for an allocation: items are pushed one by one onto the pools,
-//! each taking at least one input byte, so a corrupt length fails at the end of the input.
+//! each taking at least one input byte, so a corrupt length fails at the end of the input; the
+//! input and node lists reserve their length only up to what the bytes left could hold.
 
 use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
 use super::InputKindSpec;
@@ -53,8 +54,21 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of at most `max_tag` (252 for u32, 253 for u64).
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self, max_tag: u8) -> DecodeResult<u64> {
+        // Almost every varint of a trace (lengths, tags, small sizes) is one byte: inline that
+        // case at every call site, leave the rest to a call.
+        match self.buf.get(self.pos) {
+            Some(&b) if b <= 250 => {
+                self.pos += 1;
+                Ok(b as u64)
+            }
+            _ => self.varint_long(max_tag),
+        }
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self, max_tag: u8) -> DecodeResult<u64> {
         match self.byte()? {
             b @ 0..=250 => Ok(b as u64),
             251 => Ok(u16::from_le_bytes(self.array()?) as u64),
@@ -93,6 +107,12 @@ impl<'a> Reader<'a> {
     fn str(&mut self) -> DecodeResult<&'a str> {
         let n = self.len()?;
         let bytes = self.take(n)?;
+        // Names, targets and dtypes are short and ASCII: a byte loop checks them in a fraction
+        // of `from_utf8`'s fixed cost, which still validates everything else.
+        if bytes.len() <= 32 && bytes.iter().all(u8::is_ascii) {
+            // SAFETY: every byte is ASCII, so the bytes are valid UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
         std::str::from_utf8(bytes).or_else(|_| self.fail("invalid UTF-8 in a string"))
     }
 
@@ -105,11 +125,24 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a length, then that many items with `item`.
-    fn each(&mut self, mut item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
-        for _ in 0..self.len()? {
+    fn each(&mut self, item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
+        let n = self.len()?;
+        self.items(n, item)
+    }
+
+    /// Reads `n` items with `item`.
+    fn items(&mut self, n: usize, mut item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
+        for _ in 0..n {
             item(self)?;
         }
         Ok(())
+    }
+
+    /// A list's length `n` as a number of items worth reserving room for: `n`, but no more than
+    /// the input left could hold at `min_bytes` per item (a corrupt length allocates nothing
+    /// the input could not back).
+    fn room(&self, n: usize, min_bytes: usize) -> usize {
+        n.min((self.buf.len() - self.pos) / min_bytes)
     }
 }
 
@@ -120,23 +153,29 @@ pub(crate) fn decode_view(body: &[u8]) -> DecodeResult<(TraceView<'_>, usize)> {
     }
     let r = &mut Reader { buf: body, pos: 0 };
     let mut v = TraceView { format: r.str()?, version: r.u32()?, name: r.str()?, ..Default::default() };
-    // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes),
-    // so that the pools rarely grow; a single reservation is under the body's size, all of
-    // them under three times it.
+    // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes,
+    // a few ints), so that the pools rarely grow; a single reservation is under the body's
+    // size, all of them under three times it. The inputs and nodes get what their lengths say.
     let b = body.len();
-    v.nodes.reserve(b / 96);
     v.pools.args.reserve(b / 32);
     v.pools.metas.reserve(b / 64);
-    v.pools.dims.reserve(b / 32);
+    v.pools.dims.reserve(b / 24);
+    v.pools.ints.reserve(b / 64);
     v.decomposition_table = r.option(Reader::str)?;
-    r.each(|r| {
+    // Reserved at an input per 24 bytes left and a node per 32 at most: real ones take more
+    // (a name, a target, a meta), and a corrupt length reserves under three times the body.
+    let n = r.len()?;
+    v.inputs.reserve(r.room(n, 24));
+    r.items(n, |r| {
         let (name, kind) = (r.str()?, input_kind(r)?);
         let weight = r.option(Reader::str)?;
         let meta = meta(r, &mut v)?;
         v.inputs.push(InputView { name, kind, weight, meta });
         Ok(())
     })?;
-    r.each(|r| {
+    let n = r.len()?;
+    v.nodes.reserve(r.room(n, 32));
+    r.items(n, |r| {
         let node = node(r, &mut v)?;
         v.nodes.push(node);
         Ok(())
