@@ -33,8 +33,10 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
-use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Scalar, SourceLoc, TensorType, ValueRef};
+use fxhlo_ir::smallvec::{smallvec, SmallVec};
+use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType, ValueRef};
 use rustc_hash::FxBuildHasher;
 
 use crate::aten::{self, Mapped, Operand};
@@ -62,6 +64,7 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
         graph: Graph::with_capacity(trace.name, n, 2 * trace.nodes.len()),
         values: HashMap::with_capacity_and_hasher(n, FxBuildHasher),
         operands: Vec::new(),
+        files: Vec::new(),
     };
     for input in &trace.inputs {
         let ty = cx.tensor_type(input.name, &input.meta)?;
@@ -104,9 +107,6 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
 /// Names are borrowed from the trace, except those of generated nodes (`mul.scalar1`).
 /// FxHash rather than SipHash: the map is looked up several times per node and its keys are
 /// short; a trace crafted for collisions can slow its own import down, nothing else.
-/// A placeholder for unused slots of an operand type array.
-static NO_TYPE: TensorType = TensorType { dtype: DType::F32, shape: Vec::new() };
-
 type Values<'a> = HashMap<Cow<'a, str>, ValueRef, FxBuildHasher>;
 
 struct Importer<'a, 'p> {
@@ -116,6 +116,8 @@ struct Importer<'a, 'p> {
     values: Values<'a>,
     /// The operands of the node being added, reused from node to node.
     operands: Vec<ValueRef>,
+    /// Source files seen so far, most recent last: nodes share one `Arc<str>` per file.
+    files: Vec<(&'a str, Arc<str>)>,
 }
 
 impl<'a> Importer<'a, '_> {
@@ -143,7 +145,7 @@ impl<'a> Importer<'a, '_> {
             .parse()
             .map_err(|source| Error::DType { path: self.path.into(), node: node.into(), source })?;
         let sizes = self.view.sizes(meta);
-        let mut shape = Vec::with_capacity(sizes.len());
+        let mut shape = Shape::new();
         for (dim, d) in sizes.iter().enumerate() {
             match *d {
                 DimView::Static(v) if v >= 0 => shape.push(v),
@@ -169,7 +171,7 @@ impl<'a> Importer<'a, '_> {
 
     fn node(&mut self, spec: &'a NodeView<'a>) -> Result<()> {
         let metas = self.view.metas(spec);
-        let mut results = Vec::with_capacity(metas.len());
+        let mut results = Results::new();
         for (i, m) in metas.iter().enumerate() {
             match m {
                 Some(m) => results.push(self.tensor_type(spec.name, m)?),
@@ -195,31 +197,30 @@ impl<'a> Importer<'a, '_> {
             }
         };
         // On the stack for up to 4 operands (almost every op), not a vector per node.
-        let mut stack = [&NO_TYPE; 4];
-        let mut heap = Vec::new();
-        let types: &[&TensorType] = if operands.len() <= stack.len() {
-            let mut n = 0;
-            for t in operands.iter().filter_map(|v| self.graph.value_type(*v)) {
-                stack[n] = t;
-                n += 1;
-            }
-            &stack[..n]
-        } else {
-            heap.extend(operands.iter().filter_map(|v| self.graph.value_type(*v)));
-            &heap
-        };
-        match infer::infer(&op, types) {
+        let types: SmallVec<[&TensorType; 4]> = operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
+        match infer::infer(&op, &types) {
             Ok(Some(inferred)) if inferred != results => return Err(self.mismatch(spec, &results, &inferred)),
-            Ok(_) => {}
+            Ok(_) => drop(types),
             Err(message) => return Err(self.err(spec, message)),
         }
-        let source = spec.source.as_ref().map(|s| SourceLoc { file: s.file.into(), line: s.line });
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
         let id = self
             .graph
             .add_node(spec.name, op, &operands, results, source)
             .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.operands = operands;
         self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
+    }
+
+    /// The shared name of a source file: the last one used, or an earlier one, or a new one.
+    /// A trace names few files (its model's modules), nodes of one file mostly in a row.
+    fn file(&mut self, file: &'a str) -> Arc<str> {
+        if let Some((_, shared)) = self.files.iter().rev().find(|(f, _)| *f == file) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = file.into();
+        self.files.push((file, shared.clone()));
+        shared
     }
 
     fn mismatch(&self, spec: &NodeView, meta: &[TensorType], inferred: &[TensorType]) -> Error {
@@ -304,10 +305,10 @@ impl<'a> Importer<'a, '_> {
     /// A 0-d `full` node. Its name is reserved like a trace name, so that a trace node of the
     /// same name is a duplicate, not two graph nodes of one name.
     fn full(&mut self, name: String, value: Scalar, dtype: DType) -> Result<ValueRef> {
-        let ty = TensorType::new(dtype, Vec::new());
+        let ty = TensorType::new(dtype, Shape::new());
         let id = self
             .graph
-            .add_node(name.clone(), Op::Full { value }, &[], vec![ty], None)
+            .add_node(name.clone(), Op::Full { value }, &[], smallvec![ty] as Results, None)
             .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.define(Cow::Owned(name), ValueRef::first(id))?;
         Ok(ValueRef::first(id))
