@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxBuildHasher;
 
 use fxhlo_ir::smallvec::{smallvec, SmallVec};
-use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, TensorType, UnaryOp};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, Shape, TensorType, UnaryOp};
 
 use crate::schema::{ArgView as Arg, NodeView, TraceView};
 
@@ -79,11 +79,12 @@ impl<'a> Args<'a> {
             _ => None,
         }
     }
-    fn ints(&self, i: usize, name: &str, default: &[i64]) -> Option<Vec<i64>> {
+    /// An int list as a `Vec<i64>` or, for the ops that keep one inline, a `Shape`.
+    fn ints<T: for<'s> From<&'s [i64]>>(&self, i: usize, name: &str, default: &[i64]) -> Option<T> {
         match self.get(i, name) {
-            None => Some(default.to_vec()),
-            Some(Arg::Ints(v)) => Some(self.view.ints(*v).to_vec()),
-            Some(Arg::Int(v)) => Some(vec![*v]),
+            None => Some(T::from(default)),
+            Some(Arg::Ints(v)) => Some(T::from(self.view.ints(*v))),
+            Some(Arg::Int(v)) => Some(T::from(std::slice::from_ref(v))),
             _ => None,
         }
     }
@@ -246,13 +247,13 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "sum" | "mean" | "prod" | "amax" | "amin" | "any" | "all" => {
             let r = ReduceOp::from_name(&aten_name)?;
             let cast = a.kwarg_dtype("dtype")?;
-            if overload == "dims" && matches!(r, ReduceOp::Any | ReduceOp::All) && a.has(1, "dim") && a.ints(1, "dim", &[])?.is_empty() {
+            if overload == "dims" && matches!(r, ReduceOp::Any | ReduceOp::All) && a.has(1, "dim") && a.ints::<Shape>(1, "dim", &[])?.is_empty() {
                 // any/all over an empty dim list reduce nothing: x != 0 elementwise.
                 return op1(Op::Convert { dtype: DType::Bool });
             }
             let dims = match overload {
                 "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => a.ints(1, "dim", &[])?,
-                "default" => Vec::new(),
+                "default" => Shape::new(),
                 _ => a.ints(1, "dim", &[])?,
             };
             let keepdim = if overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin) {
@@ -371,13 +372,13 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "view" | "_unsafe_view" | "reshape" => op1(Op::View { shape: a.ints(1, "size", &[])? }),
         "permute" => op1(Op::Permute { dims: a.ints(1, "dims", &[])? }),
-        "t" => op1(Op::Permute { dims: if results.first()?.rank() == 2 { vec![1, 0] } else { vec![0] } }),
+        "t" => op1(Op::Permute { dims: if results.first()?.rank() == 2 { Shape::from([1, 0]) } else { Shape::from([0]) } }),
         "transpose" => {
             let rank = results.first()?.rank();
             let (d0, d1) = (a.int(1, "dim0", 0)?, a.int(2, "dim1", 0)?);
             let norm = |d: i64| fxhlo_ir::infer::normalize_dim(d, rank).ok();
             let (d0, d1) = (norm(d0)?, norm(d1)?);
-            let mut dims: Vec<i64> = (0..rank as i64).collect();
+            let mut dims: Shape = (0..rank as i64).collect();
             // A 0-d tensor accepts dims 0 and -1 and has nothing to swap.
             if rank > 0 {
                 dims.swap(d0, d1);

@@ -232,7 +232,7 @@ mod tests {
         assert_eq!(r[0].dtype, F32, "integer true division gives the default float");
         let r = infer(&Op::Unary(UnaryOp::IsNan), &[&t(&[2])]).unwrap().unwrap();
         assert_eq!(r[0].dtype, Bool);
-        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0], keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
+        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0].into(), keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
         assert_eq!(r[0], TensorType::new(I64, vec![]));
     }
 }

@@ -304,9 +304,9 @@ mod tests {
 
     #[test]
     fn view_infers_the_hole() {
-        let r = infer(&Op::View { shape: vec![-1, 4] }, &[&t(&[2, 3, 4])]).unwrap().unwrap();
+        let r = infer(&Op::View { shape: vec![-1, 4].into() }, &[&t(&[2, 3, 4])]).unwrap().unwrap();
         assert_eq!(r[0].shape, vec![6, 4]);
-        assert!(infer(&Op::View { shape: vec![5, -1] }, &[&t(&[2, 3])]).is_err());
+        assert!(infer(&Op::View { shape: vec![5, -1].into() }, &[&t(&[2, 3])]).is_err());
     }
 
     #[test]
