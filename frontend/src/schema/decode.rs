@@ -19,17 +19,25 @@
 use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
 use super::InputKindSpec;
 
-/// A decoding error: what was wrong and at which byte of the body.
-pub(crate) type DecodeResult<T> = Result<T, String>;
+/// A decoding failure. What was wrong is kept by the reader ([`Reader::why`]) and where is its
+/// position, which stops there: so every `Result` of the decoder is a register or two wide
+/// (a `String` error made each returned `&str` or integer a trip through memory).
+struct Fail;
+
+type DecodeResult<T> = Result<T, Fail>;
 
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Set by [`Reader::fail`].
+    why: &'static str,
 }
 
 impl<'a> Reader<'a> {
-    fn fail<T>(&self, what: &str) -> DecodeResult<T> {
-        Err(format!("{what} at byte {}", self.pos))
+    #[cold]
+    fn fail<T>(&mut self, what: &'static str) -> DecodeResult<T> {
+        self.why = what;
+        Err(Fail)
     }
 
     #[inline]
@@ -146,12 +154,18 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes a bincode trace body (after the header); returns the view and the bytes read.
-pub(crate) fn decode_view(body: &[u8]) -> DecodeResult<(TraceView<'_>, usize)> {
+/// Decodes a bincode trace body (after the header); returns the view and the bytes read, or
+/// what was wrong and at which byte of the body.
+pub(crate) fn decode_view(body: &[u8]) -> Result<(TraceView<'_>, usize), String> {
     if body.len() >= u32::MAX as usize {
         return Err("a trace body of 4 GiB or more is not supported".into());
     }
-    let r = &mut Reader { buf: body, pos: 0 };
+    let r = &mut Reader { buf: body, pos: 0, why: "" };
+    decode(r).map_err(|Fail| format!("{} at byte {}", r.why, r.pos))
+}
+
+fn decode<'a>(r: &mut Reader<'a>) -> DecodeResult<(TraceView<'a>, usize)> {
+    let body = r.buf;
     let mut v = TraceView { format: r.str()?, version: r.u32()?, name: r.str()?, ..Default::default() };
     // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes,
     // a few ints), so that the pools rarely grow; a single reservation is under the body's
@@ -291,4 +305,18 @@ fn arg<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a
         13 => ArgView::None,
         _ => return r.fail("invalid argument variant"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_view;
+
+    #[test]
+    fn errors_say_what_and_where() {
+        // A format string of 5 bytes announced, 2 present.
+        assert_eq!(decode_view(&[5, b'f', b'x']).err().as_deref(), Some("unexpected end of input at byte 1"));
+        // Format "x", version 0, name "", no decomposition table, then an invalid length tag.
+        assert_eq!(decode_view(&[1, b'x', 0, 0, 0, 255]).err().as_deref(), Some("invalid integer encoding at byte 6"));
+        assert_eq!(decode_view(&[1, 0xff]).err().as_deref(), Some("invalid UTF-8 in a string at byte 2"));
+    }
 }
