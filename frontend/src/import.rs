@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use fxhlo_ir::smallvec::{smallvec, SmallVec};
+use fxhlo_ir::smallvec::smallvec;
 use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType, ValueRef};
 use rustc_hash::FxBuildHasher;
 
@@ -196,11 +196,24 @@ impl<'a> Importer<'a, '_> {
                 Op::Unknown { target: spec.target.into() }
             }
         };
-        // On the stack for up to 4 operands (almost every op), not a vector per node.
-        let types: SmallVec<[&TensorType; 4]> = operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
-        match infer::infer(&op, &types) {
+        // On the stack for up to 4 operands (almost every op), not a vector per node; unused
+        // slots hold a placeholder (the node's own first type) and are never read.
+        let mut stack = [&results[0]; 4];
+        let mut heap = Vec::new();
+        let types: &[&TensorType] = if operands.len() <= stack.len() {
+            let mut n = 0;
+            for t in operands.iter().filter_map(|v| self.graph.value_type(*v)) {
+                stack[n] = t;
+                n += 1;
+            }
+            &stack[..n]
+        } else {
+            heap.extend(operands.iter().filter_map(|v| self.graph.value_type(*v)));
+            &heap
+        };
+        match infer::infer(&op, types) {
             Ok(Some(inferred)) if inferred != results => return Err(self.mismatch(spec, &results, &inferred)),
-            Ok(_) => drop(types),
+            Ok(_) => {}
             Err(message) => return Err(self.err(spec, message)),
         }
         let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });

@@ -177,6 +177,9 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
 
 /// Numpy-style broadcast of two shapes.
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Shape, String> {
+    if a == b {
+        return Ok(Shape::from(a));
+    }
     let rank = a.len().max(b.len());
     let mut out = Shape::from_elem(0, rank);
     for (i, o) in out.iter_mut().enumerate() {
