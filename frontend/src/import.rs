@@ -65,6 +65,7 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
         values: HashMap::with_capacity_and_hasher(n, FxBuildHasher),
         operands: Vec::new(),
         files: Vec::new(),
+        last: None,
     };
     for input in &trace.inputs {
         let ty = cx.tensor_type(input.name, &input.meta)?;
@@ -118,10 +119,15 @@ struct Importer<'a, 'p> {
     operands: Vec<ValueRef>,
     /// Source files seen so far, most recent last: nodes share one `Arc<str>` per file.
     files: Vec<(&'a str, Arc<str>)>,
+    /// The trace name defined last and its value.
+    last: Option<(&'a str, ValueRef)>,
 }
 
 impl<'a> Importer<'a, '_> {
     fn define(&mut self, name: Cow<'a, str>, v: ValueRef) -> Result<()> {
+        if let Cow::Borrowed(n) = name {
+            self.last = Some((n, v));
+        }
         match self.values.entry(name) {
             Entry::Occupied(e) => Err(Error::DuplicateName { path: self.path.into(), name: e.key().to_string() }),
             Entry::Vacant(e) => {
@@ -132,6 +138,14 @@ impl<'a> Importer<'a, '_> {
     }
 
     fn value(&self, node: &str, name: &str) -> Result<ValueRef> {
+        // Most operands are the value just defined (a chain of ops): no hashing for those.
+        // Names are unique, so the last one defined maps to `v` for as long as the import runs
+        // (a duplicate fails the import).
+        if let Some((last, v)) = self.last {
+            if last == name {
+                return Ok(v);
+            }
+        }
         self.values.get(name).copied().ok_or_else(|| Error::UnknownValue {
             path: self.path.into(),
             node: node.into(),
