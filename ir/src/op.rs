@@ -85,7 +85,8 @@ impl ScatterReduce {
 /// One IR operation. Result types live on the node; attributes that change semantics live
 /// here. The single int list of a shape op or a reduction (`View`'s shape, `Permute`'s dims,
 /// ...) is a [`Shape`], inline up to 6 values, so that importing one allocates nothing; the
-/// ops with several lists (convolution, pooling) keep `Vec`s, which keeps `Op` at its size. Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
+/// ops with several lists (convolution, pooling) keep them as `Box<[i64]>` (two words each),
+/// which keeps `Op`, and with it every node, small (80 bytes). Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
 /// `has_*` fields and, when present, follow the required operands in the order listed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
@@ -147,21 +148,21 @@ pub enum Op {
     Addmm,
     /// `aten.convolution(x, w, [bias])` for 1d/2d/3d, plain or transposed.
     Convolution {
-        stride: Vec<i64>,
-        padding: Vec<i64>,
-        dilation: Vec<i64>,
+        stride: Box<[i64]>,
+        padding: Box<[i64]>,
+        dilation: Box<[i64]>,
         transposed: bool,
-        output_padding: Vec<i64>,
+        output_padding: Box<[i64]>,
         groups: i64,
         has_bias: bool,
     },
     /// `aten.max_pool{1,2,3}d_with_indices`; results: values and i64 indices.
-    MaxPool { kernel: Vec<i64>, stride: Vec<i64>, padding: Vec<i64>, dilation: Vec<i64>, ceil_mode: bool },
+    MaxPool { kernel: Box<[i64]>, stride: Box<[i64]>, padding: Box<[i64]>, dilation: Box<[i64]>, ceil_mode: bool },
     /// `aten.avg_pool{1,2,3}d`.
     AvgPool {
-        kernel: Vec<i64>,
-        stride: Vec<i64>,
-        padding: Vec<i64>,
+        kernel: Box<[i64]>,
+        stride: Box<[i64]>,
+        padding: Box<[i64]>,
         ceil_mode: bool,
         count_include_pad: bool,
         divisor_override: Option<i64>,
