@@ -144,7 +144,7 @@ impl Compiler {
                     Op::Input { kind, weight } => (*kind, weight.clone()),
                     _ => (InputKind::UserInput, None),
                 };
-                InputSignature { name: n.name.clone(), kind, weight, ty: n.results[0].clone() }
+                InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone() }
             })
             .collect();
         Ok(Compiled { executable, mlir, inputs, codegen_time, compile_time })

@@ -33,7 +33,7 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
         if let Some(target) = unsupported_reason(graph, id) {
             ops.push(UnsupportedOp {
                 target,
-                node: node.name.clone(),
+                node: node.name.to_string(),
                 source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
             });
         }
@@ -125,7 +125,7 @@ fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[N
         if matches!(graph.node(id).op, Op::Input { .. }) {
             continue;
         }
-        e.node = graph.node(id).name.clone();
+        e.node = graph.node(id).name.to_string();
         let values = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
         for (k, value) in values.into_iter().enumerate() {
             e.bind(ValueRef { node: id, result: k as u32 }, value);

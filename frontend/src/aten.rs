@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxBuildHasher;
 
-use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, TensorType, UnaryOp};
+use fxhlo_ir::smallvec::{smallvec, SmallVec};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, Shape, TensorType, UnaryOp};
 
 use crate::schema::{ArgView as Arg, NodeView, TraceView};
 
@@ -21,11 +22,14 @@ pub enum Operand<'a> {
     Scaled(Box<Operand<'a>>, Scalar),
 }
 
+/// The operands of one call, inline up to 4 (almost every op).
+pub type Operands<'a> = SmallVec<[Operand<'a>; 4]>;
+
 /// The mapping of one call.
 #[derive(Debug)]
 pub enum Mapped<'a> {
     /// A known op and its operands in the op's operand order.
-    Op(Op, Vec<Operand<'a>>),
+    Op(Op, Operands<'a>),
     /// `getitem(producer, index)`: an alias for one result of a multi-result node.
     GetItem(&'a str, u32),
     /// Not modelled: keep as `Op::Unknown`.
@@ -75,11 +79,12 @@ impl<'a> Args<'a> {
             _ => None,
         }
     }
-    fn ints(&self, i: usize, name: &str, default: &[i64]) -> Option<Vec<i64>> {
+    /// An int list as a `Vec<i64>` or, for the ops that keep one inline, a `Shape`.
+    fn ints<T: for<'s> From<&'s [i64]>>(&self, i: usize, name: &str, default: &[i64]) -> Option<T> {
         match self.get(i, name) {
-            None => Some(default.to_vec()),
-            Some(Arg::Ints(v)) => Some(self.view.ints(*v).to_vec()),
-            Some(Arg::Int(v)) => Some(vec![*v]),
+            None => Some(T::from(default)),
+            Some(Arg::Ints(v)) => Some(T::from(self.view.ints(*v))),
+            Some(Arg::Int(v)) => Some(T::from(std::slice::from_ref(v))),
             _ => None,
         }
     }
@@ -140,10 +145,14 @@ pub fn map<'a>(view: &'a TraceView<'a>, node: &NodeView<'a>, results: &[TensorTy
 }
 
 fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Option<Mapped<'a>> {
-    let (op, overload) = target.rsplit_once('.').unwrap_or((target, ""));
+    // A byte loop, not `rsplit_once`: memrchr's setup costs more than these short names.
+    let (op, overload) = match target.bytes().rposition(|b| b == b'.') {
+        Some(i) => (&target[..i], &target[i + 1..]),
+        None => (target, ""),
+    };
     let x = || a.tensor(0, "self");
-    let op1 = |op: Op| Some(Mapped::Op(op, vec![x()?]));
-    let bin = |b: BinaryOp| Some(Mapped::Op(Op::Binary(b), vec![x()?, a.tensor(1, "other")?]));
+    let op1 = |op: Op| Some(Mapped::Op(op, smallvec![x()?]));
+    let bin = |b: BinaryOp| Some(Mapped::Op(Op::Binary(b), smallvec![x()?, a.tensor(1, "other")?]));
     if target == "getitem" {
         let Some(Arg::Tensor(p)) = a.args.first() else { return None };
         let i = u32::try_from(a.int(1, "index", -1)?).ok()?;
@@ -174,7 +183,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 Some(alpha) if alpha.as_f64() == 1.0 => other,
                 Some(alpha) => Operand::Scaled(Box::new(other), alpha),
             };
-            Some(Mapped::Op(Op::Binary(b), vec![x()?, other]))
+            Some(Mapped::Op(Op::Binary(b), smallvec![x()?, other]))
         }
         "rsub" => {
             // rsub(self, other, alpha) = other - alpha * self
@@ -182,7 +191,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 Some(alpha) if alpha.as_f64() != 1.0 => Operand::Scaled(Box::new(x()?), alpha),
                 _ => x()?,
             };
-            Some(Mapped::Op(Op::Binary(BinaryOp::Sub), vec![a.tensor(1, "other")?, s]))
+            Some(Mapped::Op(Op::Binary(BinaryOp::Sub), smallvec![a.tensor(1, "other")?, s]))
         }
         "mul" => bin(BinaryOp::Mul),
         "div" => match (overload, a.string(2, "rounding_mode")) {
@@ -204,12 +213,12 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "bitwise_xor" => bin(BinaryOp::BitwiseXor),
         "pow" => {
             let base = a.tensor(0, "self")?;
-            Some(Mapped::Op(Op::Binary(BinaryOp::Pow), vec![base, a.tensor(1, "exponent")?]))
+            Some(Mapped::Op(Op::Binary(BinaryOp::Pow), smallvec![base, a.tensor(1, "exponent")?]))
         }
-        "where" => Some(Mapped::Op(Op::Where, vec![a.tensor(0, "condition")?, a.tensor(1, "self")?, a.tensor(2, "other")?])),
+        "where" => Some(Mapped::Op(Op::Where, smallvec![a.tensor(0, "condition")?, a.tensor(1, "self")?, a.tensor(2, "other")?])),
         "clamp" if overload == "Tensor" => {
             let (has_min, has_max) = (a.has(1, "min"), a.has(2, "max"));
-            let mut ops = vec![x()?];
+            let mut ops = smallvec![x()?];
             ops.extend(has_min.then(|| a.tensor(1, "min")).flatten());
             ops.extend(has_max.then(|| a.tensor(2, "max")).flatten());
             Some(Mapped::Op(Op::ClampTensor { has_min, has_max }, ops))
@@ -238,13 +247,13 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "sum" | "mean" | "prod" | "amax" | "amin" | "any" | "all" => {
             let r = ReduceOp::from_name(&aten_name)?;
             let cast = a.kwarg_dtype("dtype")?;
-            if overload == "dims" && matches!(r, ReduceOp::Any | ReduceOp::All) && a.has(1, "dim") && a.ints(1, "dim", &[])?.is_empty() {
+            if overload == "dims" && matches!(r, ReduceOp::Any | ReduceOp::All) && a.has(1, "dim") && a.ints::<Shape>(1, "dim", &[])?.is_empty() {
                 // any/all over an empty dim list reduce nothing: x != 0 elementwise.
                 return op1(Op::Convert { dtype: DType::Bool });
             }
             let dims = match overload {
                 "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => a.ints(1, "dim", &[])?,
-                "default" => Vec::new(),
+                "default" => Shape::new(),
                 _ => a.ints(1, "dim", &[])?,
             };
             let keepdim = if overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin) {
@@ -257,7 +266,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "_softmax" | "_log_softmax" => op1(Op::Softmax { dim: a.int(1, "dim", -1)?, log: name == "_log_softmax" }),
         "native_layer_norm" => {
             let (w, b) = (a.has(2, "weight"), a.has(3, "bias"));
-            let mut ops = vec![x1(a, "input")?];
+            let mut ops = smallvec![x1(a, "input")?];
             ops.extend(w.then(|| a.tensor(2, "weight")).flatten());
             ops.extend(b.then(|| a.tensor(3, "bias")).flatten());
             let op = Op::LayerNorm { normalized_shape: a.ints(1, "normalized_shape", &[])?, eps: a.scalar(4, "eps")?, has_weight: w, has_bias: b };
@@ -265,7 +274,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "native_group_norm" => {
             let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
-            let mut ops = vec![x1(a, "input")?];
+            let mut ops = smallvec![x1(a, "input")?];
             ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
             ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
             let op = Op::GroupNorm { groups: a.int(6, "group", 0)?, eps: a.scalar(7, "eps")?, has_weight: w, has_bias: b };
@@ -273,7 +282,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "_native_batch_norm_legit_no_training" => {
             let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
-            let mut ops = vec![x1(a, "input")?];
+            let mut ops = smallvec![x1(a, "input")?];
             ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
             ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
             ops.push(a.tensor(3, "running_mean")?);
@@ -282,7 +291,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "_native_batch_norm_legit" if overload == "no_stats" => {
             let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
-            let mut ops = vec![x1(a, "input")?];
+            let mut ops = smallvec![x1(a, "input")?];
             ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
             ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
             if !a.bool(3, "training", true)? {
@@ -292,7 +301,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "_embedding_bag" => {
             let has_weights = a.has(6, "per_sample_weights");
-            let mut ops = vec![a.tensor(0, "weight")?, a.tensor(1, "indices")?, a.tensor(2, "offsets")?];
+            let mut ops = smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?, a.tensor(2, "offsets")?];
             ops.extend(has_weights.then(|| a.tensor(6, "per_sample_weights")).flatten());
             let padding_idx = a.opt_int(8, "padding_idx")?.filter(|&p| p >= 0);
             let op = Op::EmbeddingBag {
@@ -303,14 +312,14 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             };
             Some(Mapped::Op(op, ops))
         }
-        "masked_scatter" => Some(Mapped::Op(Op::MaskedScatter, vec![x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?])),
+        "masked_scatter" => Some(Mapped::Op(Op::MaskedScatter, smallvec![x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?])),
         "_cdist_forward" => Some(Mapped::Op(
             Op::Cdist { p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)) },
-            vec![a.tensor(0, "x1")?, a.tensor(1, "x2")?],
+            smallvec![a.tensor(0, "x1")?, a.tensor(1, "x2")?],
         )),
         "_pdist_forward" => op1(Op::Pdist { p: a.scalar(1, "p").unwrap_or(Scalar::float(2.0)) }),
-        "mm" => Some(Mapped::Op(Op::Mm, vec![x()?, a.tensor(1, "mat2")?])),
-        "bmm" => Some(Mapped::Op(Op::Bmm, vec![x()?, a.tensor(1, "mat2")?])),
+        "mm" => Some(Mapped::Op(Op::Mm, smallvec![x()?, a.tensor(1, "mat2")?])),
+        "bmm" => Some(Mapped::Op(Op::Bmm, smallvec![x()?, a.tensor(1, "mat2")?])),
         "addmm" => {
             // beta * self + alpha * (mat1 @ mat2), with the factors folded into the operands.
             // beta = 0 ignores self entirely (even inf/NaN), as PyTorch does.
@@ -319,11 +328,11 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 beta => scale_by(x()?, beta),
             };
             let mat1 = scale_by(a.tensor(1, "mat1")?, a.scalar(4, "alpha"));
-            Some(Mapped::Op(Op::Addmm, vec![bias, mat1, a.tensor(2, "mat2")?]))
+            Some(Mapped::Op(Op::Addmm, smallvec![bias, mat1, a.tensor(2, "mat2")?]))
         }
         "convolution" => {
             let has_bias = a.has(2, "bias");
-            let mut ops = vec![x1(a, "input")?, a.tensor(1, "weight")?];
+            let mut ops = smallvec![x1(a, "input")?, a.tensor(1, "weight")?];
             ops.extend(has_bias.then(|| a.tensor(2, "bias")).flatten());
             let op = Op::Convolution {
                 stride: a.ints(3, "stride", &[1])?,
@@ -363,13 +372,13 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "view" | "_unsafe_view" | "reshape" => op1(Op::View { shape: a.ints(1, "size", &[])? }),
         "permute" => op1(Op::Permute { dims: a.ints(1, "dims", &[])? }),
-        "t" => op1(Op::Permute { dims: if results.first()?.rank() == 2 { vec![1, 0] } else { vec![0] } }),
+        "t" => op1(Op::Permute { dims: if results.first()?.rank() == 2 { Shape::from([1, 0]) } else { Shape::from([0]) } }),
         "transpose" => {
             let rank = results.first()?.rank();
             let (d0, d1) = (a.int(1, "dim0", 0)?, a.int(2, "dim1", 0)?);
             let norm = |d: i64| fxhlo_ir::infer::normalize_dim(d, rank).ok();
             let (d0, d1) = (norm(d0)?, norm(d1)?);
-            let mut dims: Vec<i64> = (0..rank as i64).collect();
+            let mut dims: Shape = (0..rank as i64).collect();
             // A 0-d tensor accepts dims 0 and -1 and has nothing to swap.
             if rank > 0 {
                 dims.swap(d0, d1);
@@ -410,22 +419,22 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             let sizes = (0..total).step_by(chunk as usize).map(|s| chunk.min(total - s)).collect();
             op1(Op::Split { sizes, dim })
         }
-        "embedding" => Some(Mapped::Op(Op::Embedding, vec![a.tensor(0, "weight")?, a.tensor(1, "indices")?])),
+        "embedding" => Some(Mapped::Op(Op::Embedding, smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?])),
         "index" | "_unsafe_index" => {
             let idx = a.tensor_list(1, "indices")?;
-            let mut ops = vec![x()?];
+            let mut ops = smallvec![x()?];
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
             Some(Mapped::Op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops))
         }
-        "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
-        "fill" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "value")? }, vec![])),
+        "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![])),
+        "fill" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "value")? }, smallvec![])),
         "elu" => op1(Op::Elu {
             alpha: a.scalar(1, "alpha").unwrap_or(Scalar::Int(1)),
             scale: a.scalar(2, "scale").unwrap_or(Scalar::Int(1)),
             input_scale: a.scalar(3, "input_scale").unwrap_or(Scalar::Int(1)),
         }),
         "leaky_relu" => op1(Op::LeakyRelu { slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)) }),
-        "copy" => Some(Mapped::Op(Op::CopyInto, vec![x()?, a.tensor(1, "src")?])),
+        "copy" => Some(Mapped::Op(Op::CopyInto, smallvec![x()?, a.tensor(1, "src")?])),
         "argmax" | "argmin" => op1(Op::ArgReduce { max: name == "argmax", dim: a.opt_int(1, "dim")?, keepdim: a.bool(2, "keepdim", false)? }),
         "max" | "min" if overload == "dim" => {
             op1(Op::MaxMin { max: name == "max", dim: a.int(1, "dim", 0)?, keepdim: a.bool(2, "keepdim", false)? })
@@ -456,8 +465,8 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             stride: a.ints(2, "stride", &[])?,
             offset: a.opt_int(3, "storage_offset")?.unwrap_or(0),
         }),
-        "gather" => Some(Mapped::Op(Op::Gather { dim: a.int(1, "dim", 0)? }, vec![x()?, a.tensor(2, "index")?])),
-        "index_select" => Some(Mapped::Op(Op::IndexSelect { dim: a.int(1, "dim", 0)? }, vec![x()?, a.tensor(2, "index")?])),
+        "gather" => Some(Mapped::Op(Op::Gather { dim: a.int(1, "dim", 0)? }, smallvec![x()?, a.tensor(2, "index")?])),
+        "index_select" => Some(Mapped::Op(Op::IndexSelect { dim: a.int(1, "dim", 0)? }, smallvec![x()?, a.tensor(2, "index")?])),
         "scatter" | "scatter_add" | "scatter_reduce" => {
             let (reduce, include_self) = match name {
                 "scatter_add" => (ScatterReduce::Sum, true),
@@ -470,11 +479,11 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 _ => (ScatterReduce::Replace, true),
             };
             let src = a.tensor(3, if overload == "value" { "value" } else { "src" })?;
-            Some(Mapped::Op(Op::Scatter { dim: a.int(1, "dim", 0)?, reduce, include_self }, vec![x()?, a.tensor(2, "index")?, src]))
+            Some(Mapped::Op(Op::Scatter { dim: a.int(1, "dim", 0)?, reduce, include_self }, smallvec![x()?, a.tensor(2, "index")?, src]))
         }
         "index_put" => {
             let idx = a.tensor_list(1, "indices")?;
-            let mut ops = vec![x()?];
+            let mut ops = smallvec![x()?];
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
             ops.push(a.tensor(2, "values")?);
             let present = idx.iter().map(|i| i.is_some()).collect();
@@ -482,7 +491,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "select_scatter" => Some(Mapped::Op(
             Op::SelectScatter { dim: a.int(2, "dim", 0)?, index: a.int(3, "index", 0)? },
-            vec![x()?, a.tensor(1, "src")?],
+            smallvec![x()?, a.tensor(1, "src")?],
         )),
         "slice_scatter" => Some(Mapped::Op(
             Op::SliceScatter {
@@ -491,7 +500,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 end: a.opt_int(4, "end")?.unwrap_or(i64::MAX),
                 step: a.int(5, "step", 1)?,
             },
-            vec![x()?, a.tensor(1, "src")?],
+            smallvec![x()?, a.tensor(1, "src")?],
         )),
         "sort" => op1(Op::Sort { dim: a.int(1, "dim", -1)?, descending: a.bool(2, "descending", false)? }),
         "topk" => op1(Op::Topk { k: a.int(1, "k", 1)?, dim: a.int(2, "dim", -1)?, largest: a.bool(3, "largest", true)? }),
@@ -501,7 +510,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 padding: a.int(3, "padding_mode", 0)?,
                 align_corners: a.bool(4, "align_corners", false)?,
             },
-            vec![x1(a, "input")?, a.tensor(1, "grid")?],
+            smallvec![x1(a, "input")?, a.tensor(1, "grid")?],
         )),
         "upsample_bilinear2d" => {
             let out = results.first()?;
@@ -509,15 +518,15 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             op1(Op::UpsampleBilinear { output_size: out.shape[k..].to_vec(), align_corners: a.bool(2, "align_corners", false)? })
         }
         // full_like depends only on the shape of `self`, which the result type carries.
-        "full_like" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, vec![])),
-        "scalar_tensor" => Some(Mapped::Op(Op::Full { value: a.scalar(0, "s")? }, vec![])),
+        "full_like" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![])),
+        "scalar_tensor" => Some(Mapped::Op(Op::Full { value: a.scalar(0, "s")? }, smallvec![])),
         "arange" => {
             let (start, end, step) = match overload {
                 "default" => (Scalar::Int(0), a.scalar(0, "end")?, Scalar::Int(1)),
                 "start" => (a.scalar(0, "start")?, a.scalar(1, "end")?, Scalar::Int(1)),
                 _ => (a.scalar(0, "start")?, a.scalar(1, "end")?, a.scalar(2, "step").unwrap_or(Scalar::Int(1))),
             };
-            Some(Mapped::Op(Op::Arange { start, end, step }, vec![]))
+            Some(Mapped::Op(Op::Arange { start, end, step }, smallvec![]))
         }
         _ => None,
     }
@@ -544,5 +553,5 @@ fn unary(name: &str) -> Option<UnaryOp> {
 }
 
 fn bin_cmp<'a>(c: CompareOp, a: &Args<'a>) -> Option<Mapped<'a>> {
-    Some(Mapped::Op(Op::Compare(c), vec![a.tensor(0, "self")?, a.tensor(1, "other")?]))
+    Some(Mapped::Op(Op::Compare(c), smallvec![a.tensor(0, "self")?, a.tensor(1, "other")?]))
 }

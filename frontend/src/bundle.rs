@@ -81,13 +81,13 @@ fn check_weights(graph: &Graph, weights: Option<&TensorFile>, path: &Path) -> Re
     for &id in graph.inputs() {
         let node = graph.node(id);
         let Op::Input { weight: Some(key), .. } = &node.op else { continue };
-        let missing = || Error::MissingWeight { path: path.into(), input: node.name.clone(), key: key.clone() };
+        let missing = || Error::MissingWeight { path: path.into(), input: node.name.to_string(), key: key.clone() };
         let view = weights.ok_or_else(missing)?.get(key).ok_or_else(missing)?;
         let found = view.tensor_type();
         if found != node.results[0] {
             return Err(Error::WeightMismatch {
                 path: path.into(),
-                input: node.name.clone(),
+                input: node.name.to_string(),
                 key: key.clone(),
                 expected: node.results[0].to_string(),
                 found: found.to_string(),

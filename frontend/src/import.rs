@@ -33,8 +33,10 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
-use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Scalar, SourceLoc, TensorType, ValueRef};
+use fxhlo_ir::smallvec::smallvec;
+use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType, ValueRef};
 use rustc_hash::FxBuildHasher;
 
 use crate::aten::{self, Mapped, Operand};
@@ -62,6 +64,8 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
         graph: Graph::with_capacity(trace.name, n, 2 * trace.nodes.len()),
         values: HashMap::with_capacity_and_hasher(n, FxBuildHasher),
         operands: Vec::new(),
+        files: Vec::new(),
+        last: None,
     };
     for input in &trace.inputs {
         let ty = cx.tensor_type(input.name, &input.meta)?;
@@ -104,9 +108,6 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
 /// Names are borrowed from the trace, except those of generated nodes (`mul.scalar1`).
 /// FxHash rather than SipHash: the map is looked up several times per node and its keys are
 /// short; a trace crafted for collisions can slow its own import down, nothing else.
-/// A placeholder for unused slots of an operand type array.
-static NO_TYPE: TensorType = TensorType { dtype: DType::F32, shape: Vec::new() };
-
 type Values<'a> = HashMap<Cow<'a, str>, ValueRef, FxBuildHasher>;
 
 struct Importer<'a, 'p> {
@@ -116,10 +117,17 @@ struct Importer<'a, 'p> {
     values: Values<'a>,
     /// The operands of the node being added, reused from node to node.
     operands: Vec<ValueRef>,
+    /// Source files seen so far, most recent last: nodes share one `Arc<str>` per file.
+    files: Vec<(&'a str, Arc<str>)>,
+    /// The trace name defined last and its value.
+    last: Option<(&'a str, ValueRef)>,
 }
 
 impl<'a> Importer<'a, '_> {
     fn define(&mut self, name: Cow<'a, str>, v: ValueRef) -> Result<()> {
+        if let Cow::Borrowed(n) = name {
+            self.last = Some((n, v));
+        }
         match self.values.entry(name) {
             Entry::Occupied(e) => Err(Error::DuplicateName { path: self.path.into(), name: e.key().to_string() }),
             Entry::Vacant(e) => {
@@ -130,6 +138,14 @@ impl<'a> Importer<'a, '_> {
     }
 
     fn value(&self, node: &str, name: &str) -> Result<ValueRef> {
+        // Most operands are the value just defined (a chain of ops): no hashing for those.
+        // Names are unique, so the last one defined maps to `v` for as long as the import runs
+        // (a duplicate fails the import).
+        if let Some((last, v)) = self.last {
+            if last == name {
+                return Ok(v);
+            }
+        }
         self.values.get(name).copied().ok_or_else(|| Error::UnknownValue {
             path: self.path.into(),
             node: node.into(),
@@ -143,7 +159,7 @@ impl<'a> Importer<'a, '_> {
             .parse()
             .map_err(|source| Error::DType { path: self.path.into(), node: node.into(), source })?;
         let sizes = self.view.sizes(meta);
-        let mut shape = Vec::with_capacity(sizes.len());
+        let mut shape = Shape::new();
         for (dim, d) in sizes.iter().enumerate() {
             match *d {
                 DimView::Static(v) if v >= 0 => shape.push(v),
@@ -169,7 +185,7 @@ impl<'a> Importer<'a, '_> {
 
     fn node(&mut self, spec: &'a NodeView<'a>) -> Result<()> {
         let metas = self.view.metas(spec);
-        let mut results = Vec::with_capacity(metas.len());
+        let mut results = Results::new();
         for (i, m) in metas.iter().enumerate() {
             match m {
                 Some(m) => results.push(self.tensor_type(spec.name, m)?),
@@ -194,8 +210,9 @@ impl<'a> Importer<'a, '_> {
                 Op::Unknown { target: spec.target.into() }
             }
         };
-        // On the stack for up to 4 operands (almost every op), not a vector per node.
-        let mut stack = [&NO_TYPE; 4];
+        // On the stack for up to 4 operands (almost every op), not a vector per node; unused
+        // slots hold a placeholder (the node's own first type) and are never read.
+        let mut stack = [&results[0]; 4];
         let mut heap = Vec::new();
         let types: &[&TensorType] = if operands.len() <= stack.len() {
             let mut n = 0;
@@ -213,13 +230,24 @@ impl<'a> Importer<'a, '_> {
             Ok(_) => {}
             Err(message) => return Err(self.err(spec, message)),
         }
-        let source = spec.source.as_ref().map(|s| SourceLoc { file: s.file.into(), line: s.line });
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
         let id = self
             .graph
             .add_node(spec.name, op, &operands, results, source)
             .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.operands = operands;
         self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
+    }
+
+    /// The shared name of a source file: the last one used, or an earlier one, or a new one.
+    /// A trace names few files (its model's modules), nodes of one file mostly in a row.
+    fn file(&mut self, file: &'a str) -> Arc<str> {
+        if let Some((_, shared)) = self.files.iter().rev().find(|(f, _)| *f == file) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = file.into();
+        self.files.push((file, shared.clone()));
+        shared
     }
 
     fn mismatch(&self, spec: &NodeView, meta: &[TensorType], inferred: &[TensorType]) -> Error {
@@ -304,10 +332,10 @@ impl<'a> Importer<'a, '_> {
     /// A 0-d `full` node. Its name is reserved like a trace name, so that a trace node of the
     /// same name is a duplicate, not two graph nodes of one name.
     fn full(&mut self, name: String, value: Scalar, dtype: DType) -> Result<ValueRef> {
-        let ty = TensorType::new(dtype, Vec::new());
+        let ty = TensorType::new(dtype, Shape::new());
         let id = self
             .graph
-            .add_node(name.clone(), Op::Full { value }, &[], vec![ty], None)
+            .add_node(name.clone(), Op::Full { value }, &[], smallvec![ty] as Results, None)
             .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.define(Cow::Owned(name), ValueRef::first(id))?;
         Ok(ValueRef::first(id))

@@ -2,14 +2,20 @@
 //! edges from producer to consumer carrying which result feeds which operand.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
 
+use crate::name::Name;
 use crate::op::{InputKind, Op};
 use crate::types::TensorType;
 use crate::{Error, Result};
+
+/// The result types of a node: inline for one result (almost every node), on the heap for
+/// more. Derefs to `[TensorType]`; build one from a `Vec` or with `smallvec![...]`.
+pub type Results = smallvec::SmallVec<[TensorType; 1]>;
 
 /// Identifies a node of one [`Graph`]. Stable across removals of other nodes.
 pub type NodeId = NodeIndex<u32>;
@@ -31,16 +37,20 @@ impl ValueRef {
 /// Where a node came from in the user's model (FX `stack_trace`), for errors and MLIR locations.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SourceLoc {
-    pub file: String,
+    /// Shared by every node from the same file (an importer makes one per file), so a location
+    /// costs no allocation per node. `Arc::from("model.py")` makes one.
+    pub file: Arc<str>,
     pub line: u32,
 }
 
 /// A node: its FX name (unique in the graph), op, result types and source location.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
-    pub name: String,
+    /// Inline up to 22 bytes (see [`Name`]).
+    pub name: Name,
     pub op: Op,
-    pub results: Vec<TensorType>,
+    /// At least one (the verifier checks); inline for a single result (see [`Results`]).
+    pub results: Results,
     pub source: Option<SourceLoc>,
 }
 
@@ -76,13 +86,13 @@ impl Graph {
     /// Appends a graph input. Inputs are passed to the compiled executable in this order.
     pub fn add_input(
         &mut self,
-        name: impl Into<String>,
+        name: impl Into<Name>,
         kind: InputKind,
         weight: Option<String>,
         ty: TensorType,
         source: Option<SourceLoc>,
     ) -> NodeId {
-        let node = Node { name: name.into(), op: Op::Input { kind, weight }, results: vec![ty], source };
+        let node = Node { name: name.into(), op: Op::Input { kind, weight }, results: smallvec::smallvec![ty], source };
         let id = self.g.add_node(node);
         self.inputs.push(id);
         id
@@ -92,15 +102,15 @@ impl Graph {
     /// verifier and [`crate::infer`] do that.
     pub fn add_node(
         &mut self,
-        name: impl Into<String>,
+        name: impl Into<Name>,
         op: Op,
         operands: &[ValueRef],
-        results: Vec<TensorType>,
+        results: impl Into<Results>,
         source: Option<SourceLoc>,
     ) -> Result<NodeId> {
-        let name = name.into();
+        let (name, results) = (name.into(), results.into());
         for v in operands {
-            self.check_value(*v).map_err(|_| Error::DanglingOperand { node: name.clone() })?;
+            self.check_value(*v).map_err(|_| Error::DanglingOperand { node: name.to_string() })?;
         }
         let id = self.g.add_node(Node { name, op, results, source });
         for (i, v) in operands.iter().enumerate() {
@@ -227,7 +237,7 @@ impl Graph {
                 .g
                 .node_indices()
                 .find(|id| indegree[id.index()] > 0)
-                .map(|id| self.g[id].name.clone())
+                .map(|id| self.g[id].name.to_string())
                 .unwrap_or_default();
             return Err(Error::Cycle { node: stuck });
         }

@@ -10,6 +10,7 @@ mod error;
 mod families;
 mod graph;
 pub mod infer;
+mod name;
 mod op;
 mod parts;
 mod parse;
@@ -17,11 +18,16 @@ mod print;
 mod types;
 mod verify;
 
+/// The small-vector crate behind [`Shape`] and [`Results`], so that users build them with the
+/// same version (`fxhlo_ir::smallvec::smallvec![2, 3]`).
+pub use smallvec;
+
 pub use dot::to_dot;
 pub use error::{Error, Result};
-pub use graph::{Graph, Node, NodeId, SourceLoc, Use, ValueRef};
+pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};
+pub use name::Name;
 pub use op::{BinaryOp, CompareOp, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp};
 pub use parse::parse;
 pub use print::print;
-pub use types::{DType, TensorType, UnknownDType};
+pub use types::{DType, Shape, TensorType, UnknownDType};
 pub use verify::verify;

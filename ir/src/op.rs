@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::attr::Scalar;
 pub use crate::families::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use crate::types::DType;
+use crate::types::{DType, Shape};
 
 /// How a graph input is fed, following `torch.export`'s input kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -83,7 +83,10 @@ impl ScatterReduce {
 }
 
 /// One IR operation. Result types live on the node; attributes that change semantics live
-/// here. Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
+/// here. The single int list of a shape op or a reduction (`View`'s shape, `Permute`'s dims,
+/// ...) is a [`Shape`], inline up to 6 values, so that importing one allocates nothing; the
+/// ops with several lists (convolution, pooling) keep them as `Box<[i64]>` (two words each),
+/// which keeps `Op`, and with it every node, small (80 bytes). Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
 /// `has_*` fields and, when present, follow the required operands in the order listed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
@@ -111,7 +114,7 @@ pub enum Op {
     Copy,
     /// A reduction over `dims` (all dims when empty); `dtype` is the `dtype=` argument (the
     /// input is converted to it before accumulating).
-    Reduce { op: ReduceOp, dims: Vec<i64>, keepdim: bool, dtype: Option<DType> },
+    Reduce { op: ReduceOp, dims: Shape, keepdim: bool, dtype: Option<DType> },
     /// `aten._softmax` (`log` = false) and `aten._log_softmax` (`log` = true) over `dim`.
     Softmax { dim: i64, log: bool },
     /// `aten.native_layer_norm(x, [weight], [bias])`; results: out, mean, rstd.
@@ -145,21 +148,21 @@ pub enum Op {
     Addmm,
     /// `aten.convolution(x, w, [bias])` for 1d/2d/3d, plain or transposed.
     Convolution {
-        stride: Vec<i64>,
-        padding: Vec<i64>,
-        dilation: Vec<i64>,
+        stride: Box<[i64]>,
+        padding: Box<[i64]>,
+        dilation: Box<[i64]>,
         transposed: bool,
-        output_padding: Vec<i64>,
+        output_padding: Box<[i64]>,
         groups: i64,
         has_bias: bool,
     },
     /// `aten.max_pool{1,2,3}d_with_indices`; results: values and i64 indices.
-    MaxPool { kernel: Vec<i64>, stride: Vec<i64>, padding: Vec<i64>, dilation: Vec<i64>, ceil_mode: bool },
+    MaxPool { kernel: Box<[i64]>, stride: Box<[i64]>, padding: Box<[i64]>, dilation: Box<[i64]>, ceil_mode: bool },
     /// `aten.avg_pool{1,2,3}d`.
     AvgPool {
-        kernel: Vec<i64>,
-        stride: Vec<i64>,
-        padding: Vec<i64>,
+        kernel: Box<[i64]>,
+        stride: Box<[i64]>,
+        padding: Box<[i64]>,
         ceil_mode: bool,
         count_include_pad: bool,
         divisor_override: Option<i64>,
@@ -169,11 +172,11 @@ pub enum Op {
     /// `aten.upsample_nearest{1,2,3}d` to `output_size`.
     UpsampleNearest { output_size: Vec<i64> },
     /// `aten.view` / `aten._unsafe_view` / `aten.reshape` to `shape` (one `-1` allowed).
-    View { shape: Vec<i64> },
+    View { shape: Shape },
     /// `aten.permute`: result dim `i` is operand dim `dims[i]`.
-    Permute { dims: Vec<i64> },
+    Permute { dims: Shape },
     /// `aten.expand`: broadcast to `sizes` (numpy rules, `-1` keeps a dim).
-    Expand { sizes: Vec<i64> },
+    Expand { sizes: Shape },
     /// `aten.slice.Tensor`; `end` is clamped to the dim size like Python slicing.
     Slice { dim: i64, start: i64, end: i64, step: i64 },
     /// `aten.select.int`: index `index` of `dim`, which disappears.
@@ -181,7 +184,7 @@ pub enum Op {
     /// `aten.unsqueeze`.
     Unsqueeze { dim: i64 },
     /// `aten.squeeze.dims` (all size-1 dims when `dims` is empty).
-    Squeeze { dims: Vec<i64> },
+    Squeeze { dims: Shape },
     /// `aten.cat` along `dim`.
     Cat { dim: i64 },
     /// `aten.split_with_sizes` / `aten.split.Tensor`: one result per size along `dim`.
@@ -210,9 +213,9 @@ pub enum Op {
     /// Padding: `pad` lists (low, high) pairs from the last dim backwards, as `F.pad`.
     Pad { pad: Vec<i64>, mode: PadMode },
     /// `aten.repeat`: tile by `repeats` (may add leading dims).
-    Repeat { repeats: Vec<i64> },
+    Repeat { repeats: Shape },
     /// `aten.flip` over `dims`.
-    Flip { dims: Vec<i64> },
+    Flip { dims: Shape },
     /// `aten.diagonal(x, offset, dim1, dim2)`: the diagonal becomes the last dim.
     Diagonal { offset: i64, dim1: i64, dim2: i64 },
     /// `aten.as_strided` of a contiguous value: element `i` reads flat index

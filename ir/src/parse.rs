@@ -244,7 +244,7 @@ fn parse_loc(text: &str) -> R<SourceLoc> {
     let (file, line) = inner.rsplit_once(':').ok_or("loc needs \"file\":line")?;
     let file = crate::attr::unquote(file.trim()).ok_or("loc file must be quoted")?;
     let line = line.trim().parse().map_err(|_| format!("bad loc line `{line}`"))?;
-    Ok(SourceLoc { file, line })
+    Ok(SourceLoc { file: file.into(), line })
 }
 
 #[cfg(test)]

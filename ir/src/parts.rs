@@ -222,40 +222,40 @@ impl Op {
             "aten.bmm" => Op::Bmm,
             "aten.addmm" => Op::Addmm,
             "aten.convolution" => Op::Convolution {
-                stride: a.ints("stride")?,
-                padding: a.ints("padding")?,
-                dilation: a.ints("dilation")?,
+                stride: a.ints("stride")?.into(),
+                padding: a.ints("padding")?.into(),
+                dilation: a.ints("dilation")?.into(),
                 transposed: a.bool("transposed")?,
-                output_padding: a.ints("output_padding")?,
+                output_padding: a.ints("output_padding")?.into(),
                 groups: a.int("groups")?,
                 has_bias: a.bool("has_bias")?,
             },
             "aten.max_pool" => Op::MaxPool {
-                kernel: a.ints("kernel")?,
-                stride: a.ints("stride")?,
-                padding: a.ints("padding")?,
-                dilation: a.ints("dilation")?,
+                kernel: a.ints("kernel")?.into(),
+                stride: a.ints("stride")?.into(),
+                padding: a.ints("padding")?.into(),
+                dilation: a.ints("dilation")?.into(),
                 ceil_mode: a.bool("ceil_mode")?,
             },
             "aten.avg_pool" => Op::AvgPool {
-                kernel: a.ints("kernel")?,
-                stride: a.ints("stride")?,
-                padding: a.ints("padding")?,
+                kernel: a.ints("kernel")?.into(),
+                stride: a.ints("stride")?.into(),
+                padding: a.ints("padding")?.into(),
                 ceil_mode: a.bool("ceil_mode")?,
                 count_include_pad: a.bool("count_include_pad")?,
                 divisor_override: a.opt_int("divisor_override")?,
             },
             "aten.adaptive_avg_pool" => Op::AdaptiveAvgPool { output_size: a.ints("output_size")? },
             "aten.upsample_nearest" => Op::UpsampleNearest { output_size: a.ints("output_size")? },
-            "aten.view" => Op::View { shape: a.ints("shape")? },
-            "aten.permute" => Op::Permute { dims: a.ints("dims")? },
-            "aten.expand" => Op::Expand { sizes: a.ints("sizes")? },
+            "aten.view" => Op::View { shape: a.ints("shape")?.into() },
+            "aten.permute" => Op::Permute { dims: a.ints("dims")?.into() },
+            "aten.expand" => Op::Expand { sizes: a.ints("sizes")?.into() },
             "aten.slice" => {
                 Op::Slice { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
             }
             "aten.select" => Op::Select { dim: a.int("dim")?, index: a.int("index")? },
             "aten.unsqueeze" => Op::Unsqueeze { dim: a.int("dim")? },
-            "aten.squeeze" => Op::Squeeze { dims: a.ints("dims")? },
+            "aten.squeeze" => Op::Squeeze { dims: a.ints("dims")?.into() },
             "aten.cat" => Op::Cat { dim: a.int("dim")? },
             "aten.split" => Op::Split { sizes: a.ints("sizes")?, dim: a.int("dim")? },
             "aten.embedding" => Op::Embedding,
@@ -279,8 +279,8 @@ impl Op {
                 };
                 Op::Pad { pad: a.ints("pad")?, mode }
             }
-            "aten.repeat" => Op::Repeat { repeats: a.ints("repeats")? },
-            "aten.flip" => Op::Flip { dims: a.ints("dims")? },
+            "aten.repeat" => Op::Repeat { repeats: a.ints("repeats")?.into() },
+            "aten.flip" => Op::Flip { dims: a.ints("dims")?.into() },
             "aten.diagonal" => Op::Diagonal { offset: a.int("offset")?, dim1: a.int("dim1")?, dim2: a.int("dim2")? },
             "aten.as_strided" => Op::AsStrided { size: a.ints("size")?, stride: a.ints("stride")?, offset: a.int("offset")? },
             "aten.gather" => Op::Gather { dim: a.int("dim")? },
@@ -311,7 +311,7 @@ impl Op {
                 } else if let Some(c) = CompareOp::from_name(name) {
                     Op::Compare(c)
                 } else if let Some(r) = ReduceOp::from_name(name) {
-                    Op::Reduce { op: r, dims: a.ints("dims")?, keepdim: a.bool("keepdim")?, dtype: a.opt_dtype("dtype")? }
+                    Op::Reduce { op: r, dims: a.ints("dims")?.into(), keepdim: a.bool("keepdim")?, dtype: a.opt_dtype("dtype")? }
                 } else {
                     Op::Unknown { target: name.to_string() }
                 }

@@ -1,9 +1,11 @@
 //! Element types and static tensor types: the type of every value in the IR.
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 /// Element type of a tensor. Names follow the IR text format (`f32`, `bf16`, `i1` is `bool`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -82,10 +84,21 @@ pub struct UnknownDType(pub String);
 impl FromStr for DType {
     type Err = UnknownDType;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DType::ALL
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| UnknownDType(s.to_string()))
+        // A match, not a search of `ALL`: every meta of a trace is parsed (the round-trip test
+        // below checks that the two agree).
+        Ok(match s {
+            "f64" => DType::F64,
+            "f32" => DType::F32,
+            "f16" => DType::F16,
+            "bf16" => DType::BF16,
+            "i64" => DType::I64,
+            "i32" => DType::I32,
+            "i16" => DType::I16,
+            "i8" => DType::I8,
+            "u8" => DType::U8,
+            "bool" => DType::Bool,
+            _ => return Err(UnknownDType(s.to_string())),
+        })
     }
 }
 
@@ -93,12 +106,13 @@ impl FromStr for DType {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TensorType {
     pub dtype: DType,
-    pub shape: Vec<i64>,
+    /// Inline up to rank 6 (see [`Shape`]).
+    pub shape: Shape,
 }
 
 impl TensorType {
-    /// A tensor type of the given dtype and shape.
-    pub fn new(dtype: DType, shape: impl Into<Vec<i64>>) -> Self {
+    /// A tensor type of the given dtype and shape (a [`Shape`], a `Vec<i64>` or a `&[i64]`).
+    pub fn new(dtype: DType, shape: impl Into<Shape>) -> Self {
         TensorType { dtype, shape: shape.into() }
     }
 
@@ -129,6 +143,147 @@ impl fmt::Display for TensorType {
             write!(f, "{d}")?;
         }
         f.write_str("]")
+    }
+}
+
+/// The dimensions of a tensor type, outermost first. Stored inline up to rank 6 (almost every
+/// tensor of a model), so that a type costs no allocation; a higher rank spills to the heap.
+///
+/// Reads like a `Vec<i64>`: it derefs to a `SmallVec` (`push`, `insert`, `remove`, slicing,
+/// `&shape[..]` as `&[i64]`), compares with vectors, slices and arrays (`shape == [2, 3]`),
+/// prints with `{:?}` as a list, and is built from a `Vec`, a slice, an array or an iterator.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Shape(SmallVec<[i64; 6]>);
+
+impl Shape {
+    /// An empty shape (a scalar's).
+    pub fn new() -> Self {
+        Shape(SmallVec::new())
+    }
+
+    /// `n` dims of size `v` (`vec![v; n]`).
+    pub fn from_elem(v: i64, n: usize) -> Self {
+        Shape(SmallVec::from_elem(v, n))
+    }
+
+    /// The dims as a `Vec` (for an API that wants one).
+    pub fn into_vec(self) -> Vec<i64> {
+        self.0.into_vec()
+    }
+}
+
+impl Deref for Shape {
+    type Target = SmallVec<[i64; 6]>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl DerefMut for Shape {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0[..], f)
+    }
+}
+
+impl From<Vec<i64>> for Shape {
+    fn from(v: Vec<i64>) -> Self {
+        // `SmallVec::from_vec` keeps a vector's heap buffer even when it would fit inline.
+        if v.len() <= 6 { Shape(SmallVec::from_slice(&v)) } else { Shape(SmallVec::from_vec(v)) }
+    }
+}
+
+impl From<&[i64]> for Shape {
+    fn from(v: &[i64]) -> Self {
+        Shape(SmallVec::from_slice(v))
+    }
+}
+
+impl From<&Vec<i64>> for Shape {
+    fn from(v: &Vec<i64>) -> Self {
+        Shape(SmallVec::from_slice(v))
+    }
+}
+
+impl<const N: usize> From<[i64; N]> for Shape {
+    fn from(v: [i64; N]) -> Self {
+        Shape(SmallVec::from_slice(&v))
+    }
+}
+
+impl From<Shape> for Vec<i64> {
+    fn from(s: Shape) -> Self {
+        s.into_vec()
+    }
+}
+
+impl FromIterator<i64> for Shape {
+    fn from_iter<I: IntoIterator<Item = i64>>(iter: I) -> Self {
+        Shape(iter.into_iter().collect())
+    }
+}
+
+impl Extend<i64> for Shape {
+    fn extend<I: IntoIterator<Item = i64>>(&mut self, iter: I) {
+        self.0.extend(iter)
+    }
+}
+
+impl<'a> IntoIterator for &'a Shape {
+    type Item = &'a i64;
+    type IntoIter = std::slice::Iter<'a, i64>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for Shape {
+    type Item = i64;
+    type IntoIter = smallvec::IntoIter<[i64; 6]>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl PartialEq<[i64]> for Shape {
+    fn eq(&self, other: &[i64]) -> bool {
+        self.0[..] == *other
+    }
+}
+
+impl PartialEq<&[i64]> for Shape {
+    fn eq(&self, other: &&[i64]) -> bool {
+        self.0[..] == **other
+    }
+}
+
+impl PartialEq<Vec<i64>> for Shape {
+    fn eq(&self, other: &Vec<i64>) -> bool {
+        self.0[..] == other[..]
+    }
+}
+
+impl<const N: usize> PartialEq<[i64; N]> for Shape {
+    fn eq(&self, other: &[i64; N]) -> bool {
+        self.0[..] == other[..]
+    }
+}
+
+impl PartialEq<Shape> for Vec<i64> {
+    fn eq(&self, other: &Shape) -> bool {
+        self[..] == other.0[..]
+    }
+}
+
+impl PartialEq<Shape> for [i64] {
+    fn eq(&self, other: &Shape) -> bool {
+        *self == other.0[..]
     }
 }
 

@@ -16,7 +16,7 @@ fn mlp_like_graph_matches_hand_computation() {
     let bias = b.input("bias", DType::F32, &[2]);
     let c = b.input("c", DType::F32, &[2]);
     let mm = b.op(Op::Mm, &[x, w], None);
-    let be = b.op(Op::Expand { sizes: vec![2, -1] }, &[bias], None);
+    let be = b.op(Op::Expand { sizes: vec![2, -1].into() }, &[bias], None);
     let add = b.op(Op::Binary(BinaryOp::Add), &[mm, be], None);
     let relu = b.op(Op::Unary(UnaryOp::Relu), &[add], None);
     let two = b.op(Op::Full { value: Scalar::float(2.0) }, &[], Some(TensorType::new(DType::F32, vec![])));

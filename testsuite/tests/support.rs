@@ -31,7 +31,7 @@ impl Builder {
         let types: Vec<&TensorType> = operands.iter().map(|v| self.g.value_type(*v).unwrap()).collect();
         let results = match fxhlo_ir::infer::infer(&op, &types).unwrap() {
             Some(r) => r,
-            None => vec![ty.expect("type for an op without inference")],
+            None => fxhlo_ir::smallvec::smallvec![ty.expect("type for an op without inference")],
         };
         let name = format!("n{}", self.next);
         ValueRef::first(self.g.add_node(name, op, operands, results, None).unwrap())

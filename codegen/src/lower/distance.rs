@@ -55,7 +55,8 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let ft = TensorType::new(work, full);
             let expand = |o: Operand<'c, 'a, '_>, at: usize| -> Result<V<'c, 'a>> {
                 let mut s = o.1.shape.clone();
-                s.insert(s.len() - 1 - at, 1);
+                let at = s.len() - 1 - at;
+                s.insert(at, 1);
                 let st = TensorType::new(work, s);
                 let v = e.convert(o.0, o.1, work, loc)?;
                 let v = e.reshape(v, &TensorType::new(work, o.1.shape.clone()), &st, loc)?;

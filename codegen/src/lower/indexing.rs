@@ -213,7 +213,7 @@ fn window_dims(positions: &[usize], b: usize, rank: usize) -> Vec<i64> {
 /// Index tensors broadcast together, wrapped, and stacked along a new last dim; returns the
 /// stack and the broadcast rank.
 fn stack_indices<'c, 'a>(e: &Emitter<'c, 'a>, x: &TensorType, positions: &[usize], indices: &[Operand<'c, 'a, '_>], loc: Location<'c>) -> Result<(V<'c, 'a>, usize)> {
-    let bshape = indices.iter().try_fold(Vec::new(), |acc, t| fxhlo_ir::infer::broadcast_shapes(&acc, &t.1.shape)).map_err(|m| e.internal(m))?;
+    let bshape = indices.iter().try_fold(fxhlo_ir::Shape::new(), |acc, t| fxhlo_ir::infer::broadcast_shapes(&acc, &t.1.shape)).map_err(|m| e.internal(m))?;
     let b = bshape.len();
     let mut col_shape = bshape.clone();
     col_shape.push(1);
@@ -436,7 +436,7 @@ pub fn embedding_bag<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'
     // the scatter skips as out of bounds.
     let mut valid = e.compare("GE", count, one, &[k], loc)?;
     let iv = e.convert(idx.0, idx.1, DType::I64, loc)?;
-    let iv = e.reshape(iv, &i64t(idx.1.shape.clone()), &kt, loc)?;
+    let iv = e.reshape(iv, &i64t(idx.1.shape.to_vec()), &kt, loc)?;
     if *include_last_offset {
         let last = e.op("stablehlo.slice", loc, &[ov], &i64t(vec![1]), &[("start_indices", i64s(&[n_off - 1])), ("limit_indices", i64s(&[n_off])), ("strides", i64s(&[1]))])?;
         let last = e.broadcast(last, &i64t(vec![1]), &kt, loc)?;

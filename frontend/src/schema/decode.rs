@@ -13,22 +13,31 @@
 //!   its fields in order.
 //!
 //! A length is never trusted for an allocation: items are pushed one by one onto the pools,
-//! each taking at least one input byte, so a corrupt length fails at the end of the input.
+//! each taking at least one input byte, so a corrupt length fails at the end of the input; the
+//! input and node lists reserve their length only up to what the bytes left could hold.
 
 use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
 use super::InputKindSpec;
 
-/// A decoding error: what was wrong and at which byte of the body.
-pub(crate) type DecodeResult<T> = Result<T, String>;
+/// A decoding failure. What was wrong is kept by the reader ([`Reader::why`]) and where is its
+/// position, which stops there: so every `Result` of the decoder is a register or two wide
+/// (a `String` error made each returned `&str` or integer a trip through memory).
+struct Fail;
+
+type DecodeResult<T> = Result<T, Fail>;
 
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Set by [`Reader::fail`].
+    why: &'static str,
 }
 
 impl<'a> Reader<'a> {
-    fn fail<T>(&self, what: &str) -> DecodeResult<T> {
-        Err(format!("{what} at byte {}", self.pos))
+    #[cold]
+    fn fail<T>(&mut self, what: &'static str) -> DecodeResult<T> {
+        self.why = what;
+        Err(Fail)
     }
 
     #[inline]
@@ -53,8 +62,21 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of at most `max_tag` (252 for u32, 253 for u64).
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self, max_tag: u8) -> DecodeResult<u64> {
+        // Almost every varint of a trace (lengths, tags, small sizes) is one byte: inline that
+        // case at every call site, leave the rest to a call.
+        match self.buf.get(self.pos) {
+            Some(&b) if b <= 250 => {
+                self.pos += 1;
+                Ok(b as u64)
+            }
+            _ => self.varint_long(max_tag),
+        }
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self, max_tag: u8) -> DecodeResult<u64> {
         match self.byte()? {
             b @ 0..=250 => Ok(b as u64),
             251 => Ok(u16::from_le_bytes(self.array()?) as u64),
@@ -93,6 +115,12 @@ impl<'a> Reader<'a> {
     fn str(&mut self) -> DecodeResult<&'a str> {
         let n = self.len()?;
         let bytes = self.take(n)?;
+        // Names, targets and dtypes are short and ASCII: `ascii` checks them in a fraction of
+        // `from_utf8`'s fixed cost, which still validates the others.
+        if ascii(bytes) {
+            // SAFETY: every byte is ASCII, so the bytes are valid UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
         std::str::from_utf8(bytes).or_else(|_| self.fail("invalid UTF-8 in a string"))
     }
 
@@ -105,38 +133,79 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a length, then that many items with `item`.
-    fn each(&mut self, mut item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
-        for _ in 0..self.len()? {
+    fn each(&mut self, item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
+        let n = self.len()?;
+        self.items(n, item)
+    }
+
+    /// Reads `n` items with `item`.
+    fn items(&mut self, n: usize, mut item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
+        for _ in 0..n {
             item(self)?;
         }
         Ok(())
     }
+
+    /// A list's length `n` as a number of items worth reserving room for: `n`, but no more than
+    /// the input left could hold at `min_bytes` per item (a corrupt length allocates nothing
+    /// the input could not back).
+    fn room(&self, n: usize, min_bytes: usize) -> usize {
+        n.min((self.buf.len() - self.pos) / min_bytes)
+    }
 }
 
-/// Decodes a bincode trace body (after the header); returns the view and the bytes read.
-pub(crate) fn decode_view(body: &[u8]) -> DecodeResult<(TraceView<'_>, usize)> {
+/// `b.is_ascii()`, in a few instructions for the short strings of a trace (names, targets,
+/// dtypes): the high bits of two overlapping words cover 4 to 16 bytes.
+#[inline(always)]
+fn ascii(b: &[u8]) -> bool {
+    let n = b.len();
+    if (8..=16).contains(&n) {
+        let w = |s: &[u8]| u64::from_le_bytes(s.try_into().unwrap_or([0xff; 8]));
+        (w(&b[..8]) | w(&b[n - 8..])) & 0x8080_8080_8080_8080 == 0
+    } else if (4..8).contains(&n) {
+        let w = |s: &[u8]| u32::from_le_bytes(s.try_into().unwrap_or([0xff; 4]));
+        (w(&b[..4]) | w(&b[n - 4..])) & 0x8080_8080 == 0
+    } else {
+        b.is_ascii()
+    }
+}
+
+/// Decodes a bincode trace body (after the header); returns the view and the bytes read, or
+/// what was wrong and at which byte of the body.
+pub(crate) fn decode_view(body: &[u8]) -> Result<(TraceView<'_>, usize), String> {
     if body.len() >= u32::MAX as usize {
         return Err("a trace body of 4 GiB or more is not supported".into());
     }
-    let r = &mut Reader { buf: body, pos: 0 };
+    let r = &mut Reader { buf: body, pos: 0, why: "" };
+    decode(r).map_err(|Fail| format!("{} at byte {}", r.why, r.pos))
+}
+
+fn decode<'a>(r: &mut Reader<'a>) -> DecodeResult<(TraceView<'a>, usize)> {
+    let body = r.buf;
     let mut v = TraceView { format: r.str()?, version: r.u32()?, name: r.str()?, ..Default::default() };
-    // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes),
-    // so that the pools rarely grow; a single reservation is under the body's size, all of
-    // them under three times it.
+    // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes,
+    // a few ints), so that the pools rarely grow; a single reservation is under the body's
+    // size, all of them under three times it. The inputs and nodes get what their lengths say.
     let b = body.len();
-    v.nodes.reserve(b / 96);
     v.pools.args.reserve(b / 32);
     v.pools.metas.reserve(b / 64);
-    v.pools.dims.reserve(b / 32);
+    v.pools.dims.reserve(b / 24);
+    v.pools.ints.reserve(b / 48);
     v.decomposition_table = r.option(Reader::str)?;
-    r.each(|r| {
+    // Reserved at an input per 24 bytes left and a node per 32 at most: real ones take more
+    // (a name, a target, a meta), and a corrupt length reserves under three times the body.
+    let n = r.len()?;
+    v.inputs.reserve(r.room(n, 24));
+    r.items(n, |r| {
         let (name, kind) = (r.str()?, input_kind(r)?);
         let weight = r.option(Reader::str)?;
         let meta = meta(r, &mut v)?;
         v.inputs.push(InputView { name, kind, weight, meta });
         Ok(())
     })?;
-    r.each(|r| {
+    let n = r.len()?;
+    v.nodes.reserve(r.room(n, 32));
+    r.items(n, |r| {
         let node = node(r, &mut v)?;
         v.nodes.push(node);
         Ok(())
@@ -252,4 +321,31 @@ fn arg<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a
         13 => ArgView::None,
         _ => return r.fail("invalid argument variant"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ascii, decode_view};
+
+    #[test]
+    fn ascii_agrees_with_std() {
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789";
+        for n in 0..=text.len() {
+            for i in 0..n {
+                let mut b = text.as_bytes()[..n].to_vec();
+                assert!(ascii(&b));
+                b[i] = 0xc3;
+                assert!(!ascii(&b), "non-ASCII byte {i} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        // A format string of 5 bytes announced, 2 present.
+        assert_eq!(decode_view(&[5, b'f', b'x']).err().as_deref(), Some("unexpected end of input at byte 1"));
+        // Format "x", version 0, name "", no decomposition table, then an invalid length tag.
+        assert_eq!(decode_view(&[1, b'x', 0, 0, 0, 255]).err().as_deref(), Some("invalid integer encoding at byte 6"));
+        assert_eq!(decode_view(&[1, 0xff]).err().as_deref(), Some("invalid UTF-8 in a string at byte 2"));
+    }
 }

@@ -16,7 +16,7 @@ fn int_index(t: &TensorType, what: &str) -> Result<(), String> {
 pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     let x = operands[0];
     let rank = x.rank();
-    let one = |t: TensorType| Ok(Some(vec![t]));
+    let one = |t: TensorType| Ok(Some(smallvec::smallvec![t]));
     match op {
         Op::Gather { dim } => {
             let idx = operands[1];
@@ -92,7 +92,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         }
         Op::Sort { dim, .. } => {
             normalize_dim(*dim, rank)?;
-            Ok(Some(vec![x.clone(), TensorType::new(DType::I64, x.shape.clone())]))
+            Ok(Some(smallvec::smallvec![x.clone(), TensorType::new(DType::I64, x.shape.clone())]))
         }
         Op::Topk { k, dim, .. } => {
             let d = normalize_dim(*dim, rank)?;
@@ -104,7 +104,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             if rank > 0 {
                 shape[d] = *k;
             }
-            Ok(Some(vec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
+            Ok(Some(smallvec::smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
         }
         _ => Err(format!("{} is not an indexing op", op.name())),
     }

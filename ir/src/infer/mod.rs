@@ -11,13 +11,16 @@ pub use nn::per_dim;
 pub use promote::{promote_types, result_type};
 pub use shape::{is_legacy_empty, slice_bounds};
 
-use crate::op::{BinaryOp, Op, ReduceOp};
-use crate::types::{DType, TensorType};
+use smallvec::smallvec;
 
-/// Inference outcome: the result types, `None` for ops whose types come from the trace
-/// (inputs, `full`, `arange`, unknown ops), or a message for the user (the caller adds the
-/// node's name).
-pub type InferResult = Result<Option<Vec<TensorType>>, String>;
+use crate::graph::Results;
+use crate::op::{BinaryOp, Op, ReduceOp};
+use crate::types::{DType, Shape, TensorType};
+
+/// Inference outcome: the result types (inline for one result: inferring a node's type
+/// allocates nothing up to rank 6), `None` for ops whose types come from the trace (inputs,
+/// `full`, `arange`, unknown ops), or a message for the user (the caller adds the node's name).
+pub type InferResult = Result<Option<Results>, String>;
 
 /// The result types of `op` applied to `operands`.
 pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
@@ -26,7 +29,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             return Err(format!("{} takes {n} operand(s), got {}", op.name(), operands.len()));
         }
     }
-    let t = |dtype: DType, shape: Vec<i64>| Ok(Some(vec![TensorType::new(dtype, shape)]));
+    let t = |dtype: DType, shape: Shape| Ok(Some(smallvec![TensorType::new(dtype, shape)]));
     let x = operands.first().copied();
     match op {
         // Embedding bag's bookkeeping results depend on the CPU code path; the trace says.
@@ -132,15 +135,15 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let x = x.ok_or("missing operand")?;
             let shape = match dim {
                 Some(d) => shape::reduce(&x.shape, &[*d], *keepdim)?,
-                None if *keepdim => vec![1; x.rank()],
-                None => Vec::new(),
+                None if *keepdim => Shape::from_elem(1, x.rank()),
+                None => Shape::new(),
             };
             t(DType::I64, shape)
         }
         Op::MaxMin { dim, keepdim, .. } => {
             let x = x.ok_or("missing operand")?;
             let shape = shape::reduce(&x.shape, &[*dim], *keepdim)?;
-            Ok(Some(vec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
+            Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
         }
         Op::Var { dims, keepdim, .. } => {
             let x = x.ok_or("missing operand")?;
@@ -173,9 +176,12 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
 }
 
 /// Numpy-style broadcast of two shapes.
-pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>, String> {
+pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Shape, String> {
+    if a == b {
+        return Ok(Shape::from(a));
+    }
     let rank = a.len().max(b.len());
-    let mut out = vec![0; rank];
+    let mut out = Shape::from_elem(0, rank);
     for (i, o) in out.iter_mut().enumerate() {
         let da = if i < rank - a.len() { 1 } else { a[i - (rank - a.len())] };
         let db = if i < rank - b.len() { 1 } else { b[i - (rank - b.len())] };
@@ -189,8 +195,9 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>, String> {
     Ok(out)
 }
 
-fn broadcast_all(operands: &[&TensorType]) -> Result<Vec<i64>, String> {
-    operands.iter().try_fold(Vec::new(), |acc, t| broadcast_shapes(&acc, &t.shape))
+fn broadcast_all(operands: &[&TensorType]) -> Result<Shape, String> {
+    let Some((first, rest)) = operands.split_first() else { return Ok(Shape::new()) };
+    rest.iter().try_fold(first.shape.clone(), |acc, t| broadcast_shapes(&acc, &t.shape))
 }
 
 /// `d` as an index into a tensor of rank `rank` (negative counts from the end).
@@ -228,7 +235,7 @@ mod tests {
         assert_eq!(r[0].dtype, F32, "integer true division gives the default float");
         let r = infer(&Op::Unary(UnaryOp::IsNan), &[&t(&[2])]).unwrap().unwrap();
         assert_eq!(r[0].dtype, Bool);
-        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0], keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
+        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0].into(), keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
         assert_eq!(r[0], TensorType::new(I64, vec![]));
     }
 }

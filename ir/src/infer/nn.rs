@@ -1,12 +1,14 @@
 //! Inference for the neural-network ops: norms, matrix products, convolution, pooling and
 //! upsampling.
 
+use smallvec::smallvec;
+
 use super::{broadcast_shapes, result_type, InferResult};
 use crate::op::Op;
-use crate::types::{DType, TensorType};
+use crate::types::{DType, Shape, TensorType};
 
 fn one(t: TensorType) -> InferResult {
-    Ok(Some(vec![t]))
+    Ok(Some(smallvec![t]))
 }
 
 /// Layer, group and batch norm: the normalized tensor plus the saved statistics.
@@ -23,23 +25,23 @@ pub fn norm(op: &Op, operands: &[&TensorType]) -> InferResult {
                     return Err(format!("layer norm weight/bias {w} must have shape {normalized_shape:?}"));
                 }
             }
-            let mut stat = x.shape[..x.rank() - k].to_vec();
+            let mut stat = Shape::from(&x.shape[..x.rank() - k]);
             stat.extend(std::iter::repeat_n(1, k));
-            Ok(Some(vec![x.clone(), TensorType::new(x.dtype, stat.clone()), TensorType::new(x.dtype, stat)]))
+            Ok(Some(smallvec![x.clone(), TensorType::new(x.dtype, stat.clone()), TensorType::new(x.dtype, stat)]))
         }
         Op::GroupNorm { groups, .. } => {
             if x.rank() < 2 || *groups <= 0 || x.shape[1] % groups != 0 {
                 return Err(format!("group norm with {groups} groups does not fit input {x}"));
             }
             let stat = TensorType::new(x.dtype, vec![x.shape[0], *groups]);
-            Ok(Some(vec![x.clone(), stat.clone(), stat]))
+            Ok(Some(smallvec![x.clone(), stat.clone(), stat]))
         }
         Op::BatchNormBatchStats { .. } => {
             if x.rank() < 2 || !x.dtype.is_float() {
                 return Err(format!("batch norm needs a floating-point [N, C, ...] input, found {x}"));
             }
             let stat = TensorType::new(x.dtype, vec![x.shape[1]]);
-            Ok(Some(vec![x.clone(), stat.clone(), stat]))
+            Ok(Some(smallvec![x.clone(), stat.clone(), stat]))
         }
         Op::BatchNorm { .. } => {
             if x.rank() < 2 {
@@ -54,7 +56,7 @@ pub fn norm(op: &Op, operands: &[&TensorType]) -> InferResult {
             // PyTorch's meta functions say; eager may differ for mixed dtypes, which does not
             // matter for an empty tensor).
             let empty = TensorType::new(x.dtype, vec![0]);
-            Ok(Some(vec![x.clone(), empty.clone(), empty]))
+            Ok(Some(smallvec![x.clone(), empty.clone(), empty]))
         }
         _ => Err(format!("{} is not a norm", op.name())),
     }
@@ -76,7 +78,7 @@ pub fn matmul(op: &Op, operands: &[&TensorType]) -> InferResult {
     if a.rank() != want || b.rank() != want || a.shape[r + 1] != b.shape[r] || (batched && a.shape[0] != b.shape[0]) {
         return Err(format!("{} of {a} and {b} has mismatched shapes", op.name()));
     }
-    let mut shape = a.shape[..r + 1].to_vec();
+    let mut shape = Shape::from(&a.shape[..r + 1]);
     shape.push(b.shape[r + 1]);
     if let Op::Addmm = op {
         if broadcast_shapes(&operands[0].shape, &shape)? != shape {
@@ -136,7 +138,7 @@ pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
             return Err(format!("convolution bias {b} must have shape [{out_ch}]"));
         }
     }
-    let mut shape = vec![x.shape[0], out_ch];
+    let mut shape = Shape::from([x.shape[0], out_ch]);
     for i in 0..n {
         let (inp, k) = (x.shape[i + 2], w.shape[i + 2]);
         let o = if *transposed {
@@ -164,11 +166,11 @@ pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
 /// Pooling and upsampling over the trailing spatial dims.
 pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
     let x = operands[0];
-    let replace_tail = |sizes: &[i64]| -> Result<Vec<i64>, String> {
+    let replace_tail = |sizes: &[i64]| -> Result<Shape, String> {
         if sizes.len() > x.rank() {
             return Err(format!("{} to {sizes:?} does not fit input {x}", op.name()));
         }
-        let mut shape = x.shape[..x.rank() - sizes.len()].to_vec();
+        let mut shape = Shape::from(&x.shape[..x.rank() - sizes.len()]);
         shape.extend_from_slice(sizes);
         Ok(shape)
     };
@@ -184,7 +186,7 @@ pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
             let (s, p, d) = (per_dim(stride, n, 0, "stride")?, per_dim(padding, n, 0, "padding")?, per_dim(dilation, n, 1, "dilation")?);
             let out = spatial(x, kernel, &s, &p, &d, *ceil_mode)?;
             let shape = replace_tail(&out)?;
-            Ok(Some(vec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
+            Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
         }
         Op::AvgPool { kernel, stride, padding, ceil_mode, .. } => {
             let n = kernel.len();

@@ -1,17 +1,22 @@
 //! Inference for the shape and indexing ops: view, permute, expand, slice, select, squeeze,
 //! unsqueeze, cat, embedding, index, and the result shape of reductions.
 
+use smallvec::{smallvec, SmallVec};
+
 use super::{broadcast_shapes, normalize_dim, result_type, InferResult};
 use crate::op::Op;
-use crate::types::TensorType;
+use crate::types::{Shape, TensorType};
 
 fn one(t: TensorType) -> InferResult {
-    Ok(Some(vec![t]))
+    Ok(Some(smallvec![t]))
 }
 
+/// Per-dim flags, inline for the usual ranks.
+type DimFlags = SmallVec<[bool; 8]>;
+
 /// Shape of a reduction over `dims` (all dims when empty).
-pub fn reduce(shape: &[i64], dims: &[i64], keepdim: bool) -> Result<Vec<i64>, String> {
-    let mut reduced = vec![dims.is_empty(); shape.len()];
+pub fn reduce(shape: &[i64], dims: &[i64], keepdim: bool) -> Result<Shape, String> {
+    let mut reduced: DimFlags = smallvec![dims.is_empty(); shape.len()];
     for &d in dims {
         // A scalar accepts dim 0 and -1 and has nothing to mark.
         if let Some(r) = reduced.get_mut(normalize_dim(d, shape.len())?) {
@@ -42,7 +47,7 @@ pub fn sized_dim(op: &Op, d: i64, rank: usize) -> Result<usize, String> {
 pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     let x = operands.first().copied().ok_or("missing operand")?;
     let rank = x.rank();
-    let with = |shape: Vec<i64>| one(TensorType::new(x.dtype, shape));
+    let with = |shape: Shape| one(TensorType::new(x.dtype, shape));
     match op {
         Op::View { shape } => {
             let total = x.shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d));
@@ -51,7 +56,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 return Err(format!("view of {x} as {shape:?}: the element count overflows"));
             };
             let holes = shape.iter().filter(|&&d| d == -1).count();
-            let mut out = shape.clone();
+            let mut out = Shape::from(&shape[..]);
             match holes {
                 0 if known == total => {}
                 1 if known > 0 && total % known == 0 => {
@@ -69,8 +74,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             if dims.len() != rank {
                 return Err(format!("aten.permute dims {dims:?} do not match rank {rank}"));
             }
-            let mut seen = vec![false; rank];
-            let mut shape = Vec::with_capacity(rank);
+            let mut seen: DimFlags = smallvec![false; rank];
+            let mut shape = Shape::new();
             for &d in dims {
                 let d = normalize_dim(d, rank)?;
                 if std::mem::replace(&mut seen[d], true) {
@@ -85,7 +90,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 return Err(format!("aten.expand to {sizes:?} has fewer dims than {:?}", x.shape));
             }
             let lead = sizes.len() - rank;
-            let mut shape = Vec::with_capacity(sizes.len());
+            let mut shape = Shape::new();
             for (i, &s) in sizes.iter().enumerate() {
                 let src = if i >= lead { Some(x.shape[i - lead]) } else { None };
                 shape.push(match (s, src) {
@@ -127,7 +132,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             with(shape)
         }
         Op::Squeeze { dims } => {
-            let mut drop = vec![dims.is_empty(); rank];
+            let mut drop: DimFlags = smallvec![dims.is_empty(); rank];
             for &d in dims {
                 if rank > 0 {
                     drop[normalize_dim(d, rank)?] = true;
@@ -204,7 +209,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 return Err(format!("aten.repeat {repeats:?} needs at least {rank} non-negative counts"));
             }
             let lead = repeats.len() - rank;
-            let shape: Option<Vec<i64>> =
+            let shape: Option<Shape> =
                 repeats.iter().enumerate().map(|(i, &r)| if i < lead { Some(r) } else { r.checked_mul(x.shape[i - lead]) }).collect();
             with(shape.ok_or_else(|| format!("aten.repeat {repeats:?} of {x} overflows"))?)
         }
@@ -220,7 +225,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 return Err(format!("aten.diagonal dims {dim1} and {dim2} are the same"));
             }
             let len = if *offset >= 0 { x.shape[a].min(x.shape[b] - offset) } else { (x.shape[a] + offset).min(x.shape[b]) };
-            let mut shape: Vec<i64> = (0..rank).filter(|&i| i != a && i != b).map(|i| x.shape[i]).collect();
+            let mut shape: Shape = (0..rank).filter(|&i| i != a && i != b).map(|i| x.shape[i]).collect();
             shape.push(len.max(0));
             with(shape)
         }
@@ -236,7 +241,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             if size.iter().all(|&n| n > 0) && last >= total {
                 return Err(format!("aten.as_strided reads element {last} of a tensor of {total}"));
             }
-            with(size.clone())
+            with(Shape::from(&size[..]))
         }
         _ => Err(format!("{} is not a shape op", op.name())),
     }
@@ -263,11 +268,11 @@ fn index(x: &TensorType, present: &[bool], indices: &[&TensorType]) -> InferResu
     if let Some(b) = indices.iter().find(|t| t.dtype == crate::DType::Bool || t.dtype.is_float()) {
         return Err(format!("aten.index with a {} index: only integer indices are supported (boolean masks have data-dependent shapes)", b.dtype));
     }
-    let bshape = indices.iter().try_fold(Vec::new(), |acc, t| broadcast_shapes(&acc, &t.shape))?;
+    let bshape = indices.iter().try_fold(Shape::new(), |acc, t| broadcast_shapes(&acc, &t.shape))?;
     let positions: Vec<usize> = present.iter().enumerate().filter(|(_, p)| **p).map(|(i, _)| i).collect();
     let adjacent = positions.windows(2).all(|w| w[1] == w[0] + 1);
     let rest = |from: usize| x.shape[from..].iter().copied();
-    let mut shape = Vec::new();
+    let mut shape = Shape::new();
     if adjacent {
         shape.extend_from_slice(&x.shape[..positions[0]]);
         shape.extend_from_slice(&bshape);
@@ -299,9 +304,9 @@ mod tests {
 
     #[test]
     fn view_infers_the_hole() {
-        let r = infer(&Op::View { shape: vec![-1, 4] }, &[&t(&[2, 3, 4])]).unwrap().unwrap();
+        let r = infer(&Op::View { shape: vec![-1, 4].into() }, &[&t(&[2, 3, 4])]).unwrap().unwrap();
         assert_eq!(r[0].shape, vec![6, 4]);
-        assert!(infer(&Op::View { shape: vec![5, -1] }, &[&t(&[2, 3])]).is_err());
+        assert!(infer(&Op::View { shape: vec![5, -1].into() }, &[&t(&[2, 3])]).is_err());
     }
 
     #[test]
