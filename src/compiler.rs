@@ -109,7 +109,7 @@ impl Compiler {
         let start = Instant::now();
         for &id in graph.inputs() {
             let n = graph.node(id);
-            if let Some(bytes) = frozen.get(&n.name) {
+            if let Some(bytes) = frozen.get(&*n.name) {
                 if bytes.len() != n.results[0].size_bytes() {
                     return Err(Error::Input(format!(
                         "frozen input `{}` is {} but was given {} bytes",
@@ -137,7 +137,7 @@ impl Compiler {
         let inputs = optimized
             .inputs()
             .iter()
-            .filter(|&&id| !frozen.contains_key(&optimized.node(id).name))
+            .filter(|&&id| !frozen.contains_key(&*optimized.node(id).name))
             .map(|&id| {
                 let n = optimized.node(id);
                 let (kind, weight) = match &n.op {

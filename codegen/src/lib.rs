@@ -72,7 +72,7 @@ pub fn lower_frozen(graph: &Graph, frozen: &Frozen) -> Result<String> {
         }
     }
     let params: Vec<NodeId> =
-        graph.inputs().iter().copied().filter(|&id| !frozen.contains_key(&graph.node(id).name)).collect();
+        graph.inputs().iter().copied().filter(|&id| !frozen.contains_key(&*graph.node(id).name)).collect();
     let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
     let result_types: Vec<_> = graph
         .outputs()
@@ -115,8 +115,8 @@ fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[N
     }
     for &id in graph.inputs() {
         let node = graph.node(id);
-        if let Some(bytes) = frozen.get(&node.name) {
-            e.node = node.name.clone();
+        if let Some(bytes) = frozen.get(&*node.name) {
+            e.node = node.name.to_string();
             let value = e.dense(bytes, &node.results[0], node_location(ctx, graph, id))?;
             e.bind(ValueRef::first(id), value);
         }
