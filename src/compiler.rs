@@ -120,7 +120,12 @@ impl Compiler {
                 }
             }
         }
-        let lowered = fxhlo_codegen::lower_frozen(&optimized, frozen);
+        // Weights the device keeps get the layout its kernels want (see codegen::layout).
+        let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
+            Op::Input { kind, .. } => *kind != InputKind::UserInput && !frozen.contains_key(&*optimized.node(id).name),
+            _ => false,
+        });
+        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts);
         if let (Some(d), Err(e)) = (dump, &lowered) {
             // The reason compilation stopped is part of what a reader of the dump wants.
             d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
@@ -144,7 +149,7 @@ impl Compiler {
                     Op::Input { kind, weight } => (*kind, weight.clone()),
                     _ => (InputKind::UserInput, None),
                 };
-                InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone() }
+                InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone(), layout: layouts.get(&id).cloned() }
             })
             .collect();
         Ok(Compiled { executable, mlir, inputs, codegen_time, compile_time })
@@ -157,7 +162,11 @@ pub struct InputSignature {
     pub name: String,
     pub kind: InputKind,
     pub weight: Option<String>,
+    /// The input's type as the graph sees it.
     pub ty: TensorType,
+    /// When set, the executable takes this input permuted: pass `permute(layout)` of it (the
+    /// device layout of a resident weight, see `codegen::layout`).
+    pub layout: Option<Vec<usize>>,
 }
 
 /// A compiled graph: the PJRT executable, the StableHLO it came from and its signature.
@@ -189,7 +198,10 @@ impl Compiled {
                     sig.name, sig.ty, arg.element_type, arg.dims
                 )));
             }
-            buffers.push(compiler.client().upload(arg)?);
+            match &sig.layout {
+                Some(perm) => buffers.push(compiler.client().upload(&arg.permuted(perm)?)?),
+                None => buffers.push(compiler.client().upload(arg)?),
+            }
         }
         let refs: Vec<&DeviceBuffer> = buffers.iter().collect();
         let outputs = self.executable.run(&refs)?;

@@ -8,6 +8,7 @@
 
 mod emit;
 mod error;
+pub mod layout;
 pub mod lower;
 mod region;
 
@@ -22,6 +23,7 @@ use melior::Context;
 
 pub use emit::mlir_type_text;
 pub use error::{Error, Result, UnsupportedOp};
+pub use layout::{input_layouts, InputLayouts};
 
 use emit::Emitter;
 
@@ -43,7 +45,7 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
 
 /// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
 pub fn lower(graph: &Graph) -> Result<String> {
-    lower_frozen(graph, &Frozen::new())
+    lower_with(graph, &Frozen::new(), &InputLayouts::new())
 }
 
 /// Frozen inputs: the bytes of each input (by node name) that becomes a constant of the
@@ -51,8 +53,9 @@ pub fn lower(graph: &Graph) -> Result<String> {
 pub type Frozen = std::collections::HashMap<String, Vec<u8>>;
 
 /// [`lower`], with the inputs named in `frozen` compiled in as `stablehlo.constant`s (so XLA
-/// may fold them) and dropped from `@main`'s parameters, which keep the order of the rest.
-pub fn lower_frozen(graph: &Graph, frozen: &Frozen) -> Result<String> {
+/// may fold them) and dropped from `@main`'s parameters, which keep the order of the rest;
+/// and the inputs in `layouts` declared permuted (see [`layout`]; frozen ones excepted).
+pub fn lower_with(graph: &Graph, frozen: &Frozen, layouts: &InputLayouts) -> Result<String> {
     let unsupported = unsupported_ops(graph)?;
     if !unsupported.is_empty() {
         return Err(Error::Unsupported { graph: graph.name.clone(), ops: unsupported });
@@ -73,7 +76,11 @@ pub fn lower_frozen(graph: &Graph, frozen: &Frozen) -> Result<String> {
     }
     let params: Vec<NodeId> =
         graph.inputs().iter().copied().filter(|&id| !frozen.contains_key(&*graph.node(id).name)).collect();
-    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
+    let declared = |id: NodeId| match layouts.get(&id) {
+        Some(perm) => layout::permuted(&graph.node(id).results[0], perm),
+        None => graph.node(id).results[0].clone(),
+    };
+    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &declared(id))).collect();
     let result_types: Vec<_> = graph
         .outputs()
         .iter()
@@ -83,7 +90,7 @@ pub fn lower_frozen(graph: &Graph, frozen: &Frozen) -> Result<String> {
 
     let arg_locs: Vec<_> = params.iter().map(|&id| node_location(&ctx, graph, id)).collect();
     let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
-    emit_body(&ctx, &block, graph, &params, frozen)?;
+    emit_body(&ctx, &block, graph, &params, frozen, layouts)?;
     let region = Region::new();
     region.append_block(block);
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
@@ -106,12 +113,29 @@ pub fn lower_frozen(graph: &Graph, frozen: &Frozen) -> Result<String> {
 }
 
 /// Lowers every node into `block` and appends the `func.return`. `params` are the inputs that
-/// are block arguments, in order; the others are `frozen` constants.
-fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[NodeId], frozen: &Frozen) -> Result<()> {
+/// are block arguments, in order (those in `layouts` declared permuted); the others are
+/// `frozen` constants.
+fn emit_body<'c>(
+    ctx: &'c Context,
+    block: &Block<'c>,
+    graph: &Graph,
+    params: &[NodeId],
+    frozen: &Frozen,
+    layouts: &InputLayouts,
+) -> Result<()> {
     let mut e = Emitter::new(ctx, block);
     for (i, &id) in params.iter().enumerate() {
         let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
-        e.bind(ValueRef::first(id), arg.into());
+        let value = match layouts.get(&id) {
+            Some(perm) => {
+                e.node = graph.node(id).name.to_string();
+                let logical = &graph.node(id).results[0];
+                let back: Vec<i64> = layout::inverse(perm).iter().map(|&p| p as i64).collect();
+                e.op("stablehlo.transpose", node_location(ctx, graph, id), &[arg.into()], logical, &[("permutation", emit::i64s(&back))])?
+            }
+            None => arg.into(),
+        };
+        e.bind(ValueRef::first(id), value);
     }
     for &id in graph.inputs() {
         let node = graph.node(id);

@@ -39,13 +39,19 @@ static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
 struct Arg {
     name: String,
     element: ElementType,
+    /// The dims the graph sees.
     dims: Vec<i64>,
+    /// The dims uploaded (`dims` permuted by `layout`).
+    device_dims: Vec<i64>,
     /// Dense byte size.
     bytes: usize,
     /// A parameter, buffer or constant: kept on the device between calls.
     resident: bool,
     /// Compiled into the executable as a constant (`freeze`): not passed at all.
     frozen: bool,
+    /// Uploaded permuted (`t.permute(layout)`), the layout the device's kernels want; `dims`
+    /// are then the permuted dims.
+    layout: Option<Vec<usize>>,
 }
 
 /// What a compiled graph is, independent of any thread: enough to load it anywhere.
@@ -99,40 +105,30 @@ fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compiler>> {
     Ok(c)
 }
 
-/// An instance of `fxhlo.errors.<class>` with `message`, as a Python exception.
-fn error(py: Python<'_>, class: &str, message: &str) -> PyErr {
-    let made = py
-        .import("fxhlo.errors")
-        .and_then(|m| m.getattr(class))
-        .and_then(|cls| cls.call1((message,)));
+/// An instance of `fxhlo.errors.<class>` made with `args`, as a Python exception.
+fn error_of<'py>(py: Python<'py>, class: &str, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
+    let made = py.import("fxhlo.errors").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1(args));
     match made {
         Ok(instance) => PyErr::from_value(instance),
         Err(e) => e,
     }
 }
 
-/// Maps a facade error to the Python exception class that says what kind of problem it is.
+/// An instance of `fxhlo.errors.<class>` with `message`, as a Python exception.
+fn error(py: Python<'_>, class: &str, message: &str) -> PyErr {
+    error_of(py, class, (message,))
+}
+
+/// A facade error as `UnsupportedOpsError` (with the list of ops) or `CompileError`.
 fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
-    use fxhlo::codegen::Error as Cg;
-    match e {
-        fxhlo::Error::Codegen(cg) => match cg.as_ref() {
-            Cg::Unsupported { ops, .. } => {
-                let listed: Vec<(String, String, Option<String>)> =
-                    ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
-                let made = py
-                    .import("fxhlo.errors")
-                    .and_then(|m| m.getattr("UnsupportedOpsError"))
-                    .and_then(|cls| cls.call1((e.to_string(), listed)));
-                match made {
-                    Ok(instance) => PyErr::from_value(instance),
-                    Err(err) => err,
-                }
-            }
-            _ => error(py, "CompileError", &e.to_string()),
-        },
-        fxhlo::Error::Runtime(_) => error(py, "CompileError", &e.to_string()),
-        _ => error(py, "CompileError", &e.to_string()),
+    if let fxhlo::Error::Codegen(cg) = e {
+        if let fxhlo::codegen::Error::Unsupported { ops, .. } = cg.as_ref() {
+            let listed: Vec<(String, String, Option<String>)> =
+                ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
+            return error_of(py, "UnsupportedOpsError", (e.to_string(), listed));
+        }
     }
+    error(py, "CompileError", &e.to_string())
 }
 
 /// The torch dtype objects, by [`ElementType`], looked up once.
@@ -220,8 +216,9 @@ fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
     t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
 }
 
-/// The tensor as a dense CPU tensor of the input's dtype and shape (a copy only when it is
-/// not contiguous or not on the CPU), checked against the signature.
+/// The tensor as a dense CPU tensor of the input's dtype and shape, in its device layout (a
+/// copy only when it is not contiguous, not on the CPU or permuted), checked against the
+/// signature.
 fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
     let py = t.py();
     let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
@@ -236,6 +233,9 @@ fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -
     let mut t = t.clone();
     if !t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "cpu"))?;
+    }
+    if let Some(perm) = &arg.layout {
+        t = t.call_method1(pyo3::intern!(py, "permute"), (perm.clone(),))?;
     }
     if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
@@ -304,7 +304,7 @@ impl Executable {
             let buffer = st
                 .compiler
                 .client()
-                .upload_bytes(arg.element, &arg.dims, bytes)
+                .upload_bytes(arg.element, &arg.device_dims, bytes)
                 .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
             let counter = if arg.resident { &p.weight_uploads } else { &p.input_uploads };
             counter.fetch_add(1, Ordering::Relaxed);
@@ -423,7 +423,7 @@ impl Executable {
             }
         }
         let upload = || -> Result<Vec<DeviceBuffer>, fxhlo::runtime::Error> {
-            params.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.dims, h)).collect()
+            params.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.device_dims, h)).collect()
         };
         let bufs = upload().map_err(rt)?;
         let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
@@ -504,6 +504,8 @@ fn compile(
     let (graph, compiled) = compiler
         .compile_json(trace_json, origin.as_ref(), dump.as_deref(), &values)
         .map_err(|e| compile_error(py, &e))?;
+    let layouts: HashMap<&str, &Vec<usize>> =
+        compiled.inputs.iter().filter_map(|s| Some((s.name.as_str(), s.layout.as_ref()?))).collect();
     let inputs = graph
         .inputs()
         .iter()
@@ -514,10 +516,16 @@ fn compile(
                 fxhlo::ir::Op::Input { kind, .. } => *kind,
                 _ => fxhlo::ir::InputKind::UserInput,
             };
+            let layout = layouts.get(&*node.name).map(|p| p.to_vec());
             Arg {
                 name: node.name.to_string(),
                 element: fxhlo::element_type(ty.dtype),
                 dims: ty.shape.to_vec(),
+                device_dims: match &layout {
+                    Some(perm) => perm.iter().map(|&p| ty.shape[p]).collect(),
+                    None => ty.shape.to_vec(),
+                },
+                layout,
                 bytes: ty.size_bytes(),
                 resident: kind != fxhlo::ir::InputKind::UserInput,
                 frozen: values.contains_key(&*node.name),

@@ -31,6 +31,41 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
 }
 
 impl HostTensor {
+    /// The tensor with its dims permuted (`out.dims[i] = dims[perm[i]]`), data moved to match:
+    /// what `torch.permute(perm).contiguous()` gives.
+    pub fn permuted(&self, perm: &[usize]) -> Result<HostTensor> {
+        self.validate()?;
+        let rank = self.dims.len();
+        let mut seen = vec![false; rank];
+        if perm.len() != rank || !perm.iter().all(|&p| p < rank && !std::mem::replace(&mut seen[p], true)) {
+            return Err(Error::InvalidTensor(format!("{perm:?} is not a permutation of {rank} dims")));
+        }
+        let size = self.element_type.byte_size();
+        let dims: Vec<i64> = perm.iter().map(|&p| self.dims[p]).collect();
+        // Row-major strides (in elements) of the source, read in the output's dim order.
+        let mut strides = vec![1usize; rank];
+        for i in (0..rank.saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * self.dims[i + 1] as usize;
+        }
+        let src_strides: Vec<usize> = perm.iter().map(|&p| strides[p]).collect();
+        let count = element_count(&dims)?;
+        let mut bytes = Vec::with_capacity(self.bytes.len());
+        let mut index = vec![0i64; rank];
+        for _ in 0..count {
+            let at: usize = index.iter().zip(&src_strides).map(|(&i, &s)| i as usize * s).sum();
+            bytes.extend_from_slice(&self.bytes[at * size..(at + 1) * size]);
+            // Odometer over the output's dims, last fastest.
+            for d in (0..rank).rev() {
+                index[d] += 1;
+                if index[d] < dims[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        HostTensor::new(self.element_type, dims, bytes)
+    }
+
     /// A tensor from raw little-endian bytes; errors if the length does not match the dims.
     pub fn new(
         element_type: ElementType,

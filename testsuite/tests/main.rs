@@ -4,6 +4,7 @@
 mod codegen_e2e;
 mod fixtures;
 mod golden;
+mod layout;
 mod ops;
 mod serialize;
 mod support;
