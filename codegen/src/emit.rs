@@ -24,12 +24,15 @@ pub struct Emitter<'c, 'a> {
     values: HashMap<ValueRef, Value<'c, 'a>>,
     /// The node being lowered, for error messages.
     pub node: String,
+    /// Results of that node nothing reads (beyond the first): a lowering may skip computing
+    /// them (and give any value of the right type).
+    pub unused_results: Vec<u32>,
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
     /// An emitter appending to `block`.
     pub fn new(ctx: &'c Context, block: &'a Block<'c>) -> Self {
-        Emitter { ctx, block, values: HashMap::new(), node: String::new() }
+        Emitter { ctx, block, values: HashMap::new(), node: String::new(), unused_results: Vec::new() }
     }
 
     /// Records the MLIR value of an IR value.

@@ -145,11 +145,15 @@ fn emit_body<'c>(
             e.bind(ValueRef::first(id), value);
         }
     }
+    let used: std::collections::HashSet<ValueRef> =
+        graph.node_ids().flat_map(|n| graph.operands(n)).chain(graph.outputs().iter().copied()).collect();
     for id in graph.topo_order()? {
         if matches!(graph.node(id).op, Op::Input { .. }) {
             continue;
         }
         e.node = graph.node(id).name.to_string();
+        let results = graph.node(id).results.len() as u32;
+        e.unused_results = (1..results).filter(|&k| !used.contains(&ValueRef { node: id, result: k })).collect();
         let values = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
         for (k, value) in values.into_iter().enumerate() {
             e.bind(ValueRef { node: id, result: k as u32 }, value);

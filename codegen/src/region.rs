@@ -73,18 +73,25 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// The body region `(a, b) -> combiner(a, b)` over 0-d tensors of `dtype`.
+    /// The reduction body `(a, b) -> c(a, b)`. For float max/min, NaN wins explicitly: XLA's
+    /// CPU `reduce_window` does not propagate NaN through `maximum`, PyTorch does.
     fn body(&self, c: Combiner, dtype: DType, loc: Location<'c>) -> Result<Region<'c>> {
-        let scalar = self.tensor_type(&TensorType::new(dtype, Vec::new()));
+        let st = TensorType::new(dtype, Vec::new());
+        let scalar = self.tensor_type(&st);
         let block = Block::new(&[(scalar, loc), (scalar, loc)]);
-        let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
-        let combined = OperationBuilder::new(c.op(), loc)
-            .add_operands(&[arg(0)?, arg(1)?])
-            .add_results(&[scalar])
-            .build()
-            .map_err(|e| self.internal(e.to_string()))?;
-        let combined = block.append_operation(combined);
-        let value: Value = combined.result(0).map_err(|e| self.internal(e.to_string()))?.into();
-        self.append_return(&block, &[value], loc)?;
+        {
+            let inner = Emitter::new(self.ctx, &block);
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
+            let (a, b) = (arg(0)?, arg(1)?);
+            let mut value = inner.op(c.op(), loc, &[a, b], &st, &[])?;
+            if matches!(c, Combiner::Max | Combiner::Min) && dtype.is_float() {
+                for x in [a, b] {
+                    let nan = inner.compare("NE", x, x, &[], loc)?;
+                    value = inner.op("stablehlo.select", loc, &[nan, x, value], &st, &[])?;
+                }
+            }
+            self.append_return(&block, &[value], loc)?;
+        }
         Ok(region_of(block))
     }
 

@@ -48,7 +48,8 @@ OPTIONS = {
     "dump": "a folder; each compiled graph writes its stages there (trace, IR, StableHLO) under "
             "<graph>-<hash8>/ (default: none).",
     "fallback": "what to do with a graph fxhlo cannot compile: \"error\" (default) raises with "
-                "every unsupported op; \"eager\" runs it in eager PyTorch with one warning.",
+                "every unsupported op; \"eager\" runs it in eager PyTorch with one warning (a "
+                "missing device still raises).",
 }
 """Every option the backend takes, with what it does."""
 
@@ -283,9 +284,10 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         text = _export.to_json(trace).encode()
         frozen = _frozen(trace, inputs, fw_gm) if opts.freeze else None
         exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump), frozen)
-    except (_export.ExportError, UnsupportedOpsError) as e:
+    except (_export.ExportError, CompileError) as e:
+        # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":
-            if isinstance(e, UnsupportedOpsError):
+            if isinstance(e, CompileError):
                 raise
             raise CompileError(f"graph {name}: {e}") from e
         what = ", ".join(sorted({t for t, _, _ in e.ops})) if isinstance(e, UnsupportedOpsError) else str(e)

@@ -349,6 +349,12 @@ def test_device_tpu_on_a_machine_without_one():
     assert "DeviceError" in message and "TPU" in message, message
 
 
+def test_a_missing_device_raises_even_with_fallback_eager():
+    m, x = Linear(), torch.randn(3, 6)
+    with torch.no_grad(), pytest.raises(Exception, match="DeviceError"):
+        compile_(m.fc, device="tpu", fallback="eager")(x)
+
+
 def test_dump_writes_every_stage(tmp_path):
     m, x = Linear(), torch.randn(3, 6)
     with torch.no_grad():
@@ -499,3 +505,17 @@ def test_backend_name_works_without_importing_fxhlo():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"], proc.stdout
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_max_pool_without_indices_matches_eager_nan_included(dtype):
+    """When the graph never reads max pooling's indices, fxhlo lowers a plain max window;
+    PyTorch propagates NaN through it, and so must fxhlo."""
+    x = (torch.randn(2, 3, 9, 9) * 10).to(dtype)
+    if dtype.is_floating_point:
+        x[0, 1, 4, 4] = float("nan")
+        x[1, 2, 0, 0] = float("-inf")
+    pool = nn.MaxPool2d(3, stride=2, padding=1)
+    got, want = compile_(pool)(x), pool(x)
+    assert torch.isnan(want).any() == (dtype != torch.int64)
+    torch.testing.assert_close(got, want, equal_nan=True, atol=0, rtol=0)

@@ -39,6 +39,15 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let n = kernel.len();
             let (s, p, d) = window_params(e, kernel, stride, padding, dilation)?;
             let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &d);
+            if e.unused_results.contains(&1) {
+                // Nobody reads the indices (inference): a plain max window, much cheaper than
+                // the (value, index) reduction, and free for XLA to lay out as it likes.
+                // `stablehlo.maximum` propagates NaN, as PyTorch's max pooling does.
+                let init = Combiner::Max.identity(x.1.dtype);
+                let v = e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?;
+                let indices = TensorType::new(DType::I64, out.shape.clone());
+                return Ok(vec![v, e.splat(Scalar::Int(0), &indices, loc)?]);
+            }
             // Candidate index of every input element: its flat offset within its spatial plane.
             let it = TensorType::new(DType::I64, x.1.shape.clone());
             let mut flat: Option<V<'c, 'a>> = None;
