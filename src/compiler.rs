@@ -94,66 +94,84 @@ impl Compiler {
     /// given bytes, and are not inputs of [`Compiled`]: XLA may fold them, and later changes
     /// to the tensors they came from are not seen.
     pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
-        let imported = dump.map(|_| fxhlo_ir::print(graph));
-        if let (Some(d), Some(text)) = (dump, &imported) {
-            d.write(1, "import", "gir", text.as_bytes())?;
-        }
-        let mut optimized = graph.clone();
-        PassManager::new(fxhlo_passes::default_pipeline()).run(&mut optimized)?;
-        if let (Some(d), Some(text)) = (dump, &imported) {
-            let after = fxhlo_ir::print(&optimized);
-            if after != *text {
-                d.write(2, "passes", "gir", after.as_bytes())?;
-            }
-        }
         let start = Instant::now();
-        for &id in graph.inputs() {
-            let n = graph.node(id);
-            if let Some(bytes) = frozen.get(&*n.name) {
-                if bytes.len() != n.results[0].size_bytes() {
-                    return Err(Error::Input(format!(
-                        "frozen input `{}` is {} but was given {} bytes",
-                        n.name,
-                        n.results[0],
-                        bytes.len()
-                    )));
-                }
-            }
-        }
-        // Weights the device keeps get the layout its kernels want (see codegen::layout).
-        let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
-            Op::Input { kind, .. } => *kind != InputKind::UserInput && !frozen.contains_key(&*optimized.node(id).name),
-            _ => false,
-        });
-        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts);
-        if let (Some(d), Err(e)) = (dump, &lowered) {
-            // The reason compilation stopped is part of what a reader of the dump wants.
-            d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
-        }
-        let mlir = lowered?;
-        if let Some(d) = dump {
-            d.write(3, "stablehlo", "mlir", mlir.as_bytes())?;
-        }
+        let Lowered { mlir, inputs } = lower(graph, dump, frozen)?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
         let executable = self.client.compile(&mlir)?;
         let compile_time = start.elapsed();
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, "compiled");
-        let inputs = optimized
-            .inputs()
-            .iter()
-            .filter(|&&id| !frozen.contains_key(&*optimized.node(id).name))
-            .map(|&id| {
-                let n = optimized.node(id);
-                let (kind, weight) = match &n.op {
-                    Op::Input { kind, weight } => (*kind, weight.clone()),
-                    _ => (InputKind::UserInput, None),
-                };
-                InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone(), layout: layouts.get(&id).cloned() }
-            })
-            .collect();
         Ok(Compiled { executable, mlir, inputs, codegen_time, compile_time })
     }
+}
+
+/// A graph lowered for the device: the StableHLO module and its parameters in calling order.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    /// The StableHLO module text.
+    pub mlir: String,
+    /// `@main`'s parameters, in calling order (frozen inputs are not among them).
+    pub inputs: Vec<InputSignature>,
+}
+
+/// Runs the pass pipeline on a copy of `graph`, chooses the device layouts of its resident
+/// weights and lowers it to StableHLO: everything [`Compiler::compile`] does before the PJRT
+/// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the imported IR,
+/// the IR after passes (if they changed it) and the module (or the lowering error) are written.
+pub fn lower(graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Lowered> {
+    let imported = dump.map(|_| fxhlo_ir::print(graph));
+    if let (Some(d), Some(text)) = (dump, &imported) {
+        d.write(1, "import", "gir", text.as_bytes())?;
+    }
+    let mut optimized = graph.clone();
+    PassManager::new(fxhlo_passes::default_pipeline()).run(&mut optimized)?;
+    if let (Some(d), Some(text)) = (dump, &imported) {
+        let after = fxhlo_ir::print(&optimized);
+        if after != *text {
+            d.write(2, "passes", "gir", after.as_bytes())?;
+        }
+    }
+    for &id in graph.inputs() {
+        let n = graph.node(id);
+        if let Some(bytes) = frozen.get(&*n.name) {
+            if bytes.len() != n.results[0].size_bytes() {
+                return Err(Error::Input(format!(
+                    "frozen input `{}` is {} but was given {} bytes",
+                    n.name,
+                    n.results[0],
+                    bytes.len()
+                )));
+            }
+        }
+    }
+    // Weights the device keeps get the layout its kernels want (see codegen::layout).
+    let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
+        Op::Input { kind, .. } => *kind != InputKind::UserInput && !frozen.contains_key(&*optimized.node(id).name),
+        _ => false,
+    });
+    let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts);
+    if let (Some(d), Err(e)) = (dump, &lowered) {
+        // The reason compilation stopped is part of what a reader of the dump wants.
+        d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
+    }
+    let mlir = lowered?;
+    if let Some(d) = dump {
+        d.write(3, "stablehlo", "mlir", mlir.as_bytes())?;
+    }
+    let inputs = optimized
+        .inputs()
+        .iter()
+        .filter(|&&id| !frozen.contains_key(&*optimized.node(id).name))
+        .map(|&id| {
+            let n = optimized.node(id);
+            let (kind, weight) = match &n.op {
+                Op::Input { kind, weight } => (*kind, weight.clone()),
+                _ => (InputKind::UserInput, None),
+            };
+            InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone(), layout: layouts.get(&id).cloned() }
+        })
+        .collect();
+    Ok(Lowered { mlir, inputs })
 }
 
 /// One input of a compiled graph, in calling order.

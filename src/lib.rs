@@ -22,7 +22,7 @@ mod error;
 mod tensor;
 
 pub use check::{check, compare, CheckReport, OutputCheck, Tolerance};
-pub use compiler::{Compiled, Compiler, Frozen, InputSignature, Options};
+pub use compiler::{lower, Compiled, Compiler, Frozen, InputSignature, Lowered, Options};
 pub use dump::Dump;
 pub use error::{Error, Result};
 pub use tensor::{element_type, host_tensor};

@@ -56,12 +56,15 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         runs: usize,
     },
-    /// Import a bundle and print one stage of it.
+    /// Import a bundle and print one stage of it (no device needed).
     Compile {
         bundle: PathBuf,
-        /// What to print: the imported IR or the StableHLO module.
+        /// What to print: the imported IR or the StableHLO module (as the device gets it).
         #[arg(long, value_enum, default_value_t = Emit::Mlir)]
         emit: Emit,
+        /// Also write every stage under this folder: `<graph>-<hash8>/NN-<stage>.*`.
+        #[arg(long)]
+        dump: Option<PathBuf>,
     },
 }
 
@@ -179,14 +182,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("run (upload + execute + download): {:.3} ms  (median of {})", lat * 1e3, latency.len());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Compile { bundle, emit } => {
+        Command::Compile { bundle, emit, dump } => {
             let bundle = Bundle::open(&bundle)?;
-            match emit {
-                Emit::Ir => print!("{}", fxhlo::ir::print(&bundle.graph)),
-                Emit::Mlir => {
-                    let mlir = fxhlo::codegen::lower(&bundle.graph).context("lowering to StableHLO")?;
-                    println!("{mlir}");
+            let dump = match &dump {
+                Some(root) => {
+                    let d = fxhlo::Dump::create(root, &bundle.graph.name, &fxhlo::ir::print(&bundle.graph))?;
+                    let json = std::fs::read(bundle.dir.join(fxhlo::frontend::GRAPH_JSON));
+                    if let Ok(json) = json {
+                        d.write(0, "trace", "json", &json)?;
+                    }
+                    eprintln!("dumping to {}", d.dir().display());
+                    Some(d)
                 }
+                None => None,
+            };
+            let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
+                Some(fxhlo::lower(&bundle.graph, dump.as_ref(), &fxhlo::Frozen::new()).context("lowering to StableHLO")?)
+            } else {
+                None
+            };
+            match (emit, lowered) {
+                (Emit::Mlir, Some(lowered)) => println!("{}", lowered.mlir),
+                _ => print!("{}", fxhlo::ir::print(&bundle.graph)),
             }
             Ok(ExitCode::SUCCESS)
         }
