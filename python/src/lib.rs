@@ -80,7 +80,14 @@ struct ThreadExec {
     compiler: Rc<Compiler>,
     exe: Loaded,
     resident: Vec<Option<Resident>>,
+    /// How long the last execution took: long ones release the GIL while they run.
+    last_run: std::time::Duration,
 }
+
+/// Executions at least this long release the GIL so that other Python threads run meanwhile;
+/// shorter ones keep it (releasing and taking it back costs more than they do, and another
+/// thread holding it on the way back would stall the call).
+const RELEASE_GIL_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
 
 thread_local! {
     /// One compiler (PJRT client) per device for this thread.
@@ -206,7 +213,13 @@ impl Executable {
 }
 
 fn insert_loaded(p: &Program, compiler: Rc<Compiler>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
-    let t = Rc::new(RefCell::new(ThreadExec { compiler, exe, resident: (0..p.inputs.len()).map(|_| None).collect() }));
+    let t = Rc::new(RefCell::new(ThreadExec {
+        compiler,
+        exe,
+        resident: (0..p.inputs.len()).map(|_| None).collect(),
+        // Unknown until the first run: assume long.
+        last_run: RELEASE_GIL_AFTER,
+    }));
     LOADED.with_borrow_mut(|m| m.insert(p.id, t.clone()));
     t
 }
@@ -324,15 +337,20 @@ impl Executable {
             .map(|(_, (f, r))| f.as_ref().or(r.as_ref().map(|r| &r.buffer)))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| error(py, "ExecutionError", "internal: an input has no device buffer"))?;
-        let exe = SameThread((&st.exe, refs));
-        let outputs = py
-            .detach(move || {
+        let start = Instant::now();
+        let outputs = if st.last_run >= RELEASE_GIL_AFTER {
+            let exe = SameThread((&st.exe, refs));
+            py.detach(move || {
                 // A method call, so the closure captures the whole wrapper, not its fields.
                 let (exe, refs) = exe.into_inner();
                 SameThread(exe.run(&refs))
             })
             .0
-            .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+        } else {
+            st.exe.run(&refs)
+        }
+        .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+        st.last_run = start.elapsed();
         p.calls.fetch_add(1, Ordering::Relaxed);
         let list = PyList::empty(py);
         let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
