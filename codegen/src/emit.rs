@@ -210,7 +210,7 @@ fn nested_list(items: &[&str], shape: &[i64]) -> String {
         None => items.first().copied().unwrap_or("").to_string(),
         Some((&n, rest)) => {
             let n = n.max(0) as usize;
-            let chunk = if n == 0 { 0 } else { items.len() / n };
+            let chunk = items.len().checked_div(n).unwrap_or(0);
             let parts: Vec<String> = (0..n).map(|i| nested_list(&items[i * chunk..(i + 1) * chunk], rest)).collect();
             format!("[{}]", parts.join(", "))
         }

@@ -16,6 +16,9 @@
 //! their tensor object, storage pointer or version counter changed.
 
 mod dlpack;
+mod errors;
+mod state;
+mod torch;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,161 +28,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use fxhlo::runtime::{DeviceBuffer, DeviceKind, ElementType, EnvConfig, Executable as Loaded};
-use fxhlo::{Compiler, Options};
+use fxhlo::runtime::{DeviceBuffer, DeviceKind};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
+
+use errors::{compile_error, error};
+use state::{compiler, insert_loaded, Arg, Program, Resident, ThreadExec, LOADED, RELEASE_GIL_AFTER};
+use torch::{data_ptr, dense_cpu, dtypes, tensor_bytes, version};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
-
-/// One input of a compiled graph, in calling order.
-struct Arg {
-    name: String,
-    element: ElementType,
-    /// The dims the graph sees.
-    dims: Vec<i64>,
-    /// The dims uploaded (`dims` permuted by `layout`).
-    device_dims: Vec<i64>,
-    /// Dense byte size.
-    bytes: usize,
-    /// A parameter, buffer or constant: kept on the device between calls.
-    resident: bool,
-    /// Compiled into the executable as a constant (`freeze`): not passed at all.
-    frozen: bool,
-    /// Uploaded permuted (`t.permute(layout)`), the layout the device's kernels want; `dims`
-    /// are then the permuted dims.
-    layout: Option<Vec<usize>>,
-}
-
-/// What a compiled graph is, independent of any thread: enough to load it anywhere.
-struct Program {
-    id: u64,
-    device: DeviceKind,
-    graph: String,
-    mlir: String,
-    inputs: Vec<Arg>,
-    calls: AtomicU64,
-    weight_uploads: AtomicU64,
-    input_uploads: AtomicU64,
-}
-
-/// A weight kept on the device, and what it was uploaded from.
-struct Resident {
-    /// The tensor object itself (identity check; also keeps its storage from being reused).
-    tensor: Py<PyAny>,
-    data_ptr: usize,
-    version: i64,
-    buffer: DeviceBuffer,
-}
-
-/// A program loaded on this thread's client for its device.
-struct ThreadExec {
-    compiler: Rc<Compiler>,
-    exe: Loaded,
-    resident: Vec<Option<Resident>>,
-    /// How long the last execution took: long ones release the GIL while they run.
-    last_run: std::time::Duration,
-}
-
-/// Executions at least this long release the GIL so that other Python threads run meanwhile;
-/// shorter ones keep it (releasing and taking it back costs more than they do, and another
-/// thread holding it on the way back would stall the call).
-const RELEASE_GIL_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
-
-thread_local! {
-    /// One compiler (PJRT client) per device for this thread.
-    static COMPILERS: RefCell<Vec<Rc<Compiler>>> = const { RefCell::new(Vec::new()) };
-    /// Programs loaded on this thread, by [`Program::id`].
-    static LOADED: RefCell<HashMap<u64, Rc<RefCell<ThreadExec>>>> = RefCell::new(HashMap::new());
-}
-
-/// This thread's compiler for `device`, created on first use.
-fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compiler>> {
-    if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options().device == device).cloned()) {
-        return Ok(c);
-    }
-    let mut env = EnvConfig::from_env();
-    if env.venv.is_none() && env.virtual_env.is_none() {
-        // Not activated (`.venv/bin/python` run directly): search the interpreter's own
-        // environment, where scripts/setup.sh installs the plugins.
-        env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
-    }
-    let c = Rc::new(Compiler::new_in(Options { device }, &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
-    COMPILERS.with_borrow_mut(|cs| cs.push(c.clone()));
-    Ok(c)
-}
-
-/// An instance of `fxhlo.errors.<class>` made with `args`, as a Python exception.
-fn error_of<'py>(py: Python<'py>, class: &str, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
-    let made = py.import("fxhlo.errors").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1(args));
-    match made {
-        Ok(instance) => PyErr::from_value(instance),
-        Err(e) => e,
-    }
-}
-
-/// An instance of `fxhlo.errors.<class>` with `message`, as a Python exception.
-fn error(py: Python<'_>, class: &str, message: &str) -> PyErr {
-    error_of(py, class, (message,))
-}
-
-/// A facade error as `UnsupportedOpsError` (with the list of ops) or `CompileError`.
-fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
-    if let fxhlo::Error::Codegen(cg) = e {
-        if let fxhlo::codegen::Error::Unsupported { ops, .. } = cg.as_ref() {
-            let listed: Vec<(String, String, Option<String>)> =
-                ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
-            return error_of(py, "UnsupportedOpsError", (e.to_string(), listed));
-        }
-    }
-    error(py, "CompileError", &e.to_string())
-}
-
-/// The torch dtype objects, by [`ElementType`], looked up once.
-struct Dtypes {
-    torch_empty: Py<PyAny>,
-    from_dlpack: Py<PyAny>,
-    by_type: Vec<(ElementType, Py<PyAny>)>,
-}
-
-static DTYPES: PyOnceLock<Dtypes> = PyOnceLock::new();
-
-fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
-    DTYPES.get_or_try_init(py, || {
-        let torch = py.import("torch")?;
-        let names = [
-            (ElementType::F64, "float64"),
-            (ElementType::F32, "float32"),
-            (ElementType::F16, "float16"),
-            (ElementType::BF16, "bfloat16"),
-            (ElementType::I64, "int64"),
-            (ElementType::I32, "int32"),
-            (ElementType::I16, "int16"),
-            (ElementType::I8, "int8"),
-            (ElementType::U8, "uint8"),
-            (ElementType::Bool, "bool"),
-        ];
-        let by_type = names
-            .iter()
-            .map(|(t, n)| Ok((*t, torch.getattr(*n)?.unbind())))
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(Dtypes {
-            torch_empty: torch.getattr("empty")?.unbind(),
-            from_dlpack: torch.getattr("from_dlpack")?.unbind(),
-            by_type,
-        })
-    })
-}
-
-impl Dtypes {
-    fn torch(&self, t: ElementType) -> &Py<PyAny> {
-        // Every ElementType is in the table (built from the same list as ElementType::ALL).
-        &self.by_type.iter().find(|(e, _)| *e == t).unwrap_or(&self.by_type[0]).1
-    }
-}
 
 /// A value that crosses `Python::detach` although it is not `Send`: the closure runs on the
 /// calling thread before `detach` returns, so nothing actually moves between threads.
@@ -210,65 +69,6 @@ impl Executable {
         let exe = compiler.client().compile(&p.mlir).map_err(|e| compile_error(py, &e.into()))?;
         Ok(insert_loaded(p, compiler, exe))
     }
-}
-
-fn insert_loaded(p: &Program, compiler: Rc<Compiler>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
-    let t = Rc::new(RefCell::new(ThreadExec {
-        compiler,
-        exe,
-        resident: (0..p.inputs.len()).map(|_| None).collect(),
-        // Unknown until the first run: assume long.
-        last_run: RELEASE_GIL_AFTER,
-    }));
-    LOADED.with_borrow_mut(|m| m.insert(p.id, t.clone()));
-    t
-}
-
-/// `t._version`, or `None` for tensors without a version counter (inference tensors).
-fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
-    t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
-}
-
-/// The tensor as a dense CPU tensor of the input's dtype and shape, in its device layout (a
-/// copy only when it is not contiguous, not on the CPU or permuted), checked against the
-/// signature.
-fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
-    let py = t.py();
-    let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
-    let want = dt.torch(arg.element).bind(py);
-    let shape: Vec<i64> = t.getattr(pyo3::intern!(py, "shape"))?.extract()?;
-    if !dtype.is(want) || shape != arg.dims {
-        return Err(PyValueError::new_err(format!(
-            "input {index} (`{}`) is {dtype} {shape:?} but the graph was compiled for {want} {:?}",
-            arg.name, arg.dims
-        )));
-    }
-    let mut t = t.clone();
-    if !t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
-        t = t.call_method0(pyo3::intern!(py, "cpu"))?;
-    }
-    if let Some(perm) = &arg.layout {
-        t = t.call_method1(pyo3::intern!(py, "permute"), (perm.clone(),))?;
-    }
-    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
-        t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
-    }
-    Ok(t)
-}
-
-fn data_ptr(t: &Bound<'_, PyAny>) -> PyResult<usize> {
-    t.call_method0(pyo3::intern!(t.py(), "data_ptr"))?.extract()
-}
-
-/// The bytes of a dense CPU tensor of `len` bytes at `ptr`.
-///
-/// SAFETY: `ptr` must be the data pointer of a live dense CPU tensor of `len` bytes that is
-/// not written while the slice is used (the caller holds the tensor and the GIL).
-unsafe fn tensor_bytes<'a>(ptr: usize, len: usize) -> &'a [u8] {
-    if len == 0 {
-        return &[];
-    }
-    std::slice::from_raw_parts(ptr as *const u8, len)
 }
 
 #[pymethods]

@@ -1,0 +1,103 @@
+//! Per-thread state: one compiler (PJRT client) per device, and each program loaded on this
+//! thread with its resident weights. PJRT clients are not `Send`, so nothing here crosses
+//! threads; `Program` (the `Send` part) says how to load a graph anywhere.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+
+use fxhlo::runtime::{DeviceBuffer, DeviceKind, ElementType, EnvConfig, Executable as Loaded};
+use fxhlo::{Compiler, Options};
+use pyo3::prelude::*;
+
+use crate::errors::error;
+
+/// One input of a compiled graph, in calling order.
+pub(crate) struct Arg {
+    pub(crate) name: String,
+    pub(crate) element: ElementType,
+    /// The dims the graph sees.
+    pub(crate) dims: Vec<i64>,
+    /// The dims uploaded (`dims` permuted by `layout`).
+    pub(crate) device_dims: Vec<i64>,
+    /// Dense byte size.
+    pub(crate) bytes: usize,
+    /// A parameter, buffer or constant: kept on the device between calls.
+    pub(crate) resident: bool,
+    /// Compiled into the executable as a constant (`freeze`): not passed at all.
+    pub(crate) frozen: bool,
+    /// Uploaded permuted (`t.permute(layout)`, giving `device_dims`): the layout the device's
+    /// kernels want.
+    pub(crate) layout: Option<Vec<usize>>,
+}
+
+/// What a compiled graph is, independent of any thread: enough to load it anywhere.
+pub(crate) struct Program {
+    pub(crate) id: u64,
+    pub(crate) device: DeviceKind,
+    pub(crate) graph: String,
+    pub(crate) mlir: String,
+    pub(crate) inputs: Vec<Arg>,
+    pub(crate) calls: AtomicU64,
+    pub(crate) weight_uploads: AtomicU64,
+    pub(crate) input_uploads: AtomicU64,
+}
+
+/// A weight kept on the device, and what it was uploaded from.
+pub(crate) struct Resident {
+    /// The tensor object itself (identity check; also keeps its storage from being reused).
+    pub(crate) tensor: Py<PyAny>,
+    pub(crate) data_ptr: usize,
+    pub(crate) version: i64,
+    pub(crate) buffer: DeviceBuffer,
+}
+
+/// A program loaded on this thread's client for its device.
+pub(crate) struct ThreadExec {
+    pub(crate) compiler: Rc<Compiler>,
+    pub(crate) exe: Loaded,
+    pub(crate) resident: Vec<Option<Resident>>,
+    /// How long the last execution took: long ones release the GIL while they run.
+    pub(crate) last_run: std::time::Duration,
+}
+
+/// Executions at least this long release the GIL so that other Python threads run meanwhile;
+/// shorter ones keep it (releasing and taking it back costs more than they do, and another
+/// thread holding it on the way back would stall the call).
+pub(crate) const RELEASE_GIL_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
+
+thread_local! {
+    /// One compiler (PJRT client) per device for this thread.
+    static COMPILERS: RefCell<Vec<Rc<Compiler>>> = const { RefCell::new(Vec::new()) };
+    /// Programs loaded on this thread, by [`Program::id`].
+    pub(crate) static LOADED: RefCell<HashMap<u64, Rc<RefCell<ThreadExec>>>> = RefCell::new(HashMap::new());
+}
+
+/// This thread's compiler for `device`, created on first use.
+pub(crate) fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compiler>> {
+    if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options().device == device).cloned()) {
+        return Ok(c);
+    }
+    let mut env = EnvConfig::from_env();
+    if env.venv.is_none() && env.virtual_env.is_none() {
+        // Not activated (`.venv/bin/python` run directly): search the interpreter's own
+        // environment, where scripts/setup.sh installs the plugins.
+        env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
+    }
+    let c = Rc::new(Compiler::new_in(Options { device }, &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
+    COMPILERS.with_borrow_mut(|cs| cs.push(c.clone()));
+    Ok(c)
+}
+
+pub(crate) fn insert_loaded(p: &Program, compiler: Rc<Compiler>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
+    let t = Rc::new(RefCell::new(ThreadExec {
+        compiler,
+        exe,
+        resident: (0..p.inputs.len()).map(|_| None).collect(),
+        // Unknown until the first run: assume long.
+        last_run: RELEASE_GIL_AFTER,
+    }));
+    LOADED.with_borrow_mut(|m| m.insert(p.id, t.clone()));
+    t
+}

@@ -1,0 +1,98 @@
+//! Reading torch tensors from Rust: dtypes, the checks and the dense CPU view an upload needs.
+
+use fxhlo::runtime::ElementType;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+use crate::state::Arg;
+
+/// The torch dtype objects, by [`ElementType`], looked up once.
+pub(crate) struct Dtypes {
+    pub(crate) torch_empty: Py<PyAny>,
+    pub(crate) from_dlpack: Py<PyAny>,
+    pub(crate) by_type: Vec<(ElementType, Py<PyAny>)>,
+}
+
+pub(crate) static DTYPES: PyOnceLock<Dtypes> = PyOnceLock::new();
+
+pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
+    DTYPES.get_or_try_init(py, || {
+        let torch = py.import("torch")?;
+        let names = [
+            (ElementType::F64, "float64"),
+            (ElementType::F32, "float32"),
+            (ElementType::F16, "float16"),
+            (ElementType::BF16, "bfloat16"),
+            (ElementType::I64, "int64"),
+            (ElementType::I32, "int32"),
+            (ElementType::I16, "int16"),
+            (ElementType::I8, "int8"),
+            (ElementType::U8, "uint8"),
+            (ElementType::Bool, "bool"),
+        ];
+        let by_type = names
+            .iter()
+            .map(|(t, n)| Ok((*t, torch.getattr(*n)?.unbind())))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Dtypes {
+            torch_empty: torch.getattr("empty")?.unbind(),
+            from_dlpack: torch.getattr("from_dlpack")?.unbind(),
+            by_type,
+        })
+    })
+}
+
+impl Dtypes {
+    pub(crate) fn torch(&self, t: ElementType) -> &Py<PyAny> {
+        // Every ElementType is in the table (built from the same list as ElementType::ALL).
+        &self.by_type.iter().find(|(e, _)| *e == t).unwrap_or(&self.by_type[0]).1
+    }
+}
+
+/// `t._version`, or `None` for tensors without a version counter (inference tensors).
+pub(crate) fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
+    t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
+}
+
+/// The tensor as a dense CPU tensor of the input's dtype and shape, in its device layout (a
+/// copy only when it is not contiguous, not on the CPU or permuted), checked against the
+/// signature.
+pub(crate) fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
+    let py = t.py();
+    let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
+    let want = dt.torch(arg.element).bind(py);
+    let shape: Vec<i64> = t.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+    if !dtype.is(want) || shape != arg.dims {
+        return Err(PyValueError::new_err(format!(
+            "input {index} (`{}`) is {dtype} {shape:?} but the graph was compiled for {want} {:?}",
+            arg.name, arg.dims
+        )));
+    }
+    let mut t = t.clone();
+    if !t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
+        t = t.call_method0(pyo3::intern!(py, "cpu"))?;
+    }
+    if let Some(perm) = &arg.layout {
+        t = t.call_method1(pyo3::intern!(py, "permute"), (perm.clone(),))?;
+    }
+    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
+        t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
+    }
+    Ok(t)
+}
+
+pub(crate) fn data_ptr(t: &Bound<'_, PyAny>) -> PyResult<usize> {
+    t.call_method0(pyo3::intern!(t.py(), "data_ptr"))?.extract()
+}
+
+/// The bytes of a dense CPU tensor of `len` bytes at `ptr`.
+///
+/// SAFETY: `ptr` must be the data pointer of a live dense CPU tensor of `len` bytes that is
+/// not written while the slice is used (the caller holds the tensor and the GIL).
+pub(crate) unsafe fn tensor_bytes<'a>(ptr: usize, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    std::slice::from_raw_parts(ptr as *const u8, len)
+}
