@@ -518,3 +518,45 @@ def test_max_pool_without_indices_matches_eager_nan_included(dtype):
     got, want = compile_(pool)(x), pool(x)
     assert torch.isnan(want).any() == (dtype != torch.int64)
     torch.testing.assert_close(got, want, equal_nan=True, atol=0, rtol=0)
+
+
+def test_long_executions_let_other_python_threads_run():
+    """An execution that takes long releases the GIL: a Python thread counting meanwhile makes
+    progress during a single call (a C call that holds the GIL starves it, whatever the switch interval)."""
+    import sys
+    import time
+
+    w = torch.randn(384, 384) / 20
+
+    def chain(x):
+        for _ in range(40):
+            x = torch.tanh(x @ w)
+        return x
+
+    x = torch.randn(384, 384)
+    run = compile_(chain)
+    run(x)
+    count, stop = [0], [False]
+
+    def counter():
+        while not stop[0]:
+            count[0] += 1
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.1)
+    t = threading.Thread(target=counter)
+    t.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        before = count[0]
+        run(x)
+        during = count[0] - before
+        took = time.perf_counter() - start
+    finally:
+        stop[0] = True
+        sys.setswitchinterval(old)
+        t.join()
+    print(f"one call took {took * 1e3:.1f} ms; the other thread counted {during} meanwhile")
+    assert took > 0.005, "the graph must run long enough for the check to mean something"
+    assert during > 1000, f"the other thread counted only {during} during a {took * 1e3:.1f} ms call"
