@@ -560,3 +560,22 @@ def test_long_executions_let_other_python_threads_run():
     print(f"one call took {took * 1e3:.1f} ms; the other thread counted {during} meanwhile")
     assert took > 0.005, "the graph must run long enough for the check to mean something"
     assert during > 1000, f"the other thread counted only {during} during a {took * 1e3:.1f} ms call"
+
+
+def test_executable_rejects_inputs_that_do_not_match_with_a_clear_error():
+    m, x = Linear(), torch.randn(3, 6)
+    with torch.no_grad():
+        compile_(m.fc)(x)
+    exe = last_graph().executable
+    names = [n for n, _ in exe.inputs]
+    args = [m.fc.weight.detach(), m.fc.bias.detach(), x]
+    with pytest.raises(ValueError, match=r"takes 3 inputs, got 2"):
+        exe.run(args[:2])
+    bad = list(args)
+    bad[2] = x.double()
+    with pytest.raises(ValueError, match=rf"input 2 \(`{names[2]}`\) is torch.float64 \[3, 6\] but the graph was compiled for torch.float32 \[3, 6\]"):
+        exe.run(bad)
+    bad[2] = torch.randn(4, 6)
+    with pytest.raises(ValueError, match=r"\[4, 6\] but the graph was compiled for torch.float32 \[3, 6\]"):
+        exe.run(bad)
+    assert torch.allclose(exe.run(args)[0], m.fc(x))
