@@ -127,12 +127,20 @@ def _classify(gm: torch.fx.GraphModule, example_inputs) -> list:
     return inputs
 
 
+_DYNAMIC_REFUSED = ("fxhlo specializes shapes and does not compile dynamic graphs: use "
+                    "torch.compile(..., backend=\"fxhlo\", dynamic=False)")
+
+
+def _check_settings(options, mode) -> BackendOptions:
+    """The parsed options; ``mode=...`` (Inductor's presets) is refused."""
+    if mode is not None:
+        raise OptionsError(f"torch.compile(mode={mode!r}) is not supported by fxhlo; use options={{...}} ({', '.join(OPTIONS)})")
+    return BackendOptions.parse(options)
+
+
 def _refuse_dynamic(gm, example_inputs) -> None:
     if not torch._dynamo.config.assume_static_by_default:
-        raise OptionsError(
-            "fxhlo specializes shapes and does not compile dynamic graphs: use "
-            "torch.compile(..., backend=\"fxhlo\", dynamic=False)"
-        )
+        raise OptionsError(_DYNAMIC_REFUSED)
     symbolic = [type(v).__name__ for v in example_inputs if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))]
     shapes = [v for v in example_inputs if isinstance(v, torch.Tensor)
               and any(not isinstance(s, int) for s in v.shape)]
@@ -282,7 +290,8 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         cap = _export.Capture(fw_gm, inputs, None)
         trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
         text = _export.to_json(trace).encode()
-        frozen = _frozen(trace, inputs, fw_gm) if opts.freeze else None
+        constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
+        frozen = _frozen(trace, inputs, constants) if opts.freeze else None
         exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump), frozen)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
@@ -294,22 +303,21 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         warnings.warn(f"fxhlo: graph {name} runs in eager PyTorch (fallback=\"eager\"): {what}",
                       FallbackWarning, stacklevel=2)
         return make_boxed_func(fw_gm.forward)
-    constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
     return CompiledGraph(exe, constants, OutputLayout.of(fw_gm))
 
 
-def _frozen(trace: dict, inputs: list, fw_gm: torch.fx.GraphModule) -> dict:
+def _frozen(trace: dict, inputs: list, constants: list) -> dict:
     """Trace input name -> tensor for every parameter, buffer and constant the graph does not
-    mutate (a mutated buffer must stay an input: its new value comes back every call)."""
+    mutate (a mutated buffer must stay an input: its new value comes back every call).
+    ``constants`` are the graph's lifted tensor constants, trace inputs after the placeholders."""
     mutated = set()
     ctx = torch._guards.TracingContext.try_get()
     meta = getattr(ctx, "fw_metadata", None)
     for i, info in enumerate(getattr(meta, "input_info", None) or []):
         if info.mutates_data or info.mutates_metadata:
             mutated.add(i)
-    values = [inp.value for inp in inputs]
-    values += [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
-    kinds = [inp.kind for inp in inputs] + ["constant"] * (len(values) - len(inputs))
+    values = [inp.value for inp in inputs] + constants
+    kinds = [inp.kind for inp in inputs] + ["constant"] * len(constants)
     return {spec["name"]: value for i, (spec, value, kind) in enumerate(zip(trace["inputs"], values, kinds))
             if kind != "user_input" and i not in mutated}
 
@@ -321,9 +329,7 @@ def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):
 
 def fxhlo_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **settings):
     """The Dynamo backend ``"fxhlo"``. ``options`` are described in :data:`OPTIONS`."""
-    if settings.get("mode") is not None:
-        raise OptionsError(f"torch.compile(mode={settings['mode']!r}) is not supported by fxhlo; use options={{...}} ({', '.join(OPTIONS)})")
-    opts = BackendOptions.parse(options)
+    opts = _check_settings(options, settings.get("mode"))
     _refuse_dynamic(gm, example_inputs)
     inputs = _classify(gm, example_inputs)
     name = _graph_name()
@@ -344,14 +350,9 @@ def _backend_init() -> None:
     wrapper = frame.f_locals.get("backend")
     kwargs = getattr(wrapper, "kwargs", None)
     if isinstance(kwargs, dict):
-        BackendOptions.parse(kwargs.get("options"))
-        if kwargs.get("mode") is not None:
-            raise OptionsError(f"torch.compile(mode={kwargs['mode']!r}) is not supported by fxhlo; use options={{...}} ({', '.join(OPTIONS)})")
+        _check_settings(kwargs.get("options"), kwargs.get("mode"))
     if getattr(wrapper, "dynamic", None) is True:
-        raise OptionsError(
-            "fxhlo specializes shapes and does not compile dynamic graphs: use "
-            "torch.compile(..., backend=\"fxhlo\", dynamic=False)"
-        )
+        raise OptionsError(_DYNAMIC_REFUSED)
 
 
 fxhlo_backend._dynamo_backend_init = _backend_init
