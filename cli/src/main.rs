@@ -82,6 +82,12 @@ enum Emit {
 }
 
 fn main() -> ExitCode {
+    // The XLA plugins log at INFO level to stderr (the CPU plugin logs the device count fxhlo
+    // asks for on every client); keep warnings and errors unless the user chose a level. Set
+    // before any thread or plugin exists.
+    if std::env::var_os("TF_CPP_MIN_LOG_LEVEL").is_none() {
+        std::env::set_var("TF_CPP_MIN_LOG_LEVEL", "1");
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env(FXHLO_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();

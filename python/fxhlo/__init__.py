@@ -8,6 +8,13 @@
 ``fxhlo.export`` writes trace bundles for the ``fxhlo`` command-line tool.
 """
 
+import os
+
+# The XLA plugins log at INFO level to stderr (the CPU plugin, for one, logs the device count
+# fxhlo asks for on every client); warnings and errors still show. Set before any plugin loads,
+# and only when the user has not chosen a level.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
 from .backend import OPTIONS, BackendOptions, CompiledGraph, compiled_graphs, fxhlo_backend, register
 from .errors import (CompileError, DeviceError, ExecutionError, FallbackWarning, FxhloError, OptionsError,
                      UnsupportedOpsError)

@@ -506,6 +506,27 @@ def test_backend_name_works_without_importing_fxhlo():
     assert proc.stdout.split() == ["True", "True"], proc.stdout
 
 
+@pytest.mark.parametrize("level, info_shown", [(None, False), ("0", True)])
+def test_xla_info_logs_hidden_unless_asked(level, info_shown):
+    """``import fxhlo`` sets TF_CPP_MIN_LOG_LEVEL=1 when unset: the CPU plugin's INFO line about
+    the one device fxhlo asks for stays off stderr; a user's own level wins."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = level
+    code = (
+        "import torch, fxhlo\n"
+        "f = torch.compile(lambda x: x + 1, backend='fxhlo', fullgraph=True, dynamic=False)\n"
+        "assert f(torch.zeros(3)).tolist() == [1.0, 1.0, 1.0]\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert ("cpu_device_count set via create_options: 1" in proc.stderr) == info_shown, proc.stderr
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
 def test_max_pool_without_indices_matches_eager_nan_included(dtype):
     """When the graph never reads max pooling's indices, fxhlo lowers a plain max window;

@@ -38,13 +38,30 @@ impl RawApi {
         }
     }
 
-    /// Creates a client with no options (what `pjrt::Client::builder(..).build()` does), so the
-    /// runtime keeps the raw pointer `pjrt` 0.2.0 does not expose.
-    pub(crate) fn create_client(&self) -> std::result::Result<*mut PJRT_Client, String> {
+    /// Creates a client with the plugin-specific integer `options` (name, value), and keeps the
+    /// raw pointer `pjrt` 0.2.0 does not expose.
+    pub(crate) fn create_client(&self, options: &[(&str, i64)]) -> std::result::Result<*mut PJRT_Client, String> {
         let api = self.table();
         let f = api.PJRT_Client_Create.ok_or("the plugin does not implement PJRT_Client_Create")?;
+        let named: Vec<pjrt_sys::PJRT_NamedValue> = options
+            .iter()
+            .map(|&(name, value)| {
+                let mut v = pjrt_sys::PJRT_NamedValue::new();
+                v.name = name.as_ptr().cast();
+                v.name_size = name.len();
+                v.type_ = pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64;
+                v.__bindgen_anon_1.int64_value = value;
+                v.value_size = 1;
+                v
+            })
+            .collect();
         let mut args = pjrt_sys::PJRT_Client_Create_Args::new();
-        // SAFETY: args fully initialized with no options and no key-value store.
+        if !named.is_empty() {
+            args.create_options = named.as_ptr();
+            args.num_options = named.len();
+        }
+        // SAFETY: args fully initialized; `named` and the names it points into outlive the call
+        // (the plugin copies the options), no key-value store.
         self.check(unsafe { f(&mut args) })?;
         if args.client.is_null() {
             return Err("the plugin returned no client".into());

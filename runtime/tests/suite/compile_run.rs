@@ -14,6 +14,13 @@ fn client_reports_cpu_platform() {
     assert!(minor >= 81, "C API 0.{minor}");
 }
 
+/// The CPU plugin defaults to four devices and at least that many pool threads; fxhlo asks
+/// for one device so the pool matches the cores (the plugin's default here would be 4).
+#[test]
+fn cpu_client_addresses_one_device() {
+    assert_eq!(cpu_client().addressable_device_count(), 1);
+}
+
 #[test]
 fn add_2x3_f32() {
     let client = cpu_client();
