@@ -32,6 +32,10 @@ from fxhlo import _native
 from fxhlo.models import MODELS
 
 
+# Pause before each block of timed calls (libgomp's default spin is well under this).
+SETTLE_S = 0.3
+
+
 def median_time(fn, runs: int, warmup: int = 3) -> float:
     """Median wall time of ``fn()`` in seconds."""
     for _ in range(warmup):
@@ -73,11 +77,11 @@ def per_call(runs: int, inductor: bool) -> list:
 
 def model_latency(name: str, kwargs: dict, runs: int, inductor: bool) -> dict:
     """Median latency of eager and each compiled model. The contenders take turns in blocks
-    (a warm-up call, then ``runs // 4`` timed calls; four rounds), so that a burst of load on
-    the shared machine hits all of them alike, while each block starts after the previous
-    contender's threads have gone quiet: PyTorch's OpenMP workers spin for a while after an
-    eager or Inductor call, and a per-call alternation would bill that spinning to whoever runs
-    next (measured: BERT in fxhlo 13 ms alone, 21-22 ms alternating call by call with eager)."""
+    (``runs // 4`` timed calls; four rounds, each starting with a different contender), so that
+    a burst of load on the shared machine hits all of them alike. Each block starts after a
+    pause and a warm-up call: PyTorch's OpenMP workers (and XLA's pool) spin for a while after
+    a call, and without the pause that spinning is billed to whoever runs next (measured: BERT
+    in fxhlo 13 ms alone, 21-22 ms alternating call by call with eager)."""
     model, args = MODELS[name](**kwargs)
     out = {}
     with torch.no_grad():
@@ -96,9 +100,12 @@ def model_latency(name: str, kwargs: dict, runs: int, inductor: bool) -> dict:
             contenders[backend] = compiled
         times = {k: [] for k in contenders}
         per_block = max(1, runs // 4)
-        for _ in range(4):
-            for k, fn in contenders.items():
-                fn(*args)  # warm-up: caches, and the previous contender's threads settle
+        names = list(contenders)
+        for round_ in range(4):
+            for k in names[round_ % len(names):] + names[:round_ % len(names)]:
+                fn = contenders[k]
+                time.sleep(SETTLE_S)  # the previous contender's spinning threads go quiet
+                fn(*args)  # warm-up: caches
                 for _ in range(per_block):
                     start = time.perf_counter()
                     fn(*args)
