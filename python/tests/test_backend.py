@@ -541,6 +541,27 @@ def test_max_pool_without_indices_matches_eager_nan_included(dtype):
     torch.testing.assert_close(got, want, equal_nan=True, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("shape, pool", [
+    ((2, 5, 11, 13), nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)),
+    ((1, 4, 12, 10), nn.MaxPool2d((2, 3), stride=(2, 1), dilation=(2, 1))),
+    ((3, 6, 17), nn.MaxPool1d(4, stride=3, padding=2)),
+    ((1, 2, 5, 6, 7), nn.MaxPool3d(2, stride=(1, 2, 2), padding=1)),
+    ((5, 9, 9), nn.MaxPool2d(3, stride=2)),  # no batch dim: computed in place, not channels-last
+])
+def test_max_pool_windows_computed_channels_last_match_eager(shape, pool):
+    """The indices-free max window is computed channels-last (transposed in and out) where the
+    input has batch and channel dims; padding, dilation, ceil_mode and 1d/3d windows must come
+    out as eager computes them, and the result feeds a following op in the usual layout."""
+    x = torch.randn(*shape) * 10
+
+    def f(x):
+        return pool(x) * 2 + 1
+
+    got, want = compile_(f)(x), f(x)
+    print(f"{pool}: max abs err {(got - want).abs().max().item():.2g}")
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
 def test_long_executions_let_other_python_threads_run():
     """An execution that takes long releases the GIL: a Python thread counting meanwhile makes
     progress during a single call (a C call that holds the GIL starves it, whatever the switch interval)."""

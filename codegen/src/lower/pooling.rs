@@ -44,7 +44,11 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
                 // the (value, index) reduction, and free for XLA to lay out as it likes.
                 // `stablehlo.maximum` propagates NaN, as PyTorch's max pooling does.
                 let init = Combiner::Max.identity(x.1.dtype);
-                let v = e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?;
+                let v = if rank == n + 2 {
+                    channels_last_max(e, x, out, (&window, &strides, &dil, &pads), init, loc)?
+                } else {
+                    e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?
+                };
                 let indices = TensorType::new(DType::I64, out.shape.clone());
                 return Ok(vec![v, e.splat(Scalar::Int(0), &indices, loc)?]);
             }
@@ -192,6 +196,34 @@ fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: us
 /// end so the window count matches the result shape).
 /// Window, strides, dilations and (low, high) padding over every dim of the input.
 type Windows = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>);
+
+/// A max window over `[N, C, spatial...]` computed channels-last: transpose to
+/// `[N, spatial..., C]`, reduce, transpose back. XLA's CPU convolutions run channels-last and
+/// XLA cancels a transpose pair around them, but a `reduce_window` over the trailing dims pins
+/// its neighbours to channels-first, so the stem's batch norm, the pooling and the first
+/// stage's residual adds were computed channels-first with a transpose before every
+/// convolution (ResNet-18: four 56x56x64 and one 112x112x64 transpose per call).
+fn channels_last_max<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    x: Operand<'c, 'a, '_>,
+    out: &TensorType,
+    (window, strides, dil, pads): (&[i64], &[i64], &[i64], &[(i64, i64)]),
+    init: Scalar,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let rank = x.1.rank();
+    // [0, 2, 3, ..., 1] and its inverse [0, rank-1, 1, ..., rank-2].
+    let to_last: Vec<usize> = std::iter::once(0).chain(2..rank).chain(std::iter::once(1)).collect();
+    let to_first: Vec<usize> = std::iter::once(0).chain(std::iter::once(rank - 1)).chain(1..rank - 1).collect();
+    let permute = |t: &TensorType, perm: &[usize]| TensorType::new(t.dtype, perm.iter().map(|&i| t.shape[i]).collect::<Vec<_>>());
+    let pick = |v: &[i64]| to_last.iter().map(|&i| v[i]).collect::<Vec<_>>();
+    let perm_attr = |perm: &[usize]| i64s(&perm.iter().map(|&i| i as i64).collect::<Vec<_>>());
+    let (xt, ot) = (permute(x.1, &to_last), permute(out, &to_last));
+    let xl = e.op("stablehlo.transpose", loc, &[x.0], &xt, &[("permutation", perm_attr(&to_last))])?;
+    let pads_l: Vec<(i64, i64)> = to_last.iter().map(|&i| pads[i]).collect();
+    let yl = e.reduce_window(xl, &xt, &ot, &pick(window), &pick(strides), &pick(dil), &pads_l, Combiner::Max, init, loc)?;
+    e.op("stablehlo.transpose", loc, &[yl], out, &[("permutation", perm_attr(&to_first))])
+}
 
 fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
     let (rank, n) = (x.rank(), kernel.len());
