@@ -38,16 +38,17 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
         Op::MaxPool { kernel, stride, padding, dilation, .. } => {
             let n = kernel.len();
             let (s, p, d) = window_params(e, kernel, stride, padding, dilation)?;
-            let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &d);
+            let wins = windows(x.1, out, kernel, &s, &p, &d);
+            let (window, strides, dil, pads) = &wins;
             if e.unused_results.contains(&1) {
                 // Nobody reads the indices (inference): a plain max window, much cheaper than
                 // the (value, index) reduction, and free for XLA to lay out as it likes.
                 // `stablehlo.maximum` propagates NaN, as PyTorch's max pooling does.
                 let init = Combiner::Max.identity(x.1.dtype);
                 let v = if rank == n + 2 {
-                    channels_last_max(e, x, out, (&window, &strides, &dil, &pads), init, loc)?
+                    channels_last_max(e, x, out, &wins, init, loc)?
                 } else {
-                    e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?
+                    e.reduce_window(x.0, x.1, out, window, strides, dil, pads, Combiner::Max, init, loc)?
                 };
                 let indices = TensorType::new(DType::I64, out.shape.clone());
                 return Ok(vec![v, e.splat(Scalar::Int(0), &indices, loc)?]);
@@ -66,7 +67,7 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
                 scale *= x.1.shape[k];
             }
             let idx = flat.ok_or_else(|| e.internal("max pool without spatial dims"))?;
-            let (v, i) = e.arg_reduce_window(x.0, idx, out, &window, &strides, &dil, &pads, loc)?;
+            let (v, i) = e.arg_reduce_window(x.0, idx, out, window, strides, dil, pads, loc)?;
             Ok(vec![v, i])
         }
         Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
@@ -207,7 +208,7 @@ fn channels_last_max<'c, 'a>(
     e: &Emitter<'c, 'a>,
     x: Operand<'c, 'a, '_>,
     out: &TensorType,
-    (window, strides, dil, pads): (&[i64], &[i64], &[i64], &[(i64, i64)]),
+    (window, strides, dil, pads): &Windows,
     init: Scalar,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
