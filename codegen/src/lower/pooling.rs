@@ -203,7 +203,7 @@ type Windows = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>);
 /// XLA cancels a transpose pair around them, but a `reduce_window` over the trailing dims pins
 /// its neighbours to channels-first, so the stem's batch norm, the pooling and the first
 /// stage's residual adds were computed channels-first with a transpose before every
-/// convolution (ResNet-18: four 56x56x64 and one 112x112x64 transpose per call).
+/// convolution (ResNet-18: six 56x56x64 and one 112x112x64 transpose per call).
 fn channels_last_max<'c, 'a>(
     e: &Emitter<'c, 'a>,
     x: Operand<'c, 'a, '_>,
