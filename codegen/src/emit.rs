@@ -127,6 +127,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.op("stablehlo.reshape", loc, &[v], to, &[])
     }
 
+    /// `v` (of type `ty`) transposed by `perm`: result dim `i` is `ty`'s dim `perm[i]`.
+    pub fn transpose(&self, v: Value<'c, 'a>, ty: &TensorType, perm: &[usize], loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let attr: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+        self.op("stablehlo.transpose", loc, &[v], &crate::layout::permuted(ty, perm), &[("permutation", i64s(&attr))])
+    }
+
     /// Elementwise comparison (`EQ`, `NE`, `LT`, `LE`, `GT`, `GE`) of two equally shaped values.
     ///
     /// The comparison type is always explicit: without it XLA's CPU compiler was seen treating

@@ -129,9 +129,8 @@ fn emit_body<'c>(
         let value = match layouts.get(&id) {
             Some(perm) => {
                 e.node = graph.node(id).name.to_string();
-                let logical = &graph.node(id).results[0];
-                let back: Vec<i64> = layout::inverse(perm).iter().map(|&p| p as i64).collect();
-                e.op("stablehlo.transpose", node_location(ctx, graph, id), &[arg.into()], logical, &[("permutation", emit::i64s(&back))])?
+                let declared = layout::permuted(&graph.node(id).results[0], perm);
+                e.transpose(arg.into(), &declared, &layout::inverse(perm), node_location(ctx, graph, id))?
             }
             None => arg.into(),
         };

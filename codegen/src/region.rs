@@ -72,8 +72,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Ok(())
     }
 
-    /// The body region `(a, b) -> combiner(a, b)` over 0-d tensors of `dtype`.
-    /// The reduction body `(a, b) -> c(a, b)`. For float max/min, NaN wins explicitly: XLA's
+    /// The body region `(a, b) -> c(a, b)` over 0-d tensors of `dtype`. For float max/min, NaN wins explicitly: XLA's
     /// CPU `reduce_window` does not propagate NaN through `maximum`, PyTorch does.
     fn body(&self, c: Combiner, dtype: DType, loc: Location<'c>) -> Result<Region<'c>> {
         let st = TensorType::new(dtype, Vec::new());

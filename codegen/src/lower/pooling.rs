@@ -16,6 +16,7 @@ use super::indexing::index_select;
 use super::reduction::compute_dtype;
 use super::{arg, Operand};
 use crate::emit::{i64s, Emitter};
+use crate::layout::{inverse, permuted};
 use crate::region::Combiner;
 use crate::Result;
 
@@ -42,8 +43,8 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let (window, strides, dil, pads) = &wins;
             if e.unused_results.contains(&1) {
                 // Nobody reads the indices (inference): a plain max window, much cheaper than
-                // the (value, index) reduction, and free for XLA to lay out as it likes.
-                // `stablehlo.maximum` propagates NaN, as PyTorch's max pooling does.
+                // the (value, index) reduction, computed channels-last where there are batch
+                // and channel dims. The body propagates NaN, as PyTorch's max pooling does.
                 let init = Combiner::Max.identity(x.1.dtype);
                 let v = if rank == n + 2 {
                     channels_last_max(e, x, out, &wins, init, loc)?
@@ -193,8 +194,6 @@ fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: us
     Ok((r, next))
 }
 
-/// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
-/// end so the window count matches the result shape).
 /// Window, strides, dilations and (low, high) padding over every dim of the input.
 type Windows = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>);
 
@@ -212,20 +211,18 @@ fn channels_last_max<'c, 'a>(
     init: Scalar,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
-    let rank = x.1.rank();
-    // [0, 2, 3, ..., 1] and its inverse [0, rank-1, 1, ..., rank-2].
-    let to_last: Vec<usize> = std::iter::once(0).chain(2..rank).chain(std::iter::once(1)).collect();
-    let to_first: Vec<usize> = std::iter::once(0).chain(std::iter::once(rank - 1)).chain(1..rank - 1).collect();
-    let permute = |t: &TensorType, perm: &[usize]| TensorType::new(t.dtype, perm.iter().map(|&i| t.shape[i]).collect::<Vec<_>>());
+    // [0, 2, 3, ..., 1]: the window's per-dim parameters move with the dims.
+    let to_last: Vec<usize> = std::iter::once(0).chain(2..x.1.rank()).chain(std::iter::once(1)).collect();
     let pick = |v: &[i64]| to_last.iter().map(|&i| v[i]).collect::<Vec<_>>();
-    let perm_attr = |perm: &[usize]| i64s(&perm.iter().map(|&i| i as i64).collect::<Vec<_>>());
-    let (xt, ot) = (permute(x.1, &to_last), permute(out, &to_last));
-    let xl = e.op("stablehlo.transpose", loc, &[x.0], &xt, &[("permutation", perm_attr(&to_last))])?;
     let pads_l: Vec<(i64, i64)> = to_last.iter().map(|&i| pads[i]).collect();
+    let (xt, ot) = (permuted(x.1, &to_last), permuted(out, &to_last));
+    let xl = e.transpose(x.0, x.1, &to_last, loc)?;
     let yl = e.reduce_window(xl, &xt, &ot, &pick(window), &pick(strides), &pick(dil), &pads_l, Combiner::Max, init, loc)?;
-    e.op("stablehlo.transpose", loc, &[yl], out, &[("permutation", perm_attr(&to_first))])
+    e.transpose(yl, &ot, &inverse(&to_last), loc)
 }
 
+/// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
+/// end so the window count matches the result shape).
 fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
     let (rank, n) = (x.rank(), kernel.len());
     let lead = rank - n;
