@@ -15,15 +15,20 @@ use crate::tensor::{element_type, host_tensor};
 use crate::{Error, Result};
 
 /// Compile options. The defaults compile for the CPU plugin with the default pipeline.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// The device to compile for and run on.
     pub device: DeviceKind,
+    /// Report out-of-range indices of `embedding`, `index`, `gather`, ... as
+    /// [`Error::IndexOutOfRange`] after each run (the `check-indices` pass), instead of letting
+    /// the device clamp them silently as XLA does. Off by default: it costs a reduction per
+    /// index tensor.
+    pub check_indices: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { device: DeviceKind::Cpu }
+        Options { device: DeviceKind::Cpu, check_indices: false }
     }
 }
 
@@ -95,13 +100,13 @@ impl Compiler {
     /// to the tensors they came from are not seen.
     pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
         let start = Instant::now();
-        let Lowered { mlir, inputs } = lower(graph, dump, frozen)?;
+        let Lowered { mlir, inputs, checks } = lower(graph, dump, frozen, &self.options)?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
         let executable = self.client.compile(&mlir)?;
         let compile_time = start.elapsed();
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, "compiled");
-        Ok(Compiled { executable, mlir, inputs, codegen_time, compile_time })
+        Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, codegen_time, compile_time })
     }
 }
 
@@ -112,19 +117,58 @@ pub struct Lowered {
     pub mlir: String,
     /// `@main`'s parameters, in calling order (frozen inputs are not among them).
     pub inputs: Vec<InputSignature>,
+    /// With `check_indices`: the nodes whose index checks follow the graph's own outputs, one
+    /// bool scalar output each, in this order (see [`Checks`]).
+    pub checks: Checks,
+}
+
+/// The index checks a compiled graph returns after its own outputs (the `check-indices`
+/// pass): the names of the nodes checked, in output order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checks(pub Vec<String>);
+
+impl Checks {
+    /// Splits the check outputs off `outputs` (a run's results, read on the host by `read`)
+    /// and fails with [`Error::IndexOutOfRange`] naming the first node whose check is true.
+    pub fn strip<T>(&self, graph: &str, outputs: &mut Vec<T>, read: impl Fn(&T) -> Result<bool>) -> Result<()> {
+        let n = outputs.len().checked_sub(self.0.len()).ok_or_else(|| {
+            Error::Input(format!("graph `{graph}`: {} outputs, fewer than its {} index checks", outputs.len(), self.0.len()))
+        })?;
+        let checks = outputs.split_off(n);
+        for (node, flag) in self.0.iter().zip(&checks) {
+            if read(flag)? {
+                return Err(Error::IndexOutOfRange { graph: graph.to_string(), node: node.clone() });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs the pass pipeline on a copy of `graph`, chooses the device layouts of its resident
 /// weights and lowers it to StableHLO: everything [`Compiler::compile`] does before the PJRT
 /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the imported IR,
 /// the IR after passes (if they changed it) and the module (or the lowering error) are written.
-pub fn lower(graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Lowered> {
+pub fn lower(graph: &Graph, dump: Option<&Dump>, frozen: &Frozen, options: &Options) -> Result<Lowered> {
     let imported = dump.map(|_| fxhlo_ir::print(graph));
     if let (Some(d), Some(text)) = (dump, &imported) {
         d.write(1, "import", "gir", text.as_bytes())?;
     }
     let mut optimized = graph.clone();
-    PassManager::new(fxhlo_passes::default_pipeline()).run(&mut optimized)?;
+    let mut pipeline = fxhlo_passes::default_pipeline();
+    if options.check_indices {
+        // Last: it checks the indices of the graph that runs, after every other rewrite.
+        pipeline.push(&fxhlo_passes::CheckIndices);
+    }
+    PassManager::new(pipeline).run(&mut optimized)?;
+    let checks = Checks(
+        optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
+            .iter()
+            .map(|v| {
+                let name = &optimized.node(v.node).name;
+                fxhlo_passes::checked_node(name).unwrap_or(name).to_string()
+            })
+            .collect(),
+    );
     if let (Some(d), Some(text)) = (dump, &imported) {
         let after = fxhlo_ir::print(&optimized);
         if after != *text {
@@ -171,7 +215,7 @@ pub fn lower(graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Lowe
             InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone(), layout: layouts.get(&id).cloned() }
         })
         .collect();
-    Ok(Lowered { mlir, inputs })
+    Ok(Lowered { mlir, inputs, checks })
 }
 
 /// One input of a compiled graph, in calling order.
@@ -189,11 +233,15 @@ pub struct InputSignature {
 
 /// A compiled graph: the PJRT executable, the StableHLO it came from and its signature.
 pub struct Compiled {
+    /// The graph's name (for errors).
+    pub graph: String,
     pub executable: Executable,
     /// The StableHLO module text that was compiled.
     pub mlir: String,
     /// Inputs in calling order.
     pub inputs: Vec<InputSignature>,
+    /// The index checks that follow the graph's outputs (empty without `check_indices`).
+    pub checks: Checks,
     /// Time spent in codegen (IR → MLIR text).
     pub codegen_time: Duration,
     /// Time spent in the PJRT compiler.
@@ -223,7 +271,9 @@ impl Compiled {
         }
         let refs: Vec<&DeviceBuffer> = buffers.iter().collect();
         let outputs = self.executable.run(&refs)?;
-        outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect()
+        let mut outputs: Vec<HostTensor> = outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect::<Result<_>>()?;
+        self.checks.strip(&self.graph, &mut outputs, |t| Ok(t.bytes.iter().any(|&b| b != 0)))?;
+        Ok(outputs)
     }
 
     /// Runs with inputs from a bundle: weights from `weights.safetensors`, user inputs from the

@@ -21,6 +21,9 @@ pub enum Error {
     /// A file fxhlo writes (a stage dump) could not be written.
     #[error("{}: {source}", path.display())]
     Io { path: std::path::PathBuf, source: std::io::Error },
+    /// With `check_indices`, a run read an index outside its tensor (XLA would have clamped it).
+    #[error("graph `{graph}`: node `{node}` used an index out of range (eager PyTorch raises IndexError; without check_indices the device clamps it to the nearest valid index)")]
+    IndexOutOfRange { graph: String, node: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),

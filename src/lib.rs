@@ -21,8 +21,8 @@ mod dump;
 mod error;
 mod tensor;
 
-pub use check::{check, compare, CheckReport, OutputCheck, Tolerance};
-pub use compiler::{lower, Compiled, Compiler, Frozen, InputSignature, Lowered, Options};
+pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
+pub use compiler::{lower, Checks, Compiled, Compiler, Frozen, InputSignature, Lowered, Options};
 pub use dump::Dump;
 pub use error::{Error, Result};
 pub use tensor::{element_type, host_tensor};

@@ -158,6 +158,22 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// `maximum` (`max`) or `minimum` of two values of type `t`, NaN from either operand
+    /// propagating as in PyTorch: XLA's CPU `maximum` drops a NaN second operand (seen:
+    /// `maximum([1, nan], [nan, 2])` gave `[1, nan]`), so NaN is selected explicitly.
+    pub fn max_min(&self, max: bool, a: Value<'c, 'a>, b: Value<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let name = if max { "stablehlo.maximum" } else { "stablehlo.minimum" };
+        let mut v = self.op(name, loc, &[a, b], t, &[])?;
+        if t.dtype.is_float() {
+            // `a` last, so that where both are NaN the first operand's NaN is the result.
+            for x in [b, a] {
+                let nan = self.compare("NE", x, x, &t.shape, loc)?;
+                v = self.op("stablehlo.select", loc, &[nan, x, v], t, &[])?;
+            }
+        }
+        Ok(v)
+    }
+
     /// A constant tensor of type `ty` with every element `value`.
     pub fn splat(&self, value: Scalar, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let literal = literal(value, ty.dtype);

@@ -205,6 +205,11 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "maximum" => bin(BinaryOp::Maximum),
         "minimum" => bin(BinaryOp::Minimum),
         "atan2" => bin(BinaryOp::Atan2),
+        "fmax" => bin(BinaryOp::Fmax),
+        "fmin" => bin(BinaryOp::Fmin),
+        "copysign" if overload == "Tensor" => bin(BinaryOp::Copysign),
+        // `max(x, other)` / `min(x, other)` are `maximum` / `minimum`.
+        "max" | "min" if overload == "other" => bin(if name == "max" { BinaryOp::Maximum } else { BinaryOp::Minimum }),
         "logical_and" => bin(BinaryOp::LogicalAnd),
         "logical_or" => bin(BinaryOp::LogicalOr),
         "logical_xor" => bin(BinaryOp::LogicalXor),
@@ -436,6 +441,13 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "leaky_relu" => op1(Op::LeakyRelu { slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)) }),
         "copy" => Some(Mapped::Op(Op::CopyInto, smallvec![x()?, a.tensor(1, "src")?])),
         "argmax" | "argmin" => op1(Op::ArgReduce { max: name == "argmax", dim: a.opt_int(1, "dim")?, keepdim: a.bool(2, "keepdim", false)? }),
+        // `x.max()` / `x.min()`: the full reduction (an empty dim list reduces every dim).
+        "max" | "min" if overload == "default" => op1(Op::Reduce {
+            op: if name == "max" { ReduceOp::Amax } else { ReduceOp::Amin },
+            dims: Shape::new(),
+            keepdim: false,
+            dtype: None,
+        }),
         "max" | "min" if overload == "dim" => {
             op1(Op::MaxMin { max: name == "max", dim: a.int(1, "dim", 0)?, keepdim: a.bool(2, "keepdim", false)? })
         }

@@ -176,7 +176,11 @@ impl<'a> Importer<'a, '_> {
                 }
             }
         }
-        Ok(TensorType::new(dtype, shape))
+        let ty = TensorType::new(dtype, shape);
+        if ty.checked_size_bytes().is_none() {
+            return Err(Error::TooLarge { path: self.path.into(), node: node.into(), ty: ty.to_string() });
+        }
+        Ok(ty)
     }
 
     fn err(&self, spec: &NodeView, message: String) -> Error {

@@ -109,6 +109,12 @@ family!(
         Maximum => "aten.maximum",
         Minimum => "aten.minimum",
         Atan2 => "aten.atan2",
+        /// Maximum that ignores a NaN operand (NaN only where both are).
+        Fmax => "aten.fmax",
+        /// Minimum that ignores a NaN operand.
+        Fmin => "aten.fmin",
+        /// `a`'s magnitude with `b`'s sign bit; integer operands give the default float.
+        Copysign => "aten.copysign",
         LogicalAnd => "aten.logical_and",
         LogicalOr => "aten.logical_or",
         LogicalXor => "aten.logical_xor",

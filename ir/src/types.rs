@@ -121,15 +121,30 @@ impl TensorType {
         self.shape.len()
     }
 
-    /// Number of elements (1 for a scalar). Negative dims never reach here: the verifier
-    /// rejects them.
-    pub fn num_elements(&self) -> usize {
-        self.shape.iter().map(|&d| d.max(0) as usize).product()
+    /// Number of elements (1 for a scalar), or `None` when it does not fit in an `i64` (and so
+    /// in any index or buffer size a device takes). Negative dims count as 0 (the verifier
+    /// rejects them).
+    pub fn checked_num_elements(&self) -> Option<usize> {
+        let n = self.shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d.max(0)))?;
+        usize::try_from(n).ok()
     }
 
-    /// Size of the tensor's data in bytes.
+    /// Size of the tensor's data in bytes, or `None` when it does not fit in an `i64`.
+    pub fn checked_size_bytes(&self) -> Option<usize> {
+        let bytes = i64::try_from(self.checked_num_elements()?).ok()?.checked_mul(self.dtype.size_bytes() as i64)?;
+        usize::try_from(bytes).ok()
+    }
+
+    /// Number of elements (1 for a scalar). Importer and verifier refuse a type whose byte size
+    /// overflows an `i64` ([`TensorType::checked_size_bytes`]), so on a verified graph this is
+    /// exact; on anything else it saturates at `usize::MAX` instead of wrapping or panicking.
+    pub fn num_elements(&self) -> usize {
+        self.checked_num_elements().unwrap_or(usize::MAX)
+    }
+
+    /// Size of the tensor's data in bytes; saturates like [`TensorType::num_elements`].
     pub fn size_bytes(&self) -> usize {
-        self.num_elements() * self.dtype.size_bytes()
+        self.checked_size_bytes().unwrap_or(usize::MAX)
     }
 }
 

@@ -6,7 +6,8 @@
 //!    op's arity where it has one;
 //! 3. every operand refers to an existing result of its producer;
 //! 4. the graph is acyclic;
-//! 5. every node has at least one result, and no result has a negative dimension;
+//! 5. every node has at least one result, no result has a negative dimension, and every
+//!    result's size in bytes fits in an `i64` (so element and byte counts never overflow);
 //! 6. every `Op::Input` node is listed among the graph inputs exactly once, and only those are;
 //! 7. result types equal what [`crate::infer::infer`] computes from the operand types;
 //! 8. the graph has at least one output.
@@ -45,6 +46,9 @@ pub fn verify(graph: &Graph) -> Result<()> {
         }
         if let Some(t) = node.results.iter().find(|t| t.shape.iter().any(|&d| d < 0)) {
             return Err(err(&node.name, format!("result type {t} has a negative dimension")));
+        }
+        if let Some(t) = node.results.iter().find(|t| t.checked_size_bytes().is_none()) {
+            return Err(err(&node.name, format!("result type {t} is too large: its size in bytes overflows a 64-bit integer")));
         }
         let is_input = matches!(node.op, Op::Input { .. });
         if is_input != inputs.contains(&id) {

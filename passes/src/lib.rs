@@ -4,9 +4,11 @@
 //! Cross-cutting work belongs to the pass manager, never to a pass: verifying after each pass,
 //! timing, logging (and, in later issues, dumps and bisection).
 
+mod check_indices;
 mod manager;
 mod registry;
 
+pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use manager::{PassManager, PassRun};
 pub use registry::{default_pipeline, lookup, Pass, PASSES};
 

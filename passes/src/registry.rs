@@ -13,8 +13,8 @@ pub trait Pass: Sync {
     fn run(&self, graph: &mut Graph) -> Result<bool>;
 }
 
-/// Every registered pass. Empty in the walking skeleton: the optimizer issue fills it.
-pub static PASSES: &[&dyn Pass] = &[];
+/// Every registered pass.
+pub static PASSES: &[&dyn Pass] = &[&crate::CheckIndices];
 
 /// The default pipeline, in order. Empty for now; each entry will carry a comment saying why
 /// it sits where it does.

@@ -6,7 +6,9 @@
 //!   the promotion of the operands) and broadcast before the StableHLO op;
 //! - integer `div` is true division in the default float; `div(rounding_mode='floor')` and
 //!   `remainder` round toward negative infinity (Python), `fmod` and `'trunc'` toward zero;
-//! - `maximum`/`minimum`/`clamp`/`relu` propagate NaN (StableHLO's maximum/minimum do);
+//! - `maximum`/`minimum`/`clamp`/`relu` propagate NaN (selected explicitly: XLA's CPU
+//!   `maximum` does not); `fmax`/`fmin` ignore a NaN operand (NaN only where both are);
+//! - `copysign` copies the sign bit (so `-0.0` and a NaN's sign count), in the float result type;
 //! - `round` rounds half to even; `gelu` is exact (erf) unless `approximate='tanh'`.
 
 use fxhlo_ir::{infer, BinaryOp, CompareOp, DType, Scalar, TensorType, UnaryOp};
@@ -68,7 +70,7 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
         Atanh => simple("chlo.atanh"),
         Erf => simple("chlo.erf"),
         Sigmoid => simple("stablehlo.logistic"),
-        Relu => e.op("stablehlo.maximum", loc, &[xv()?, e.splat(Scalar::Int(0), out, loc)?], out, &[]),
+        Relu => e.max_min(true, xv()?, e.splat(Scalar::Int(0), out, loc)?, out, loc),
         Silu => {
             let x = xv()?;
             let s = e.op("stablehlo.logistic", loc, &[x], out, &[])?;
@@ -200,14 +202,45 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
         Pow => op("stablehlo.power", a, c),
         Maximum if out.dtype == DType::Bool => op("stablehlo.or", a, c),
         Minimum if out.dtype == DType::Bool => op("stablehlo.and", a, c),
-        Maximum => op("stablehlo.maximum", a, c),
-        Minimum => op("stablehlo.minimum", a, c),
+        Maximum | Fmax if out.dtype == DType::Bool => op("stablehlo.or", a, c),
+        Minimum | Fmin if out.dtype == DType::Bool => op("stablehlo.and", a, c),
+        Maximum => e.max_min(true, a, c, out, loc),
+        Minimum => e.max_min(false, a, c, out, loc),
+        Fmax | Fmin if is_float => {
+            // The other operand where one is NaN: NaN only where both are.
+            let m = op(if b == Fmax { "stablehlo.maximum" } else { "stablehlo.minimum" }, a, c)?;
+            let c_nan = e.compare("NE", c, c, shape, loc)?;
+            let v = e.op("stablehlo.select", loc, &[c_nan, a, m], out, &[])?;
+            let a_nan = e.compare("NE", a, a, shape, loc)?;
+            e.op("stablehlo.select", loc, &[a_nan, c, v], out, &[])
+        }
+        Fmax => op("stablehlo.maximum", a, c),
+        Fmin => op("stablehlo.minimum", a, c),
+        Copysign => copysign(e, a, c, out, loc),
         Atan2 => op("stablehlo.atan2", a, c),
         BitwiseAnd => op("stablehlo.and", a, c),
         BitwiseOr => op("stablehlo.or", a, c),
         BitwiseXor => op("stablehlo.xor", a, c),
         LogicalAnd | LogicalOr | LogicalXor => Err(e.internal("logical ops are handled above")),
     }
+}
+
+/// `copysign(a, b)` on a float type: `a`'s magnitude bits with `b`'s sign bit, through the
+/// integer type of the same width.
+fn copysign<'c, 'a>(e: &Emitter<'c, 'a>, a: V<'c, 'a>, b: V<'c, 'a>, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (bits, sign) = match out.dtype {
+        DType::F64 => (DType::I64, i64::MIN),
+        DType::F32 => (DType::I32, i64::from(i32::MIN)),
+        DType::F16 | DType::BF16 => (DType::I16, i64::from(i16::MIN)),
+        other => return Err(e.internal(format!("copysign on {other}: inference gives a float type"))),
+    };
+    let it = TensorType::new(bits, out.shape.clone());
+    let cast = |v| e.op("stablehlo.bitcast_convert", loc, &[v], &it, &[]);
+    let and = |v, m| e.op("stablehlo.and", loc, &[v, m], &it, &[]);
+    let magnitude = and(cast(a)?, e.splat(Scalar::Int(!sign), &it, loc)?)?;
+    let sign = and(cast(b)?, e.splat(Scalar::Int(sign), &it, loc)?)?;
+    let r = e.op("stablehlo.or", loc, &[magnitude, sign], &it, &[])?;
+    e.op("stablehlo.bitcast_convert", loc, &[r], out, &[])
 }
 
 /// `r != 0 && (r < 0) != (b < 0)`: where a truncating remainder/quotient needs Python's fix.
@@ -256,10 +289,10 @@ pub fn clamp<'c, 'a>(
 ) -> Result<V<'c, 'a>> {
     let mut v = e.convert(arg(e, operands, 0)?.0, arg(e, operands, 0)?.1, out.dtype, loc)?;
     if let Some(lo) = min {
-        v = e.op("stablehlo.maximum", loc, &[v, e.splat(lo, out, loc)?], out, &[])?;
+        v = e.max_min(true, v, e.splat(lo, out, loc)?, out, loc)?;
     }
     if let Some(hi) = max {
-        v = e.op("stablehlo.minimum", loc, &[v, e.splat(hi, out, loc)?], out, &[])?;
+        v = e.max_min(false, v, e.splat(hi, out, loc)?, out, loc)?;
     }
     Ok(v)
 }
@@ -303,12 +336,12 @@ pub fn clamp_tensor<'c, 'a>(e: &Emitter<'c, 'a>, has_min: bool, has_max: bool, o
     let mut i = 1;
     if has_min {
         let lo = prepare(e, arg(e, operands, i)?, out.dtype, &out.shape, loc)?;
-        v = e.op("stablehlo.maximum", loc, &[v, lo], out, &[])?;
+        v = e.max_min(true, v, lo, out, loc)?;
         i += 1;
     }
     if has_max {
         let hi = prepare(e, arg(e, operands, i)?, out.dtype, &out.shape, loc)?;
-        v = e.op("stablehlo.minimum", loc, &[v, hi], out, &[])?;
+        v = e.max_min(false, v, hi, out, loc)?;
     }
     Ok(v)
 }

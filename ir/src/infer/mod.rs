@@ -48,7 +48,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let promoted = result_type(operands);
             let dtype = match b {
                 b if b.returns_bool() => DType::Bool,
-                BinaryOp::Div | BinaryOp::Atan2 => promote::float_result(promoted),
+                BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Copysign => promote::float_result(promoted),
                 _ => promoted,
             };
             t(dtype, shape)
