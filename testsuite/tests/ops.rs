@@ -97,10 +97,31 @@ fn coverage_table() -> String {
          Each lowered op's bundle is compiled on the PJRT CPU plugin and compared with PyTorch eager by\n\
          `every_op_matches_pytorch`.\n\n\
          **{lowered} of {total}** Core ATen ops lowered and tested.\n\n\
-         | op | dtypes tested | status | test |\n|---|---|---|---|\n{}\n",
+         | op | dtypes tested | status | test |\n|---|---|---|---|\n{}\n\n{SEMANTICS}",
         rows.join("\n")
     )
 }
+
+/// Where fxhlo's results may differ from eager PyTorch on purpose, or take care to agree with
+/// it where XLA differs; the tail of docs/ops.md.
+const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
+
+- **Out-of-range indices** (`embedding`, `x[idx]` / `index`, `index_put`, `gather`,
+  `index_select`, `scatter`): eager PyTorch raises `IndexError`; XLA clamps every gather and
+  scatter index into range on every device, and fxhlo keeps that by default (an executable has
+  no cheap way to stop halfway). With `options={\"check_indices\": True}` (`fxhlo run
+  --check-indices`, `Options::check_indices` in Rust) the `check-indices` pass adds one flag per
+  indexing node and the call raises `IndexError` naming the node instead. Valid ranges are
+  PyTorch's: `[-n, n)` for advanced indexing, `[0, n)` for the others.
+- **NaN in `maximum`/`minimum`/`clamp`/`relu`/`amax`/`amin`/max pooling** propagates, as in eager
+  (selected explicitly: XLA's CPU `maximum` drops a NaN second operand). `fmax`/`fmin` return
+  NaN only where both operands are NaN.
+- **`copysign`** copies the sign bit, so `-0.0` and negative NaNs give a negative result, as in
+  eager.
+- **Sizes**: a tensor whose size in bytes overflows a 64-bit integer is refused at import,
+  naming the node; one a device cannot allocate fails the call with the plugin's out-of-memory
+  error.
+";
 
 #[test]
 fn ops_doc_is_up_to_date() {
