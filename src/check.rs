@@ -75,10 +75,14 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rule::Exact => f.write_str("exact (integers and bool must be equal)"),
-            Rule::Float64 { got_rmse, eager_rmse, multiplier, floor } => write!(
-                f,
-                "float64 (rmse against float64 eager: fxhlo {got_rmse:.3e} <= {multiplier} x eager {eager_rmse:.3e} + {floor:.0e})"
-            ),
+            Rule::Float64 { got_rmse, eager_rmse, multiplier, floor } => {
+                let within = *got_rmse <= multiplier * eager_rmse + floor;
+                write!(
+                    f,
+                    "float64 (rmse against float64 eager: fxhlo {got_rmse:.3e} {} {multiplier} x eager {eager_rmse:.3e} + {floor:.0e})",
+                    if within { "<=" } else { ">" }
+                )
+            }
             Rule::ScaleAware { tolerance, scale } => write!(
                 f,
                 "scale-aware (|err| <= {:.0e} x scale {scale:.3e} + {:.0e} x |want|)",
@@ -108,9 +112,11 @@ pub struct OutputCheck {
 
 impl fmt::Display for OutputCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Under the float64 rule only NaN/Inf positions are judged element by element.
+        let what = if matches!(self.rule, Rule::Float64 { .. }) { "have NaN/Inf where eager does not" } else { "differ" };
         write!(
             f,
-            "output {} ({}): {} max_abs_err={:.3e} max_rel_err={:.3e}, {} of {} elements differ; rule {}",
+            "output {} ({}): {} max_abs_err={:.3e} max_rel_err={:.3e}, {} of {} elements {what}; rule {}",
             self.index,
             self.element_type.name(),
             if self.passed { "PASS" } else { "FAIL" },
