@@ -80,6 +80,13 @@ pub(crate) fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compil
         return Ok(c);
     }
     let mut env = EnvConfig::from_env();
+    if env.plugin.is_none() && env.venv.is_none() {
+        // The plugin this interpreter imports: the one pip installed with fxhlo, in whatever
+        // environment that is (fxhlo/_plugin.py says why). FXHLO_PJRT_PLUGIN and FXHLO_VENV,
+        // when set, choose instead; when nothing is found the runtime's own search runs.
+        let files = fxhlo::runtime::plugin::plugin_files(device).to_vec();
+        env.plugin = py.import("fxhlo._plugin")?.call_method1("find", (files,))?.extract()?;
+    }
     if env.venv.is_none() && env.virtual_env.is_none() {
         // Not activated (`.venv/bin/python` run directly): search the interpreter's own
         // environment, where scripts/setup.sh installs the plugins.
