@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use fxhlo::runtime::{DeviceBuffer, DeviceKind};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -65,7 +65,7 @@ impl Executable {
         if let Some(t) = LOADED.with_borrow(|m| m.get(&p.id).cloned()) {
             return Ok(t);
         }
-        let compiler = compiler(py, p.device)?;
+        let compiler = compiler(py, &p.options)?;
         let exe = compiler.client().compile(&p.mlir).map_err(|e| compile_error(py, &e.into()))?;
         Ok(insert_loaded(p, compiler, exe))
     }
@@ -151,6 +151,14 @@ impl Executable {
         }
         .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
         st.last_run = start.elapsed();
+        let mut outputs = outputs;
+        if !p.checks.0.is_empty() {
+            let flag = |b: &DeviceBuffer| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0));
+            p.checks.strip(&p.graph, &mut outputs, flag).map_err(|e| match e {
+                fxhlo::Error::IndexOutOfRange { .. } => PyIndexError::new_err(e.to_string()),
+                e => error(py, "ExecutionError", &e.to_string()),
+            })?;
+        }
         p.calls.fetch_add(1, Ordering::Relaxed);
         let list = PyList::empty(py);
         let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
@@ -206,7 +214,7 @@ impl Executable {
     /// The device it runs on (`cpu`, `cuda`, `tpu`).
     #[getter]
     fn device(&self) -> &'static str {
-        self.program.device.as_str()
+        self.program.options.device.as_str()
     }
 
     /// The graph's inputs in calling order: `(name, how)`, `how` being `"input"` (uploaded
@@ -292,9 +300,10 @@ impl Drop for Executable {
 
 /// Compiles a trace (the exporter's JSON, `origin` naming it in errors) for `device`; with
 /// `dump`, each stage's output is written under that folder. `frozen` maps input names to the
-/// tensors compiled in as constants (`freeze`); those inputs are then ignored by `run`.
+/// tensors compiled in as constants (`freeze`); those inputs are then ignored by `run`. With
+/// `check_indices`, `run` raises `IndexError` when an index was out of range.
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, device = "cpu", dump = None, frozen = None))]
+#[pyo3(signature = (trace_json, origin, device = "cpu", dump = None, frozen = None, check_indices = false))]
 fn compile(
     py: Python<'_>,
     trace_json: &[u8],
@@ -302,9 +311,11 @@ fn compile(
     device: &str,
     dump: Option<PathBuf>,
     frozen: Option<&Bound<'_, PyDict>>,
+    check_indices: bool,
 ) -> PyResult<Executable> {
     let device: DeviceKind = device.parse().map_err(|e: fxhlo::runtime::Error| PyValueError::new_err(e.to_string()))?;
-    let compiler = compiler(py, device)?;
+    let options = fxhlo::Options { device, check_indices };
+    let compiler = compiler(py, &options)?;
     let mut values = fxhlo::Frozen::new();
     if let Some(frozen) = frozen {
         for (name, t) in frozen.iter() {
@@ -352,7 +363,8 @@ fn compile(
         .collect();
     let program = Arc::new(Program {
         id: NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed),
-        device,
+        options,
+        checks: compiled.checks,
         graph: graph.name.clone(),
         mlir: compiled.mlir,
         inputs,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 
-use fxhlo::runtime::{DeviceBuffer, DeviceKind, ElementType, EnvConfig, Executable as Loaded};
+use fxhlo::runtime::{DeviceBuffer, ElementType, EnvConfig, Executable as Loaded};
 use fxhlo::{Compiler, Options};
 use pyo3::prelude::*;
 
@@ -35,7 +35,10 @@ pub(crate) struct Arg {
 /// What a compiled graph is, independent of any thread: enough to load it anywhere.
 pub(crate) struct Program {
     pub(crate) id: u64,
-    pub(crate) device: DeviceKind,
+    /// The device and compile options (`check_indices`) it was compiled with.
+    pub(crate) options: Options,
+    /// The index checks that follow the graph's outputs (`check_indices`).
+    pub(crate) checks: fxhlo::Checks,
     pub(crate) graph: String,
     pub(crate) mlir: String,
     pub(crate) inputs: Vec<Arg>,
@@ -74,11 +77,12 @@ thread_local! {
     pub(crate) static LOADED: RefCell<HashMap<u64, Rc<RefCell<ThreadExec>>>> = RefCell::new(HashMap::new());
 }
 
-/// This thread's compiler for `device`, created on first use.
-pub(crate) fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compiler>> {
-    if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options().device == device).cloned()) {
+/// This thread's compiler for `options` (its device and compile options), created on first use.
+pub(crate) fn compiler(py: Python<'_>, options: &Options) -> PyResult<Rc<Compiler>> {
+    if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
         return Ok(c);
     }
+    let device = options.device;
     let mut env = EnvConfig::from_env();
     if env.plugin.is_none() && env.venv.is_none() {
         // The plugin this interpreter imports: the one pip installed with fxhlo, in whatever
@@ -92,7 +96,7 @@ pub(crate) fn compiler(py: Python<'_>, device: DeviceKind) -> PyResult<Rc<Compil
         // environment, where scripts/setup.sh installs the plugins.
         env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
     }
-    let c = Rc::new(Compiler::new_in(Options { device }, &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
+    let c = Rc::new(Compiler::new_in(options.clone(), &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
     COMPILERS.with_borrow_mut(|cs| cs.push(c.clone()));
     Ok(c)
 }
