@@ -1,5 +1,11 @@
 """The per-op fixtures (testsuite/fixtures/ops/) are what scripts/gen_op_tests.py writes, cover
-every Core ATen op of the installed torch, and stay small and portable."""
+every Core ATen op of the installed torch, and stay small and portable.
+
+"What the script writes" is the rule of `conftest.stale_files`: manifest.json, graph.json and
+weights.safetensors byte for byte, reference inputs bit for bit, reference outputs within the
+dtype's tolerance (`conftest.REFERENCE_TOLERANCE`, else torch.testing.assert_close's defaults;
+NaN equals NaN; integers and bools exactly), since eager PyTorch on another CPU differs in the
+last bits."""
 
 import importlib.util
 import json
@@ -8,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import COMMITTED, ROOT
+from conftest import COMMITTED, ROOT, stale_files
 
 OPS = COMMITTED / "ops"
 SCRIPT = ROOT / "scripts" / "gen_op_tests.py"
@@ -23,11 +29,6 @@ def _load_gen_op_tests():
 
 
 gen_op_tests = _load_gen_op_tests()
-
-
-def _tree(root) -> dict:
-    """relative path -> bytes for every file under root."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def _manifest() -> list:
@@ -48,10 +49,7 @@ def regenerated(tmp_path_factory):
 
 
 def test_committed_op_fixtures_are_what_the_script_writes(regenerated):
-    fresh, committed = _tree(regenerated), _tree(OPS)
-    problems = [f"not committed: {f}" for f in sorted(set(fresh) - set(committed))]
-    problems += [f"committed but no longer written: {f}" for f in sorted(set(committed) - set(fresh))]
-    problems += [f"stale: {f}" for f in sorted(set(fresh) & set(committed)) if fresh[f] != committed[f]]
+    problems = stale_files(regenerated, OPS, "ops")
     assert not problems, f"{len(problems)} op fixture files differ (run {REGENERATE}):\n" + "\n".join(problems)
 
 
