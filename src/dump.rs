@@ -39,7 +39,9 @@ impl Dump {
     /// Writes stage `index` named `stage` with extension `ext`.
     pub fn write(&self, index: u32, stage: &str, ext: &str, contents: &[u8]) -> Result<PathBuf> {
         let path = self.dir.join(format!("{index:02}-{stage}.{ext}"));
-        std::fs::write(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
+        // Atomically (a temporary file renamed over the old one): a reader of a dump that is
+        // being rewritten sees the old file or the new one, never half of one.
+        fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
         tracing::debug!(path = %path.display(), "dumped");
         Ok(path)
     }

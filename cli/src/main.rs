@@ -23,7 +23,8 @@ struct Cli {
 enum Command {
     /// Compile and run a trace bundle on a device, with the bundle's reference inputs.
     Run {
-        /// The bundle folder (`<model>.fxt`) or its graph.json.
+        /// The bundle folder (`<model>.fxt`; it reads the newer of graph.json and graph.bin),
+        /// or a trace file in it (graph.json or graph.bin), which is read as named.
         bundle: PathBuf,
         #[arg(long, value_enum, default_value_t = Device::Cpu)]
         device: Device,
@@ -40,8 +41,9 @@ enum Command {
         /// Print the graph in Graphviz DOT.
         #[arg(long)]
         dot: bool,
-        /// Also write the trace in the bincode encoding to this file (`graph.bin` in a bundle
-        /// is read in preference to `graph.json`).
+        /// Also write the trace in the bincode encoding to this file (a bundle folder reads
+        /// `graph.bin` unless `graph.json` was modified after it). Written to a temporary file
+        /// and renamed, so a concurrent reader never sees a partial file.
         #[arg(long, value_name = "PATH")]
         write_bin: Option<PathBuf>,
     },
@@ -112,7 +114,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run { bundle, device, check } => {
-            let bundle = Bundle::open(&bundle)?;
+            let bundle = open(&bundle)?;
             let device = device_kind(device);
             let compiler = Compiler::new(Options { device })?;
             let compiled = compiler.compile(&bundle.graph)?;
@@ -141,7 +143,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Import { bundle, print, dot, write_bin } => {
-            let bundle = Bundle::open(&bundle)?;
+            let bundle = open(&bundle)?;
             if print {
                 print!("{}", fxhlo::ir::print(&bundle.graph));
             }
@@ -149,7 +151,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print!("{}", fxhlo::ir::to_dot(&bundle.graph));
             }
             if let Some(path) = write_bin {
-                std::fs::write(&path, fxhlo::frontend::to_bin(&bundle.trace))
+                fxhlo::frontend::write_atomic(&path, &fxhlo::frontend::to_bin(&bundle.trace))
                     .with_context(|| format!("writing {}", path.display()))?;
             }
             if !print && !dot {
@@ -160,7 +162,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Bench { bundle, device, compiles, runs } => {
             let start = std::time::Instant::now();
-            let b = Bundle::open(&bundle)?;
+            let b = open(&bundle)?;
             let import = start.elapsed();
             let compiler = Compiler::new(Options { device: device_kind(device) })?;
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
@@ -189,14 +191,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Compile { bundle, emit, dump } => {
-            let bundle = Bundle::open(&bundle)?;
+            let bundle = open(&bundle)?;
             let dump = match &dump {
                 Some(root) => {
                     let d = fxhlo::Dump::create(root, &bundle.graph.name, &fxhlo::ir::print(&bundle.graph))?;
-                    let json = std::fs::read(bundle.dir.join(fxhlo::frontend::GRAPH_JSON));
-                    if let Ok(json) = json {
-                        d.write(0, "trace", "json", &json)?;
-                    }
+                    // The trace that was read: its own bytes when it was JSON, else its JSON.
+                    let json = match std::fs::read(&bundle.graph_file) {
+                        Ok(bytes) if !bytes.starts_with(fxhlo::frontend::encoding::MAGIC) => bytes,
+                        _ => fxhlo::frontend::to_json(&bundle.trace).into_bytes(),
+                    };
+                    d.write(0, "trace", "json", &json)?;
                     eprintln!("dumping to {}", d.dir().display());
                     Some(d)
                 }
@@ -214,6 +218,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Opens a bundle; when its folder holds both graph.json and graph.bin, says on stderr which
+/// one was read and why.
+fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
+    let bundle = Bundle::open(path)?;
+    if let Some(why) = &bundle.choice {
+        eprintln!("note: {why}");
+    }
+    Ok(bundle)
 }
 
 fn device_kind(d: Device) -> DeviceKind {

@@ -2,8 +2,10 @@
 //! bad input (each asserted on its message).
 
 use std::fs;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testsuite/fixtures/mlp.fxt")
@@ -122,3 +124,169 @@ fn compile_prints_ir_and_stablehlo() {
     assert!(mlir.contains("stablehlo.dot_general") && mlir.contains("loc(\"addmm\""), "{mlir}");
 }
 
+
+/// Sets the modification time of `path` to `age` seconds ago.
+fn age(path: &Path, secs: u64) {
+    let f = fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(secs)).unwrap();
+}
+
+/// Writes `dir/graph.bin` holding the fixture's graph renamed `name` (through `fxhlo import
+/// --write-bin` on a copy whose graph.json has that name).
+fn write_bin_named(dir: &Path, name: &str) {
+    let other = scratch(&format!("renamed-{name}"));
+    let json = fs::read_to_string(other.join("graph.json")).unwrap().replacen("\"name\": \"mlp\"", &format!("\"name\": \"{name}\""), 1);
+    assert!(json.contains(name));
+    fs::write(other.join("graph.json"), json).unwrap();
+    let bin = dir.join("graph.bin");
+    let out = fxhlo(&["import", other.to_str().unwrap(), "--write-bin", bin.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    fs::remove_dir_all(other).ok();
+}
+
+/// `fxhlo run b/graph.json` after `fxhlo import b --write-bin b/graph.bin` ran the graph.bin.
+#[test]
+fn run_reads_the_trace_file_it_is_given() {
+    let dir = scratch("explicit");
+    write_bin_named(&dir, "stale");
+    age(&dir.join("graph.json"), 100);
+    let out = fxhlo(&["run", dir.join("graph.json").to_str().unwrap(), "--check"], &[]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("compiled `mlp`") && last_line(&out).starts_with("check: PASS"), "{stdout}");
+    let out = fxhlo(&["import", dir.join("graph.bin").to_str().unwrap(), "--print"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("graph @stale {"));
+    fs::remove_dir_all(dir).ok();
+}
+
+/// A folder with both encodings reads the newer (graph.bin on a tie) and says which on stderr.
+#[test]
+fn a_bundle_with_both_encodings_reads_the_newer_and_says_so() {
+    let dir = scratch("both");
+    write_bin_named(&dir, "from_bin");
+    age(&dir.join("graph.bin"), 100); // graph.json edited after graph.bin was written
+    let out = fxhlo(&["import", dir.to_str().unwrap(), "--print"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("graph @mlp {"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: ") && stderr.contains("reading graph.json, modified after graph.bin"), "{stderr}");
+    age(&dir.join("graph.json"), 200);
+    let out = fxhlo(&["import", dir.to_str().unwrap(), "--print"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("graph @from_bin {"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reading graph.bin"));
+    fs::remove_dir_all(dir).ok();
+}
+
+/// `--write-bin` replaces the file instead of rewriting it in place: a reader that opened the
+/// old file reads it whole (an in-place write truncates it under the reader, who then read an
+/// empty file: "missing the FXHLOTRC header"), and no temporary file is left.
+#[test]
+fn write_bin_replaces_the_file_atomically() {
+    let dir = scratch("atomic");
+    let bin = dir.join("graph.bin");
+    fs::write(&bin, b"old contents").unwrap();
+    let mut reader = fs::File::open(&bin).unwrap();
+    let out = fxhlo(&["import", dir.join("graph.json").to_str().unwrap(), "--write-bin", bin.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    let mut seen = String::new();
+    reader.read_to_string(&mut seen).unwrap();
+    assert_eq!(seen, "old contents");
+    assert!(fs::read(&bin).unwrap().starts_with(b"FXHLOTRC"));
+    let mut names: Vec<String> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["graph.bin", "graph.json", "reference.safetensors", "weights.safetensors"]);
+    fs::remove_dir_all(dir).ok();
+}
+
+/// `compile --dump` replaces each dump file the same way.
+#[test]
+fn compile_dump_replaces_files_atomically() {
+    let dir = scratch("dump");
+    let dumps = dir.join("dumps");
+    let out = fxhlo(&["compile", dir.to_str().unwrap(), "--dump", dumps.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    let graph_dir = fs::read_dir(&dumps).unwrap().next().unwrap().unwrap().path();
+    let mlir = graph_dir.join("03-stablehlo.mlir");
+    fs::write(&mlir, b"old contents").unwrap();
+    let mut reader = fs::File::open(&mlir).unwrap();
+    let out = fxhlo(&["compile", dir.to_str().unwrap(), "--dump", dumps.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    let mut seen = String::new();
+    reader.read_to_string(&mut seen).unwrap();
+    assert_eq!(seen, "old contents");
+    assert!(fs::read_to_string(&mlir).unwrap().contains("stablehlo"));
+    assert!(fs::read_dir(&graph_dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+    fs::remove_dir_all(dir).ok();
+}
+
+fn stderr_of(args: &[&str]) -> String {
+    let out = fxhlo(args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A path that is not a bundle says what it is and what was expected.
+#[test]
+fn a_path_of_the_wrong_kind_says_what_it_is() {
+    let dir = scratch("kinds");
+    fs::rename(dir.join("graph.json"), dir.join("trace.json")).unwrap();
+    fs::create_dir(dir.join("graph.json")).unwrap();
+    let stderr = stderr_of(&["import", dir.to_str().unwrap()]);
+    assert!(stderr.contains(&format!("{} is a directory, expected a trace file", dir.join("graph.json").display())), "{stderr}");
+
+    let fifo = dir.join("pipe");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("run mkfifo").success());
+    let stderr = stderr_of(&["import", fifo.to_str().unwrap()]);
+    assert!(stderr.contains(&format!("{} is a FIFO, expected a bundle folder or a trace file", fifo.display())), "{stderr}");
+
+    let stderr = stderr_of(&["import", dir.join("weights.safetensors").to_str().unwrap()]);
+    assert!(stderr.contains("weights.safetensors: not a trace file"), "{stderr}");
+    fs::remove_dir_all(dir).ok();
+}
+
+/// A folder that cannot be read says so. Permission bits do not stop root, so as root fxhlo
+/// runs as another user (nobody, 65534): the check is never skipped.
+#[test]
+fn an_unreadable_folder_says_permission_denied() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("unreadable");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
+    cmd.args(["import", dir.to_str().unwrap()]);
+    if fs::read_dir(&dir).is_ok() {
+        cmd.uid(65534).gid(65534); // root: permission bits did not apply to this process
+    }
+    let out = cmd.output().expect("run fxhlo");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("{}: permission denied reading the folder", dir.display())), "{stderr}");
+    fs::remove_dir_all(dir).ok();
+}
+
+/// A truncated graph.bin says what was being read and at which byte, not bincode's structs.
+#[test]
+fn a_truncated_graph_bin_names_the_part_and_the_byte() {
+    let dir = scratch("truncated");
+    let bin = dir.join("graph.bin");
+    let out = fxhlo(&["import", dir.to_str().unwrap(), "--write-bin", bin.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    let bytes = fs::read(&bin).unwrap();
+    fs::write(&bin, &bytes[..bytes.len() - 1]).unwrap();
+    let stderr = stderr_of(&["run", bin.to_str().unwrap()]);
+    // The graph's one output is the string `addmm_1`: 7 bytes, of which 6 are left.
+    let want = format!("graph.bin: malformed bincode trace at byte {}: unexpected end of input reading graph output 0", bytes.len() - 7);
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(!stderr.contains("UnexpectedEnd") && !stderr.contains('{'), "{stderr}");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_missing_weights_file_is_named() {
+    let dir = scratch("noweights");
+    fs::remove_file(dir.join("weights.safetensors")).unwrap();
+    let stderr = stderr_of(&["run", dir.to_str().unwrap()]);
+    let want = format!("{}: no such file, but parameter `arg0_1` needs tensor `fc1.weight` from it", dir.join("weights.safetensors").display());
+    assert!(stderr.contains(&want), "{stderr}");
+    fs::remove_dir_all(dir).ok();
+}

@@ -6,12 +6,15 @@
 
 use std::path::Path;
 
-use crate::schema::decode::decode_view;
+use crate::schema::decode::{decode_view, Failure};
 use crate::schema::{Trace, TraceView, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// The first bytes of every bincode trace.
 pub const MAGIC: &[u8; 8] = b"FXHLOTRC";
+/// The header's length: [`MAGIC`], then the schema version (u32). Error offsets count from the
+/// start of the file, header included.
+const HEADER_LEN: usize = 12;
 /// Decoding never allocates more than this for one trace (a corrupt length cannot exhaust
 /// memory); smaller inputs get smaller limits, see [`decode_limited`].
 const DECODE_LIMIT: usize = 1 << 30;
@@ -36,9 +39,20 @@ pub fn to_json(trace: &Trace) -> String {
 }
 
 /// Decodes a bincode trace (header included); `path` names the source in errors.
+///
+/// An error says what was being read and at which byte: bincode's own errors say neither, so
+/// on a failure the body is decoded again by [`parse_bin_view`]'s decoder, which accepts and
+/// rejects exactly the same bodies (the fuzz tests hold the two to that) and tells both.
 pub fn parse_bin(bytes: &[u8], path: &Path) -> Result<Trace> {
     let body = bin_body(bytes, path)?;
-    let (trace, used) = decode_limited(body).map_err(|e| bad_bin(path, e.to_string()))?;
+    let (trace, used) = decode_limited(body).map_err(|e| match decode_view(body) {
+        Err(failure) => bad_bin(path, failure),
+        Ok(_) => Error::Bincode {
+            path: path.into(),
+            offset: HEADER_LEN,
+            message: format!("bincode refused the body ({e}) that fxhlo's own decoder accepts; please report this"),
+        },
+    })?;
     check_trailing(body, used, path)?;
     Ok(trace)
 }
@@ -53,27 +67,37 @@ pub fn parse_bin_view<'a>(bytes: &'a [u8], path: &Path) -> Result<TraceView<'a>>
     Ok(view)
 }
 
-fn bad_bin(path: &Path, message: String) -> Error {
-    Error::Bincode { path: path.into(), message }
+/// A decoding failure in the body, its offset moved past the header.
+fn bad_bin(path: &Path, failure: Failure) -> Error {
+    Error::Bincode { path: path.into(), offset: HEADER_LEN + failure.offset, message: failure.message }
 }
 
 /// Checks the header; returns the body after it.
 fn bin_body<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a [u8]> {
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err(bad_bin(path, "not a bincode fxhlo trace (missing the FXHLOTRC header)".into()));
+    let header = |offset: usize, message: String| Error::Bincode { path: path.into(), offset, message };
+    if !bytes.starts_with(&MAGIC[..bytes.len().min(MAGIC.len())]) || bytes.is_empty() {
+        return Err(header(0, "not a bincode fxhlo trace (missing the FXHLOTRC header)".into()));
+    }
+    if bytes.len() < HEADER_LEN {
+        let what = if bytes.len() < MAGIC.len() { "the FXHLOTRC header" } else { "the schema version in the header" };
+        return Err(header(bytes.len(), format!("unexpected end of input reading {what} (the file is {} bytes)", bytes.len())));
     }
     let mut v = [0u8; 4];
-    v.copy_from_slice(&bytes[8..12]);
+    v.copy_from_slice(&bytes[MAGIC.len()..HEADER_LEN]);
     let version = u32::from_le_bytes(v);
     if version != SCHEMA_VERSION {
         return Err(Error::Version { path: path.into(), found: version, supported: SCHEMA_VERSION });
     }
-    Ok(&bytes[12..])
+    Ok(&bytes[HEADER_LEN..])
 }
 
 fn check_trailing(body: &[u8], used: usize, path: &Path) -> Result<()> {
     if used != body.len() {
-        return Err(bad_bin(path, format!("{} trailing bytes after the trace", body.len() - used)));
+        return Err(Error::Bincode {
+            path: path.into(),
+            offset: HEADER_LEN + used,
+            message: format!("{} trailing bytes after the trace", body.len() - used),
+        });
     }
     Ok(())
 }

@@ -120,3 +120,36 @@ fn the_bincode_view_sorts_kwargs_and_keeps_the_last_duplicate() {
     assert_eq!(show(&fast), show(&owned));
     assert!(show(&owned).is_ok_and(|text| text.contains("keepdim = true")), "{:?}", show(&owned));
 }
+
+/// A malformed bincode trace says which part was being read (the header, a field of input or
+/// node N with its name, ...) and at which byte of the file, never bincode's debug structs.
+#[test]
+fn bincode_errors_name_the_part_and_the_byte() {
+    let trace = read_json(&fixture().join("graph.json")).unwrap();
+    let bin = to_bin(&trace);
+    let p = Path::new("graph.bin");
+    let err = |bytes: &[u8]| parse_bin(bytes, p).unwrap_err().to_string();
+
+    // Cut inside the first node's target string: the error names the node and the field, and
+    // the byte is where the target's bytes start (its length prefix is one byte before).
+    let target = b"aten.permute.default";
+    let at = bin.windows(target.len()).position(|w| w == target).expect("the target is in the bincode");
+    let msg = err(&bin[..at + 4]);
+    assert_eq!(
+        msg,
+        format!("graph.bin: malformed bincode trace at byte {at}: unexpected end of input reading the target of node 0 `permute`")
+    );
+
+    // Every truncation says what and where, in words.
+    for cut in 0..bin.len() {
+        let msg = err(&bin[..cut]);
+        assert!(msg.starts_with("graph.bin: malformed bincode trace at byte "), "cut at {cut}: {msg}");
+        assert!(msg.contains(" reading ") || msg.contains("FXHLOTRC"), "cut at {cut}: {msg}");
+        assert!(!msg.contains('{') && !msg.contains("UnexpectedEnd"), "cut at {cut}: {msg}");
+    }
+    assert_eq!(err(&bin[..10]), "graph.bin: malformed bincode trace at byte 10: unexpected end of input reading the schema version in the header (the file is 10 bytes)");
+
+    let mut trailing = bin.clone();
+    trailing.extend_from_slice(&[0, 0]);
+    assert_eq!(err(&trailing), format!("graph.bin: malformed bincode trace at byte {}: 2 trailing bytes after the trace", bin.len()));
+}

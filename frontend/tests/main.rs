@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 mod encodings;
+mod files;
 mod fuzz;
 
 use fxhlo_frontend::{Bundle, GRAPH_JSON, WEIGHTS};

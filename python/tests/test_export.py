@@ -193,3 +193,22 @@ def test_reexport_without_reference_removes_a_stale_one(tmp_path):
     (path / "graph.bin").write_bytes(b"stale")
     fxhlo.export(Linear(), (torch.randn(2, 3),), path, reference=False)
     assert sorted(f.name for f in path.iterdir()) == ["graph.json", "weights.safetensors"]
+
+
+def test_export_replaces_files_atomically(tmp_path):
+    """Each file is written to a temporary file and renamed over the old one: a reader that
+    opened the old file reads it whole (an in-place write truncates it under the reader), and
+    no temporary file is left."""
+    path = tmp_path / "m.fxt"
+    path.mkdir()
+    readers = {}
+    for name in ("graph.json", "weights.safetensors", "reference.safetensors"):
+        (path / name).write_bytes(b"old contents")
+        readers[name] = open(path / name, "rb")
+    fxhlo.export(Linear(), (torch.randn(2, 3),), path, source_root=ROOT)
+    for name, f in readers.items():
+        with f:
+            assert f.read() == b"old contents", name
+    assert json.loads((path / "graph.json").read_text())["format"] == "fxhlo-trace"
+    assert load_file(path / "weights.safetensors")
+    assert sorted(p.name for p in path.iterdir()) == ["graph.json", "reference.safetensors", "weights.safetensors"]

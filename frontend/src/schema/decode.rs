@@ -15,28 +15,67 @@
 //! A length is never trusted for an allocation: items are pushed one by one onto the pools,
 //! each taking at least one input byte, so a corrupt length fails at the end of the input; the
 //! input and node lists reserve their length only up to what the bytes left could hold.
+//!
+//! A failure says what was wrong, where, and what was being read, from the innermost part out:
+//! `unexpected end of input reading the target of node 3 `add_1``, at the byte where decoding
+//! stopped. A decode tracks no context: after a failure the body is decoded once more by the
+//! same code with `Reader<_, true>`, whose [`Reader::within`] records the parts on the way out
+//! (tracking in the first pass made a successful decode nearly twice as slow).
 
 use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
 use super::InputKindSpec;
 
-/// A decoding failure. What was wrong is kept by the reader ([`Reader::why`]) and where is its
-/// position, which stops there: so every `Result` of the decoder is a register or two wide
-/// (a `String` error made each returned `&str` or integer a trip through memory).
+/// A decoding failure. What was wrong is kept by the reader ([`Reader::why`], [`Reader::trail`])
+/// and where is its position, which stops there: so every `Result` of the decoder is a register
+/// or two wide (a `String` error made each returned `&str` or integer a trip through memory).
 struct Fail;
+
+/// Why [`decode_view`] failed: what was wrong and what was being read (`message`), at which
+/// byte of the body (`offset`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub offset: usize,
+    pub message: String,
+}
 
 type DecodeResult<T> = Result<T, Fail>;
 
-struct Reader<'a> {
+/// `TRACK`: whether [`Reader::within`] records what was being read. The decoder runs without
+/// (so a successful decode carries no context at all) and, after a failure, once more with, to
+/// say where it failed.
+struct Reader<'a, const TRACK: bool> {
     buf: &'a [u8],
     pos: usize,
     /// Set by [`Reader::fail`].
     why: &'static str,
+    /// What was being read when it failed, innermost first (filled by [`Reader::within`]).
+    trail: Vec<String>,
 }
 
-impl<'a> Reader<'a> {
+impl<'a, const TRACK: bool> Reader<'a, TRACK> {
     #[cold]
     fn fail<T>(&mut self, what: &'static str) -> DecodeResult<T> {
         self.why = what;
+        Err(Fail)
+    }
+
+    /// Runs `part`; if it fails and the reader tracks, records that `what()` was being read.
+    #[inline(always)]
+    fn within<T>(&mut self, what: impl FnOnce() -> String, part: impl FnOnce(&mut Self) -> DecodeResult<T>) -> DecodeResult<T> {
+        if !TRACK {
+            return part(self);
+        }
+        match part(self) {
+            Ok(x) => Ok(x),
+            Err(Fail) => self.note(what),
+        }
+    }
+
+    /// Out of line, with the formatting of `what`, so that the success path stays small.
+    #[cold]
+    #[inline(never)]
+    fn note<T>(&mut self, what: impl FnOnce() -> String) -> DecodeResult<T> {
+        self.trail.push(what());
         Err(Fail)
     }
 
@@ -132,16 +171,16 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Reads a length, then that many items with `item`.
-    fn each(&mut self, item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
+    /// Reads a length, then that many items with `item` (given each item's index).
+    fn each(&mut self, item: impl FnMut(&mut Self, usize) -> DecodeResult<()>) -> DecodeResult<()> {
         let n = self.len()?;
         self.items(n, item)
     }
 
-    /// Reads `n` items with `item`.
-    fn items(&mut self, n: usize, mut item: impl FnMut(&mut Self) -> DecodeResult<()>) -> DecodeResult<()> {
-        for _ in 0..n {
-            item(self)?;
+    /// Reads `n` items with `item` (given each item's index).
+    fn items(&mut self, n: usize, mut item: impl FnMut(&mut Self, usize) -> DecodeResult<()>) -> DecodeResult<()> {
+        for i in 0..n {
+            item(self, i)?;
         }
         Ok(())
     }
@@ -171,18 +210,40 @@ fn ascii(b: &[u8]) -> bool {
 }
 
 /// Decodes a bincode trace body (after the header); returns the view and the bytes read, or
-/// what was wrong and at which byte of the body.
-pub(crate) fn decode_view(body: &[u8]) -> Result<(TraceView<'_>, usize), String> {
+/// what was wrong, what was being read and at which byte of the body.
+pub(crate) fn decode_view(body: &[u8]) -> Result<(TraceView<'_>, usize), Failure> {
     if body.len() >= u32::MAX as usize {
-        return Err("a trace body of 4 GiB or more is not supported".into());
+        return Err(Failure { offset: 0, message: "a trace body of 4 GiB or more is not supported".into() });
     }
-    let r = &mut Reader { buf: body, pos: 0, why: "" };
-    decode(r).map_err(|Fail| format!("{} at byte {}", r.why, r.pos))
+    let fast = &mut Reader::<false> { buf: body, pos: 0, why: "", trail: Vec::new() };
+    match decode(fast) {
+        Ok(decoded) => Ok(decoded),
+        Err(Fail) => {
+            // Again, tracking the context: the same bytes fail at the same place.
+            let r = &mut Reader::<true> { buf: body, pos: 0, why: "", trail: Vec::new() };
+            let _ = decode(r);
+            debug_assert_eq!((r.pos, r.why), (fast.pos, fast.why));
+            let mut message = r.why.to_string();
+            if !r.trail.is_empty() {
+                message.push_str(" reading ");
+                message.push_str(&r.trail.join(" of "));
+            }
+            Err(Failure { offset: r.pos, message })
+        }
+    }
 }
 
-fn decode<'a>(r: &mut Reader<'a>) -> DecodeResult<(TraceView<'a>, usize)> {
+/// `|| text.to_string()`: a context that needs no formatting.
+fn ctx(text: &'static str) -> impl FnOnce() -> String {
+    move || text.to_string()
+}
+
+fn decode<'a, const TR: bool>(r: &mut Reader<'a, TR>) -> DecodeResult<(TraceView<'a>, usize)> {
     let body = r.buf;
-    let mut v = TraceView { format: r.str()?, version: r.u32()?, name: r.str()?, ..Default::default() };
+    let format = r.within(ctx("the format string"), Reader::str)?;
+    let version = r.within(ctx("the schema version"), Reader::u32)?;
+    let name = r.within(ctx("the graph name"), Reader::str)?;
+    let mut v = TraceView { format, version, name, ..Default::default() };
     // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes,
     // a few ints), so that the pools rarely grow; a single reservation is under the body's
     // size, all of them under three times it. The inputs and nodes get what their lengths say.
@@ -191,30 +252,37 @@ fn decode<'a>(r: &mut Reader<'a>) -> DecodeResult<(TraceView<'a>, usize)> {
     v.pools.metas.reserve(b / 64);
     v.pools.dims.reserve(b / 24);
     v.pools.ints.reserve(b / 48);
-    v.decomposition_table = r.option(Reader::str)?;
+    v.decomposition_table = r.within(ctx("the decomposition table"), |r| r.option(Reader::str))?;
     // Reserved at an input per 24 bytes left and a node per 32 at most: real ones take more
     // (a name, a target, a meta), and a corrupt length reserves under three times the body.
-    let n = r.len()?;
+    let n = r.within(ctx("the number of inputs"), Reader::len)?;
     v.inputs.reserve(r.room(n, 24));
-    r.items(n, |r| {
-        let (name, kind) = (r.str()?, input_kind(r)?);
-        let weight = r.option(Reader::str)?;
-        let meta = meta(r, &mut v)?;
-        v.inputs.push(InputView { name, kind, weight, meta });
+    r.items(n, |r, i| {
+        let name = r.within(|| format!("the name of input {i}"), Reader::str)?;
+        let input = r.within(
+            || format!("input {i} `{name}`"),
+            |r| {
+                let kind = r.within(ctx("the kind"), input_kind)?;
+                let weight = r.within(ctx("the weight name"), |r| r.option(Reader::str))?;
+                let meta = r.within(ctx("the meta"), |r| meta(r, &mut v))?;
+                Ok(InputView { name, kind, weight, meta })
+            },
+        )?;
+        v.inputs.push(input);
         Ok(())
     })?;
-    let n = r.len()?;
+    let n = r.within(ctx("the number of nodes"), Reader::len)?;
     v.nodes.reserve(r.room(n, 32));
-    r.items(n, |r| {
-        let node = node(r, &mut v)?;
+    r.items(n, |r, i| {
+        let node = node(r, &mut v, i)?;
         v.nodes.push(node);
         Ok(())
     })?;
-    v.outputs = args(r, &mut v)?;
+    v.outputs = args(r, &mut v, "graph output")?;
     Ok((v, r.pos))
 }
 
-fn input_kind(r: &mut Reader) -> DecodeResult<InputKindSpec> {
+fn input_kind<const TR: bool>(r: &mut Reader<'_, TR>) -> DecodeResult<InputKindSpec> {
     Ok(match r.u32()? {
         0 => InputKindSpec::UserInput,
         1 => InputKindSpec::Parameter,
@@ -224,42 +292,55 @@ fn input_kind(r: &mut Reader) -> DecodeResult<InputKindSpec> {
     })
 }
 
-fn meta<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<MetaView<'a>> {
-    let dtype = r.str()?;
+fn meta<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<MetaView<'a>> {
+    let dtype = r.within(ctx("the dtype"), Reader::str)?;
     let start = v.pools.dims.len();
-    r.each(|r| {
-        let d = match r.u32()? {
-            0 => DimView::Static(r.i64()?),
-            1 => DimView::Symbolic(r.str()?),
-            _ => return r.fail("invalid size variant"),
-        };
+    let n = r.within(ctx("the number of sizes"), Reader::len)?;
+    r.items(n, |r, k| {
+        let d = r.within(
+            || format!("size {k}"),
+            |r| match r.u32()? {
+                0 => Ok(DimView::Static(r.i64()?)),
+                1 => Ok(DimView::Symbolic(r.str()?)),
+                _ => r.fail("invalid size variant"),
+            },
+        )?;
         v.pools.dims.push(d);
         Ok(())
     })?;
     let sizes = span(start, v.pools.dims.len());
-    r.each(|r| r.i64().map(drop))?; // strides
-    Ok(MetaView { dtype, sizes, storage_offset: r.i64()? })
+    r.within(ctx("the strides"), |r| r.each(|r, _| r.i64().map(drop)))?;
+    let storage_offset = r.within(ctx("the storage offset"), Reader::i64)?;
+    Ok(MetaView { dtype, sizes, storage_offset })
 }
 
-fn node<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<NodeView<'a>> {
-    let (name, target) = (r.str()?, r.str()?);
-    let args = args(r, v)?;
+/// Node `i`: its name, then the rest within "node `i` `name`".
+fn node<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>, i: usize) -> DecodeResult<NodeView<'a>> {
+    let name = r.within(|| format!("the name of node {i}"), Reader::str)?;
+    r.within(|| format!("node {i} `{name}`"), |r| node_body(r, v, name))
+}
+
+fn node_body<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>, name: &'a str) -> DecodeResult<NodeView<'a>> {
+    let target = r.within(ctx("the target"), Reader::str)?;
+    let args = args(r, v, "argument")?;
     let start = v.pools.kwargs.len();
-    r.each(|r| {
-        let key = r.str()?;
-        let a = arg(r, v)?;
+    let n = r.within(ctx("the number of keyword arguments"), Reader::len)?;
+    r.items(n, |r, k| {
+        let key = r.within(|| format!("the name of keyword argument {k}"), Reader::str)?;
+        let a = r.within(|| format!("keyword argument `{key}`"), |r| arg(r, v))?;
         v.pools.kwargs.push((key, a));
         Ok(())
     })?;
     let kwargs = sorted_unique(&mut v.pools.kwargs, start);
     let start = v.pools.metas.len();
-    r.each(|r| {
-        let m = r.option(|r| meta(r, v))?;
+    let n = r.within(ctx("the number of result metas"), Reader::len)?;
+    r.items(n, |r, k| {
+        let m = r.within(|| format!("result meta {k}"), |r| r.option(|r| meta(r, v)))?;
         v.pools.metas.push(m);
         Ok(())
     })?;
     let meta = span(start, v.pools.metas.len());
-    let source = r.option(|r| Ok(SourceView { file: r.str()?, line: r.u32()? }))?;
+    let source = r.within(ctx("the source location"), |r| r.option(|r| Ok(SourceView { file: r.str()?, line: r.u32()? })))?;
     Ok(NodeView { name, target, args, kwargs, meta, source })
 }
 
@@ -279,24 +360,26 @@ fn sorted_unique(kwargs: &mut Vec<(&str, ArgView)>, start: usize) -> Span {
     span(start, kept)
 }
 
-/// A list of arguments. An argument's own list goes to another pool (names, ints, ...), never
-/// to the argument pool, so a node's arguments are contiguous there.
-fn args<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<Span> {
+/// A list of arguments, each called `what <index>` in errors. An argument's own list goes to
+/// another pool (names, ints, ...), never to the argument pool, so a node's arguments are
+/// contiguous there.
+fn args<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>, what: &'static str) -> DecodeResult<Span> {
     let start = v.pools.args.len();
-    r.each(|r| {
-        let a = arg(r, v)?;
+    let n = r.within(|| format!("the number of {what}s"), Reader::len)?;
+    r.items(n, |r, k| {
+        let a = r.within(|| format!("{what} {k}"), |r| arg(r, v))?;
         v.pools.args.push(a);
         Ok(())
     })?;
     Ok(span(start, v.pools.args.len()))
 }
 
-fn arg<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a>> {
+fn arg<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a>> {
     let p = &mut v.pools;
     macro_rules! list {
         ($pool:ident, $item:expr) => {{
             let start = p.$pool.len();
-            r.each(|r| {
+            r.each(|r, _| {
                 let x = $item(r)?;
                 p.$pool.push(x);
                 Ok(())
@@ -306,8 +389,8 @@ fn arg<'a>(r: &mut Reader<'a>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a
     }
     Ok(match r.u32()? {
         0 => ArgView::Tensor(r.str()?),
-        1 => ArgView::Tensors(list!(names, |r: &mut Reader<'a>| r.str().map(Some))),
-        2 => ArgView::OptionalTensors(list!(names, |r: &mut Reader<'a>| r.option(Reader::str))),
+        1 => ArgView::Tensors(list!(names, |r: &mut Reader<'a, TR>| r.str().map(Some))),
+        2 => ArgView::OptionalTensors(list!(names, |r: &mut Reader<'a, TR>| r.option(Reader::str))),
         3 => ArgView::Int(r.i64()?),
         4 => ArgView::Ints(list!(ints, Reader::i64)),
         5 => ArgView::Float(r.f64()?),
@@ -342,10 +425,21 @@ mod tests {
 
     #[test]
     fn errors_say_what_and_where() {
+        let err = |body: &[u8]| decode_view(body).err().map(|f| (f.offset, f.message));
+        let at = |offset: usize, message: &str| Some((offset, message.to_string()));
         // A format string of 5 bytes announced, 2 present.
-        assert_eq!(decode_view(&[5, b'f', b'x']).err().as_deref(), Some("unexpected end of input at byte 1"));
+        assert_eq!(err(&[5, b'f', b'x']), at(1, "unexpected end of input reading the format string"));
         // Format "x", version 0, name "", no decomposition table, then an invalid length tag.
-        assert_eq!(decode_view(&[1, b'x', 0, 0, 0, 255]).err().as_deref(), Some("invalid integer encoding at byte 6"));
-        assert_eq!(decode_view(&[1, 0xff]).err().as_deref(), Some("invalid UTF-8 in a string at byte 2"));
+        assert_eq!(err(&[1, b'x', 0, 0, 0, 255]), at(6, "invalid integer encoding reading the number of inputs"));
+        assert_eq!(err(&[1, 0xff]), at(2, "invalid UTF-8 in a string reading the format string"));
+        // One input `a` (a parameter named `w`, dtype "f32", one size: Static, then the end).
+        let input = [1, b'x', 0, 0, 0, 1, 1, b'a', 1, 1, 1, b'w', 3, b'f', b'3', b'2', 1, 0];
+        assert_eq!(err(&input), at(18, "unexpected end of input reading size 0 of the meta of input 0 `a`"));
+        // No inputs, one node `n` whose target is cut short.
+        let node = [1, b'x', 0, 0, 0, 0, 1, 1, b'n', 9, b'a'];
+        assert_eq!(err(&node), at(10, "unexpected end of input reading the target of node 0 `n`"));
+        // Node `n`, target "t", one argument of an unknown variant.
+        let arg = [1, b'x', 0, 0, 0, 0, 1, 1, b'n', 1, b't', 1, 99];
+        assert_eq!(err(&arg), at(13, "invalid argument variant reading argument 0 of node 0 `n`"));
     }
 }
