@@ -13,7 +13,7 @@ fn fixture() -> PathBuf {
 
 fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
-    cmd.args(args).env_remove("FXHLO_PJRT_PLUGIN").env_remove("FXHLO_TPU_FORCE");
+    cmd.args(args).env_remove("FXHLO_PJRT_PLUGIN").env_remove("FXHLO_TPU_FORCE").env_remove("FXHLO_TPU_DEV_DIR");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -72,14 +72,29 @@ fn run_check_fails_when_the_reference_differs() {
     fs::remove_dir_all(dir).ok();
 }
 
+/// The preflight looks in the folder `FXHLO_TPU_DEV_DIR` names: an empty one is a machine
+/// without a TPU, so this holds on a TPU host too.
 #[test]
 fn tpu_on_a_machine_without_one_fails_at_once() {
+    let dev = scratch("tpu-dev-empty");
+    for f in ["graph.json", "weights.safetensors", "reference.safetensors"] {
+        fs::remove_file(dev.join(f)).unwrap();
+    }
     let start = std::time::Instant::now();
-    let out = fxhlo(&["run", fixture().to_str().unwrap(), "--device", "tpu"], &[]);
+    let out = fxhlo(&["run", fixture().to_str().unwrap(), "--device", "tpu"], &[("FXHLO_TPU_DEV_DIR", dev.to_str().unwrap())]);
     assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
-    assert!(stderr.contains("tpu") && stderr.contains("fxhlo_tpu_force"), "{stderr}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no TPU found") && stderr.contains(&format!("{}/accel*", dev.display())), "{stderr}");
+    assert!(stderr.contains("FXHLO_TPU_FORCE"), "{stderr}");
     assert!(start.elapsed().as_secs() < 30, "the TPU preflight must not hang");
+    // A device node there lets `tpu` through the preflight to plugin discovery.
+    fs::write(dev.join("accel0"), b"").unwrap();
+    let env = [("FXHLO_TPU_DEV_DIR", dev.to_str().unwrap()), ("FXHLO_PJRT_PLUGIN", "/nonexistent/libtpu.so")];
+    let out = fxhlo(&["run", fixture().to_str().unwrap(), "--device", "tpu"], &env);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/libtpu.so") && !stderr.contains("no TPU found"), "{stderr}");
+    fs::remove_dir_all(dev).ok();
 }
 
 #[test]

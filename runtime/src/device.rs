@@ -106,20 +106,26 @@ impl fmt::Display for Target {
     }
 }
 
+/// Where TPU device nodes live unless [`EnvConfig::tpu_dev_dir`] says otherwise.
+const DEV: &str = "/dev";
+
 /// Fails at once unless this machine has a TPU (or `FXHLO_TPU_FORCE` says to skip the check).
 ///
 /// `libtpu` creates a client on a machine without a TPU by querying the cloud metadata server,
 /// 30 times per key, which takes many minutes before it fails. A TPU VM exposes its chips as
 /// `/dev/accel*` (v2-v4) or `/dev/vfio/<n>` (v5e and later; `/dev/vfio/vfio` is the VFIO
-/// control node present on any machine with VFIO and does not count).
+/// control node present on any machine with VFIO and does not count). The folder looked in is
+/// `env.tpu_dev_dir` (`FXHLO_TPU_DEV_DIR`), `/dev` by default: tests pass a folder of their
+/// own, so that they do not depend on the machine they run on.
 pub fn tpu_preflight(env: &EnvConfig) -> Result<()> {
     if env.tpu_force {
         tracing::debug!("{FXHLO_TPU_FORCE} set: skipping the TPU preflight");
         return Ok(());
     }
-    let nodes = tpu_device_nodes(Path::new("/dev"));
+    let dev = env.tpu_dev_dir.clone().unwrap_or_else(|| PathBuf::from(DEV));
+    let nodes = tpu_device_nodes(&dev);
     if nodes.is_empty() {
-        return Err(Error::NoTpu);
+        return Err(Error::NoTpu { dev });
     }
     tracing::debug!(?nodes, "TPU device nodes found");
     Ok(())
@@ -183,6 +189,16 @@ mod tests {
             nodes,
             vec![dev.path().join("accel0"), dev.path().join("vfio/0")]
         );
+    }
+
+    #[test]
+    fn preflight_looks_in_the_configured_folder() {
+        let dev = crate::test_util::TempDir::new("tpu-preflight");
+        let env = EnvConfig { tpu_dev_dir: Some(dev.path().to_path_buf()), ..EnvConfig::default() };
+        let err = tpu_preflight(&env).err();
+        assert!(matches!(&err, Some(Error::NoTpu { dev: d }) if d == dev.path()), "{err:?}");
+        std::fs::write(dev.path().join("accel0"), b"").ok();
+        assert!(tpu_preflight(&env).is_ok());
     }
 
     #[test]

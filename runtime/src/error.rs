@@ -71,11 +71,15 @@ pub enum Error {
 
     /// `tpu` was asked for on a machine without TPU device nodes.
     #[error(
-        "no TPU found on this machine: none of the TPU device nodes (/dev/accel*, /dev/vfio/<n>) \
+        "no TPU found on this machine: none of the TPU device nodes ({dev}/accel*, {dev}/vfio/<n>) \
          exist, and creating a TPU client without a TPU hangs for minutes. Use another device, \
-         or set FXHLO_TPU_FORCE=1 to skip this check"
+         or set FXHLO_TPU_FORCE=1 to skip this check",
+        dev = dev.display()
     )]
-    NoTpu,
+    NoTpu {
+        /// The folder searched (`/dev`, or `FXHLO_TPU_DEV_DIR`).
+        dev: PathBuf,
+    },
 
     /// The plugin refused to create a client.
     #[error("creating a PJRT client from `{}` failed: {message}", plugin.display())]

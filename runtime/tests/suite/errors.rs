@@ -137,27 +137,60 @@ fn shared_library_without_get_pjrt_api_is_not_a_plugin() {
     );
 }
 
+/// The preflight is given the folder to look in, so this holds on a TPU host too: an empty
+/// folder is a machine without a TPU.
 #[test]
 fn tpu_without_a_tpu_fails_at_once() {
+    let dev = scratch("tpu-dev-empty");
     let env = EnvConfig {
         tpu_force: false,
+        tpu_dev_dir: Some(dev.clone()),
         ..EnvConfig::default()
     };
-    assert!(
-        fxhlo_runtime::tpu_preflight(&env).is_err(),
-        "this test needs a machine without TPU device nodes (CI has none)"
-    );
     let start = Instant::now();
     // Even with a real (CPU) plugin path: the preflight runs before anything is loaded.
     let target = Target::new(DeviceKind::Tpu, cpu_target().plugin);
     let err = Client::new_in(&target, &env).err();
     assert!(start.elapsed() < Duration::from_secs(2));
-    assert!(matches!(err, Some(Error::NoTpu)), "{err:?}");
+    assert!(matches!(&err, Some(Error::NoTpu { dev: d }) if *d == dev), "{err:?}");
     let msg = err.map(|e| e.to_string()).unwrap_or_default();
     assert!(
-        msg.contains("no TPU found") && msg.contains("FXHLO_TPU_FORCE=1"),
+        msg.contains("no TPU found")
+            && msg.contains(&format!("{}/accel*", dev.display()))
+            && msg.contains("FXHLO_TPU_FORCE=1"),
         "{msg}"
     );
+    // The VFIO control node alone is no TPU either.
+    std::fs::create_dir_all(dev.join("vfio")).expect("vfio folder");
+    std::fs::write(dev.join("vfio/vfio"), b"").expect("vfio control node");
+    assert!(matches!(
+        fxhlo_runtime::tpu_preflight(&env),
+        Err(Error::NoTpu { .. })
+    ));
+    let _ = std::fs::remove_dir_all(dev);
+}
+
+/// With a (fake) TPU device node the preflight lets `tpu` through to plugin discovery, on any
+/// machine: the error is then about the plugin, not about the TPU.
+#[test]
+fn tpu_with_a_device_node_passes_the_preflight() {
+    let dev = scratch("tpu-dev-accel");
+    std::fs::write(dev.join("accel0"), b"").expect("fake accel0");
+    let env = EnvConfig {
+        tpu_dev_dir: Some(dev.clone()),
+        plugin: Some("/nonexistent/libtpu.so".into()),
+        ..EnvConfig::default()
+    };
+    assert!(fxhlo_runtime::tpu_preflight(&env).is_ok());
+    let msg = Target::resolve_in(DeviceKind::Tpu, &env)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.contains("/nonexistent/libtpu.so") && msg.contains("does not exist"),
+        "{msg}"
+    );
+    let _ = std::fs::remove_dir_all(dev);
 }
 
 #[test]
