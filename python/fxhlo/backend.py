@@ -22,7 +22,6 @@ import functools
 import itertools
 import operator
 import os
-import re
 import sys
 import warnings
 import weakref
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import torch
 from torch._decomp import core_aten_decompositions
+from torch._dynamo import source as _sources
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
@@ -92,38 +92,136 @@ class BackendOptions:
 
 # ---- inputs ---------------------------------------------------------------------------------
 
-# One step of a Dynamo source name after its root (``L['self']``, ``G['table']``): a module's
-# submodule, parameter or buffer, an attribute, or an item (list index, dict key).
-_STEP = re.compile(r"\._(modules|parameters|buffers)\['([^']+)'\]|\.([A-Za-z_]\w*)|\[(\d+|'[^']*')\]")
+# A module's containers: an item of ``_modules`` names a submodule, of ``_parameters`` a
+# parameter, of ``_buffers`` a buffer (their names are the steps of a fully qualified name).
+_CONTAINERS = {"_modules": None, "_parameters": "parameter", "_buffers": "buffer"}
+# Sources that take an item of their base: a list index, a dict key.
+_ITEMS = (_sources.GetItemSource, _sources.DictGetItemSource, _sources.DictSubclassGetItemSource)
+# Sources that read an attribute of their base (``member``).
+_ATTRS = (_sources.AttrSource, _sources.GenericAttrSource)
+
+
+@dataclass(frozen=True)
+class InputOrigin:
+    """Where Dynamo found one input of its graph, read from the :mod:`torch._dynamo.source`
+    object it recorded (the chain of ``.base`` links from the tensor back to a local or global
+    of the compiled frame), never from the source's printed name."""
+
+    root: str | None
+    """The local or global the chain starts from (``self``, ``x``, ``table``); None when it
+    starts elsewhere (a constant, a random value, ...)."""
+    argument: bool
+    """The root is an argument of the compiled frame (not a global or a closure cell)."""
+    state: bool
+    """Reached through a module (Dynamo wraps every module it walks through in an
+    ``NNModuleSource``) or a module's parameter or buffer container."""
+    path: tuple | None
+    """The attribute names and items after the root, the module containers left out: the
+    fully qualified name's steps (``("down_blocks", "0", "resnets", "0", "norm1", "weight")``);
+    None when a step has no name fxhlo can write (a key known only by its position, a slice)."""
+    container: str | None
+    """``parameter`` or ``buffer`` when the last step is an item of a module's
+    ``_parameters`` or ``_buffers``; ``param_or_buffer`` for Dynamo's ``ParamBufferSource``."""
+
+    @classmethod
+    def of(cls, source) -> InputOrigin:
+        chain = []
+        while isinstance(source, _sources.ChainedSource):
+            chain.append(source)
+            source = source.base
+        if isinstance(source, _sources.LocalSource):
+            root, argument = source.local_name, not source.is_derefed_cell_contents
+        elif isinstance(source, _sources.GlobalSource):
+            root, argument = source.global_name, False
+        else:
+            root, argument = None, False
+        path, state, named = [], False, True
+        container = None    # the module container the next item indexes
+        in_dict = False     # the previous step was ``.__dict__``: the next item is an attribute
+        last = None
+        for step in reversed(chain):
+            last = None
+            if isinstance(step, _sources.NNModuleSource):
+                state = True
+                continue
+            if isinstance(step, _ATTRS):
+                in_dict = False
+                if step.member == "__dict__":
+                    in_dict = True
+                elif step.member in _CONTAINERS:
+                    container, state = step.member, True
+                else:
+                    path.append(step.member)
+                    if isinstance(step, _sources.ParamBufferSource):
+                        last, state = "param_or_buffer", True
+                continue
+            index = getattr(step, "index", None)
+            if (isinstance(step, _ITEMS) and not isinstance(index, _sources.Source)
+                    and not getattr(step, "index_is_slice", False)):
+                if in_dict and index in _CONTAINERS:
+                    container, state, in_dict = index, True, False
+                    continue
+                in_dict = False
+                path.append(str(index))
+                if container is not None:
+                    last, container = _CONTAINERS[container], None
+                continue
+            named = False
+        return cls(root, argument, state, tuple(path) if named else None, last)
+
+    @property
+    def user_input(self) -> bool:
+        """An argument of the call, or an item or attribute of one that is not module state:
+        ``L['x']``, ``L['args'][0]``, ``L['kwargs']['mask']``, a field of a dataclass argument."""
+        return self.root is not None and self.argument and not self.state
+
+
+def _weight_kind(origin: InputOrigin, value: torch.Tensor) -> str:
+    if origin.container in ("parameter", "buffer"):
+        return origin.container
+    if isinstance(value, torch.nn.Parameter):
+        return "parameter"
+    return "buffer" if origin.container == "param_or_buffer" else "constant"
 
 
 def _classify(gm: torch.fx.GraphModule, example_inputs) -> list:
     """One :class:`fxhlo.export.CapturedInput` per placeholder of Dynamo's graph, from the
-    source Dynamo recorded for it: reached from a local only through items (``L['x']``,
-    ``L['args'][0]``): a user input; a module's ``_parameters`` or ``_buffers`` entry: a
-    parameter or buffer; another attribute or a global: a constant (kept on the device like
-    weights). Keys are the fully qualified names the exporter writes (``fc.weight``)."""
+    source object Dynamo recorded for it (:class:`InputOrigin`): an argument of the call or an
+    item of one is a user input; a module's ``_parameters`` or ``_buffers`` entry is a parameter
+    or buffer; any other tensor a module holds, a global's or a closure cell's, is a constant
+    (kept on the device like weights).
+
+    Keys are fully qualified names: ``down_blocks.0.resnets.0.norm1.weight`` for the model's
+    own state, whether Dynamo reached it as ``self.down_blocks``, through ``__dict__``,
+    ``getattr``, a ``ModuleList``/``ModuleDict`` or a plain list of modules (``blocks.0...``).
+    When module state comes from one argument (``self``, the model) its name is left out, so
+    the keys are the model's own names, the exporter's; when it comes from several (a function
+    of two models), each key starts with its argument's name, as a global's or a closure
+    cell's always does (``table``, ``net.fc.weight``). Dynamo passes a tensor reached by two
+    paths (tied weights) once, under the first. A step with no name (a dict key known only by
+    position) leaves the key None: the trace then names the input after its placeholder."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    sources = [getattr(n.meta.get("grapharg"), "source", None) for n in placeholders]
+    origins = [InputOrigin.of(s) for s in sources]
+    state_arguments = {o.root for o, v in zip(origins, example_inputs)
+                       if isinstance(v, torch.Tensor) and o.argument and o.state}
     inputs = []
     user_index = 0
-    for node, value in zip(placeholders, example_inputs):
+    for value, origin, source in zip(example_inputs, origins, sources):
         if not isinstance(value, torch.Tensor):
             inputs.append(_export.CapturedInput("symbolic", None, value))
             continue
-        source = getattr(node.meta.get("grapharg"), "source", None)
-        name = getattr(source, "name", "")
-        name = name() if callable(name) else name
-        root = re.match(r"^(L|G)\['([^']+)'\]", name or "")
-        steps = _STEP.findall(name[root.end():]) if root else []
-        attrs = [(kind or "attr", key or attr) for kind, key, attr, _item in steps if kind or attr]
-        if root is None or (root.group(1) == "L" and not attrs):
-            inputs.append(_export.CapturedInput("user_input", None, value, user_index))
+        where = getattr(source, "name", None)  # for messages only
+        where = where() if callable(where) else where
+        if origin.user_input:
+            inputs.append(_export.CapturedInput("user_input", None, value, user_index, where))
             user_index += 1
             continue
-        kind = {"parameters": "parameter", "buffers": "buffer"}.get(attrs[-1][0] if attrs else "", "constant")
-        path = [key for _, key in attrs]
-        key = ".".join(path) if root.group(1) == "L" else ".".join([root.group(2), *path])
-        inputs.append(_export.CapturedInput(kind, key or None, value))
+        key = None
+        if origin.root is not None and origin.path is not None:
+            prefix = () if origin.argument and len(state_arguments) == 1 else (origin.root,)
+            key = ".".join(prefix + origin.path) or None
+        inputs.append(_export.CapturedInput(_weight_kind(origin, value), key, value, None, where))
     return inputs
 
 

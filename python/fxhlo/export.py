@@ -11,11 +11,9 @@ which round-trips exactly).
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import operator
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +73,9 @@ class CapturedInput:
     """The real tensor Dynamo passed (or the SymInt / int for ``symbolic``)."""
     user_index: int | None = None
     """For user inputs: the index among the tensors of ``example_args`` (flattened)."""
+    source: str | None = None
+    """Where the input came from, for messages (the torch.compile backend: Dynamo's name for
+    its source, ``L['self']._modules['fc']._parameters['weight']``)."""
 
 
 @dataclass
@@ -346,11 +347,12 @@ def _check_random(node: torch.fx.Node) -> None:
 
 
 def _describe_input(node: torch.fx.Node, inp: CapturedInput) -> str:
+    where = f"placeholder {node.name}" + (f", {inp.source}" if inp.source else "")
     if inp.kind == "user_input":
-        return f"user input {inp.user_index} (placeholder {node.name})"
+        return f"user input {inp.user_index} ({where})"
     if inp.key is not None:
-        return f"{inp.kind} {inp.key} (placeholder {node.name})"
-    return f"input {node.name}"
+        return f"{inp.kind} {inp.key} ({where})"
+    return f"input {node.name}" + (f" ({inp.source})" if inp.source else "")
 
 
 def _result_metas(node: torch.fx.Node, producers: dict) -> list:
@@ -388,12 +390,18 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
             _check_static(val, _describe_input(node, inp))
     inputs, nodes, outputs, weights = [], [], [], {}
 
-    keys = set()
+    owners = {}  # weights key -> (tensor, description) of the first input that uses it
 
     def add_weight(key, tensor, what):
-        if key in keys:
-            raise ExportError(f"{what}: weights key {key} is used twice")
-        keys.add(key)
+        # One tensor under two placeholders (Dynamo and AOT Autograd normally pass it once) is
+        # one weight; two different tensors under one key would load the same values into both.
+        if key in owners:
+            first, first_what = owners[key]
+            if first is tensor:
+                return
+            raise ExportError(f"{what}: weights key {key} also names {first_what}, a different tensor "
+                              "(two inputs cannot share one key)")
+        owners[key] = (tensor, what)
         if collect_weights:
             weights[key] = tensor.detach().clone(memory_format=torch.contiguous_format)
 
@@ -493,25 +501,6 @@ def to_json(trace: dict) -> str:
     return _emit(trace, 0) + "\n"
 
 
-_TMP_COUNTER = itertools.count()  # temporary file names of one process never collide
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` through a temporary file in the same folder, renamed over
-    ``path``: a concurrent reader (``fxhlo run``, another process) sees the old file or the
-    new one, never a partial one. The Rust side does the same (``frontend/src/atomic.rs``)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_TMP_COUNTER)}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def export(model: torch.nn.Module, example_args, path, reference: bool = True, name=None,
            source_root=None) -> Path:
     """Captures ``model`` (put in eval mode) on ``example_args`` and writes the bundle folder ``path``.
@@ -520,7 +509,7 @@ def export(model: torch.nn.Module, example_args, path, reference: bool = True, n
     Source locations are written relative to ``source_root`` (default: the working directory)
     when they lie inside it.
     """
-    from safetensors.torch import save
+    from safetensors.torch import save_file
 
     if isinstance(example_args, torch.Tensor):
         example_args = (example_args,)
@@ -546,11 +535,11 @@ def export(model: torch.nn.Module, example_args, path, reference: bool = True, n
             ref[f"output.{i}"] = o.detach().clone(memory_format=torch.contiguous_format)
 
     path.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path / GRAPH_JSON, to_json(trace).encode())
-    _write_atomic(path / WEIGHTS, save(weights))
+    (path / GRAPH_JSON).write_bytes(to_json(trace).encode())
+    save_file(weights, str(path / WEIGHTS))
     stale = list(_DERIVED)
     if ref is not None:
-        _write_atomic(path / REFERENCE, save(ref))
+        save_file(ref, str(path / REFERENCE))
     else:
         stale.append(REFERENCE)
     for f in stale:
