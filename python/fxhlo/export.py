@@ -11,9 +11,11 @@ which round-trips exactly).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -501,6 +503,25 @@ def to_json(trace: dict) -> str:
     return _emit(trace, 0) + "\n"
 
 
+_TMP_COUNTER = itertools.count()  # temporary file names of one process never collide
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file in the same folder, renamed over
+    ``path``: a concurrent reader (``fxhlo run``, another process) sees the old file or the
+    new one, never a partial one. The Rust side does the same (``frontend/src/atomic.rs``)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_TMP_COUNTER)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def export(model: torch.nn.Module, example_args, path, reference: bool = True, name=None,
            source_root=None) -> Path:
     """Captures ``model`` (put in eval mode) on ``example_args`` and writes the bundle folder ``path``.
@@ -509,7 +530,7 @@ def export(model: torch.nn.Module, example_args, path, reference: bool = True, n
     Source locations are written relative to ``source_root`` (default: the working directory)
     when they lie inside it.
     """
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     if isinstance(example_args, torch.Tensor):
         example_args = (example_args,)
@@ -535,11 +556,11 @@ def export(model: torch.nn.Module, example_args, path, reference: bool = True, n
             ref[f"output.{i}"] = o.detach().clone(memory_format=torch.contiguous_format)
 
     path.mkdir(parents=True, exist_ok=True)
-    (path / GRAPH_JSON).write_bytes(to_json(trace).encode())
-    save_file(weights, str(path / WEIGHTS))
+    _write_atomic(path / GRAPH_JSON, to_json(trace).encode())
+    _write_atomic(path / WEIGHTS, save(weights))
     stale = list(_DERIVED)
     if ref is not None:
-        save_file(ref, str(path / REFERENCE))
+        _write_atomic(path / REFERENCE, save(ref))
     else:
         stale.append(REFERENCE)
     for f in stale:
