@@ -31,6 +31,10 @@ enum Command {
         /// Compare the outputs with the bundle's PyTorch reference; exit 1 on a mismatch.
         #[arg(long)]
         check: bool,
+        /// Fail when an index of `embedding`, `index`, `gather`, ... is out of range (the
+        /// device clamps it otherwise, as XLA does).
+        #[arg(long)]
+        check_indices: bool,
     },
     /// Import a bundle (validating everything) and print its IR or Graphviz DOT.
     Import {
@@ -113,10 +117,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run { bundle, device, check } => {
+        Command::Run { bundle, device, check, check_indices } => {
             let bundle = open(&bundle)?;
             let device = device_kind(device);
-            let compiler = Compiler::new(Options { device })?;
+            let compiler = Compiler::new(Options { device, check_indices })?;
             let compiled = compiler.compile(&bundle.graph)?;
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, PJRT compile {:.1} ms",
@@ -133,8 +137,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if check {
                 let report = fxhlo::check(&outputs, &bundle)?;
                 let passed = report.passed();
-                if let Err(e) = report.clone().into_result() {
-                    eprintln!("{e}");
+                for output in &report.outputs {
+                    println!("check: {output}");
                 }
                 // The last line carries the errors, whatever the outcome.
                 println!("{report}");
@@ -164,7 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
-            let compiler = Compiler::new(Options { device: device_kind(device) })?;
+            let compiler = Compiler::new(Options { device: device_kind(device), ..Options::default() })?;
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
             let mut compiled = None;
             for _ in 0..compiles.max(1) {
@@ -207,7 +211,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
-                Some(fxhlo::lower(&bundle.graph, dump.as_ref(), &fxhlo::Frozen::new()).context("lowering to StableHLO")?)
+                Some(fxhlo::lower(&bundle.graph, dump.as_ref(), &fxhlo::Frozen::new(), &Options::default()).context("lowering to StableHLO")?)
             } else {
                 None
             };
@@ -245,8 +249,5 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// `f32[2,4] = [0.1, ...]`, at most 8 values.
 fn describe(t: &HostTensor) -> String {
-    let values = t.to_f32_vec();
-    let shown: Vec<String> = values.iter().take(8).map(|v| format!("{v:.6}")).collect();
-    let more = if values.len() > 8 { ", ..." } else { "" };
-    format!("{:?}{:?} = [{}{}]", t.element_type, t.dims, shown.join(", "), more)
+    format!("{}{:?} = {}", t.element_type.name(), t.dims, fxhlo::Values::of(t).preview(8))
 }

@@ -67,8 +67,9 @@ fn run_check_fails_when_the_reference_differs() {
     let out = fxhlo(&["run", dir.to_str().unwrap(), "--check"], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(last_line(&out).starts_with("check: FAIL"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("8 of 8 elements differ from the PyTorch reference"), "{stderr}");
+    // One line per output names its verdict, its errors and the rule that judged it.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("check: output 0 (f32): FAIL") && stdout.contains("8 of 8 elements differ; rule scale-aware"), "{stdout}");
     fs::remove_dir_all(dir).ok();
 }
 

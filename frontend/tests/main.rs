@@ -172,3 +172,31 @@ fn arbitrary_bytes_never_panic() {
     }
     assert!(rejected > 0);
 }
+
+/// A `full` whose element count overflows (2^40 x 2^40) is refused at import, naming the node,
+/// before any count is multiplied out; one that fits in bytes but not in memory still imports.
+#[test]
+fn a_size_that_overflows_is_an_import_error_naming_the_node() {
+    let full = |size: i64| {
+        json!({
+            "name": "huge", "target": "aten.full.default",
+            "args": [{"ints": [size, size]}, {"float": 1.0}],
+            "kwargs": {"dtype": {"dtype": "f32"}},
+            "meta": [{"dtype": "f32", "sizes": [size, size], "strides": [size, 1], "storage_offset": 0}],
+        })
+    };
+    let s = Scratch::new("overflow");
+    let err = open_err(s.edit_graph(|v| {
+        v["nodes"].as_array_mut().unwrap().push(full(1 << 40));
+        v["outputs"] = json!([{"tensor": "huge"}]);
+    }));
+    assert!(err.contains("`huge`") && err.contains("f32[1099511627776,1099511627776]") && err.contains("overflows"), "{err}");
+    // 2^30 x 2^30 f32 is 2^62 bytes: representable, so the importer accepts it (the runtime
+    // refuses what the device cannot allocate).
+    let s = Scratch::new("overflow-fits");
+    let dir = s.edit_graph(|v| {
+        v["nodes"].as_array_mut().unwrap().push(full(1 << 30));
+        v["outputs"] = json!([{"tensor": "huge"}]);
+    });
+    Bundle::open(dir).unwrap_or_else(|e| panic!("{e}"));
+}

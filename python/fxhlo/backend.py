@@ -47,6 +47,9 @@ OPTIONS = {
               "may fold them (default False). A frozen graph does not see later weight updates.",
     "dump": "a folder; each compiled graph writes its stages there (trace, IR, StableHLO) under "
             "<graph>-<hash8>/ (default: none).",
+    "check_indices": "True to raise IndexError when an index of embedding, indexing, gather, "
+                     "index_select or scatter is out of range (default False: the device clamps it "
+                     "to the nearest valid index, as XLA does on every device; see docs/ops.md).",
     "fallback": "what to do with a graph fxhlo cannot compile: \"error\" (default) raises with "
                 "every unsupported op; \"eager\" runs it in eager PyTorch with one warning (a "
                 "missing device still raises).",
@@ -62,6 +65,7 @@ class BackendOptions:
     freeze: bool = False
     dump: Path | None = None
     fallback: str = "error"
+    check_indices: bool = False
 
     @classmethod
     def parse(cls, options) -> BackendOptions:
@@ -87,7 +91,10 @@ class BackendOptions:
         fallback = options.get("fallback", "error")
         if fallback not in FALLBACKS:
             raise OptionsError(f"fxhlo option fallback={fallback!r}: valid values are {', '.join(map(repr, FALLBACKS))}")
-        return cls(device, freeze, Path(dump) if dump is not None else None, fallback)
+        check_indices = options.get("check_indices", False)
+        if not isinstance(check_indices, bool):
+            raise OptionsError(f"fxhlo option check_indices={check_indices!r}: must be True or False")
+        return cls(device, freeze, Path(dump) if dump is not None else None, fallback, check_indices)
 
 
 # ---- inputs ---------------------------------------------------------------------------------
@@ -390,7 +397,8 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         text = _export.to_json(trace).encode()
         constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
         frozen = _frozen(trace, inputs, constants) if opts.freeze else None
-        exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump), frozen)
+        exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump), frozen,
+                              opts.check_indices)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":

@@ -503,6 +503,25 @@ def to_json(trace: dict) -> str:
     return _emit(trace, 0) + "\n"
 
 
+def _float64_reference(model: torch.nn.Module, example_args, out: list) -> dict:
+    """``float64.output.<i>`` -> the float64 eager value of each floating output ``out[i]``."""
+    import copy
+
+    def widen(v):
+        return v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+
+    try:
+        model64 = copy.deepcopy(model).double()
+        with torch.no_grad():
+            out64 = pytree.tree_leaves(model64(*pytree.tree_map(widen, example_args)))
+    except Exception as e:  # noqa: BLE001 - any failure of the model in float64 is the user's to see
+        raise ExportError(f"reference_f64: the model does not run in float64: {type(e).__name__}: {e}") from e
+    if len(out64) != len(out):
+        raise ExportError(f"reference_f64: the float64 model returns {len(out64)} values, the model {len(out)}")
+    return {f"float64.output.{i}": o64.detach().double().contiguous()
+            for i, (o, o64) in enumerate(zip(out, out64)) if o.is_floating_point()}
+
+
 _TMP_COUNTER = itertools.count()  # temporary file names of one process never collide
 
 
@@ -523,10 +542,14 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def export(model: torch.nn.Module, example_args, path, reference: bool = True, name=None,
-           source_root=None) -> Path:
+           source_root=None, reference_f64: bool = False) -> Path:
     """Captures ``model`` (put in eval mode) on ``example_args`` and writes the bundle folder ``path``.
 
     With ``reference=True`` the inputs and the eager outputs are stored beside the graph.
+    ``reference_f64=True`` also stores a float64 eager run (a copy of the model and its floating
+    inputs in float64) as ``float64.output.<i>`` for every floating output: ``fxhlo run --check``
+    then judges a floating output by how far it is from the float64 run compared with how far
+    eager is (the rule of PyTorch's accuracy checker for compiled models).
     Source locations are written relative to ``source_root`` (default: the working directory)
     when they lie inside it.
     """
@@ -554,6 +577,8 @@ def export(model: torch.nn.Module, example_args, path, reference: bool = True, n
                 ref[f"input.{spec['name']}"] = inp.value.detach().clone(memory_format=torch.contiguous_format)
         for i, o in enumerate(out):
             ref[f"output.{i}"] = o.detach().clone(memory_format=torch.contiguous_format)
+        if reference_f64:
+            ref.update(_float64_reference(model, example_args, out))
 
     path.mkdir(parents=True, exist_ok=True)
     _write_atomic(path / GRAPH_JSON, to_json(trace).encode())
