@@ -180,3 +180,17 @@ def fxhlo_cli() -> Path:
         pytest.fail(f"{FXHLO_CLI.relative_to(ROOT)} is missing: run scripts/setup.sh "
                     "(or `cargo build -p fxhlo-cli`) first", pytrace=False)
     return FXHLO_CLI
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Every test compiles from scratch (Dynamo's cache is per code object, and tests reuse
+    module classes)."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def compile_(fn, **options):
+    """``fn`` through the fxhlo backend, as users write it (``options`` only when given)."""
+    return torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False, options=options or None)

@@ -13,20 +13,7 @@ from torch import nn
 import fxhlo
 from fxhlo.models import MODELS
 
-from conftest import NAMES, ROOT, gen_fixtures
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    # Every test compiles from scratch (Dynamo's cache is per code object, and tests reuse
-    # module classes).
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def compile_(fn, **options):
-    return torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False, options=options or None)
+from conftest import NAMES, ROOT, compile_, gen_fixtures
 
 
 def tolerance(dtype):

@@ -13,18 +13,8 @@ import fxhlo
 from fxhlo.backend import _classify
 from fxhlo.export import Capture, CapturedInput, trace_dict
 
-diffusers = pytest.importorskip("diffusers")
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def compile_(fn, **options):
-    return torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False, options=options or None)
+import diffusers  # installed by scripts/setup.sh: a missing one fails the tests, never skips them
+from conftest import compile_
 
 
 def assert_close(got, want, what, atol=1e-4, rtol=1e-4):

@@ -12,20 +12,9 @@ import fxhlo
 from fxhlo import _native
 from fxhlo.errors import CompileError
 
-from conftest import COMMITTED
+from conftest import COMMITTED, compile_
 
 NAN, INF = float("nan"), float("inf")
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def compile_(fn, **options):
-    return torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False, options=options or None)
 
 
 def same_as_eager(fn, *args, what, nan_sign=False):
