@@ -18,7 +18,7 @@ use pjrt_sys::{PJRT_Api, PJRT_Buffer, PJRT_Buffer_ElementType_Args, PJRT_Buffer_
 
 use crate::device::DeviceKind;
 use crate::env::{EnvConfig, FXHLO_PJRT_PLUGIN};
-use crate::error::{guard, pjrt_message, Error, Result};
+use crate::error::{guard, Error, Result};
 
 /// Plugin files for `device`, relative to a Python site-packages folder, in preference order.
 pub fn plugin_files(device: DeviceKind) -> &'static [&'static str] {
@@ -143,6 +143,9 @@ pub(crate) struct Plugin {
 
 type GetPjrtApi = unsafe extern "C" fn() -> *const PJRT_Api;
 
+/// The plugins loaded in this process, by canonical path (a handful at most).
+static LOADED: std::sync::Mutex<Vec<(PathBuf, pjrt::Api)>> = std::sync::Mutex::new(Vec::new());
+
 /// Loads the plugin at `path`, checking it before `pjrt` touches it.
 pub(crate) fn load(path: &Path) -> Result<Plugin> {
     let start = Instant::now();
@@ -190,14 +193,24 @@ pub(crate) fn load(path: &Path) -> Result<Plugin> {
     };
     check_version(&path, struct_size, major, minor)?;
 
-    let path_str = path
-        .to_str()
-        .ok_or_else(|| not_a_plugin("its path is not valid UTF-8".to_string()))?
-        .to_string();
-    // `pjrt` keeps its own handle to the library for the life of the process.
-    let api = guard("plugin initialization", || pjrt::plugin(path_str).load())?
-        .map_err(|e| not_a_plugin(pjrt_message(e)))?;
-    drop(lib);
+    // Every call goes through a copy of the table whose functions catch C++ exceptions
+    // (pjrt-sys's guard.cc): one escaping into Rust would abort the process.
+    // SAFETY: `raw` is the plugin's table, checked above to be at least as long as ours.
+    let table = unsafe { pjrt_sys::fxhlo_pjrt_guard_api(raw) };
+    let api = {
+        // One `pjrt::Api` per plugin file: `wrap` initializes the plugin, which must happen once.
+        let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match loaded.iter().find(|(p, _)| *p == path) {
+            Some((_, api)) => api.clone(),
+            None => {
+                let api = guard("plugin initialization", || pjrt::Api::wrap(table))?;
+                // The library stays loaded for the life of the process, as the table does.
+                std::mem::forget(lib);
+                loaded.push((path.clone(), api.clone()));
+                api
+            }
+        }
+    };
     tracing::debug!(
         plugin = %path.display(),
         version = %format!("{major}.{minor}"),
@@ -206,7 +219,7 @@ pub(crate) fn load(path: &Path) -> Result<Plugin> {
     );
     Ok(Plugin {
         api,
-        raw: RawApi(raw),
+        raw: RawApi(table),
         version: (major, minor),
     })
 }
@@ -240,8 +253,9 @@ pub(crate) struct RawApi(*const PJRT_Api);
 impl RawApi {
     /// The function table.
     pub(crate) fn table(&self) -> &PJRT_Api {
-        // SAFETY: `self.0` points at the plugin's static table, which outlives the process's use
-        // of it (`pjrt` never unloads plugins); the table is at least as long as ours.
+        // SAFETY: `self.0` points at the guarded copy of the plugin's table (pjrt-sys's
+        // guard.cc), which lives as long as the process, as the plugin does (never unloaded);
+        // it is as long as ours (`check_version`).
         unsafe { &*self.0 }
     }
 

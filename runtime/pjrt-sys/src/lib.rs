@@ -17,6 +17,14 @@
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 include!(concat!(env!("OUT_DIR"), "/constructors.rs"));
 
+extern "C" {
+    /// A copy of the plugin's table `api` whose every function catches C++ exceptions and
+    /// returns them as `PJRT_Error`s (`src/guard.cc`); the same copy for the same `api`. The
+    /// returned table lives for the rest of the process. Up to four plugins per process are
+    /// guarded; past that `api` itself comes back.
+    pub fn fxhlo_pjrt_guard_api(api: *const PJRT_Api) -> *const PJRT_Api;
+}
+
 /// Protobuf messages (prost) that `pjrt` encodes into `PJRT_Client_Compile_Args`.
 pub mod protos {
     include!(concat!(env!("OUT_DIR"), "/protos.rs"));

@@ -254,6 +254,29 @@ func.func @main(%a: tensor<2xf32>, %b: tensor<3xf32>) -> tensor<2xf32> {
     );
 }
 
+/// The XLA CPU plugin throws a C++ exception while compiling a tensor whose size overflows 64
+/// bits; without the guarded API table it unwound into Rust and aborted the process ("Rust
+/// cannot catch foreign exceptions"). It must come back as a compile error, and the client must
+/// still work afterwards.
+#[test]
+fn a_cpp_exception_in_the_plugin_is_a_compile_error() {
+    let dims = "1099511627776x1099511627776";
+    let mlir = format!(
+        "func.func @main() -> tensor<{dims}xf32> {{\n  %0 = stablehlo.constant dense<1.0> : tensor<f32>\n  \
+         %1 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<{dims}xf32>\n  \
+         return %1 : tensor<{dims}xf32>\n}}\n"
+    );
+    let msg = compile_err(&mlir);
+    eprintln!("{msg}");
+    assert!(msg.contains("threw a C++ exception in PJRT_Client_Compile"), "{msg}");
+    let out = super::run_mlir(
+        &cpu_client(),
+        &binary_module("add", "2", "f32"),
+        &[HostTensor::from_f32([2], &[1.0, 2.0]).unwrap(), HostTensor::from_f32([2], &[3.0, 4.0]).unwrap()],
+    );
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
+}
+
 #[test]
 fn wrong_arguments_are_execute_errors() {
     let client = cpu_client();
