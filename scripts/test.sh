@@ -8,7 +8,9 @@ cd "$ROOT"
 "$ROOT/scripts/setup.sh" || exit 1
 echo
 LOG="$(mktemp)"
-trap 'rm -f "$LOG"' EXIT
+# The tests start from an empty compile cache of their own and leave the user's untouched.
+export FXHLO_CACHE_DIR="$(mktemp -d)"
+trap 'rm -rf "$LOG" "$FXHLO_CACHE_DIR"' EXIT
 
 status=0
 cargo test --workspace 2>&1 | tee "$LOG" || status=$?

@@ -2,6 +2,7 @@
 //! PJRT compile.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fxhlo_frontend::Bundle;
@@ -9,6 +10,7 @@ use fxhlo_ir::{Graph, InputKind, Op, TensorType};
 use fxhlo_passes::PassManager;
 use fxhlo_runtime::{Client, DeviceBuffer, DeviceKind, EnvConfig, Executable, HostTensor, Target};
 
+use crate::cache::{target_id, CacheKey, CompileCache, Tier};
 use crate::dump::Dump;
 pub use fxhlo_codegen::Frozen;
 use crate::tensor::{element_type, host_tensor};
@@ -32,12 +34,22 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// Everything in these options that changes the executable, as stable text: part of the
+    /// cache key (dump settings and logging are not options, so they never are).
+    pub fn fingerprint(&self) -> String {
+        let passes: Vec<&str> = fxhlo_passes::default_pipeline().iter().map(|p| p.name()).collect();
+        format!("device={} check_indices={} passes=[{}]", self.device, self.check_indices, passes.join(","))
+    }
+}
+
 /// A compiler bound to one PJRT client. Not `Send`: PJRT clients in `pjrt` 0.2 are `Rc`-based,
 /// so a compiler lives on the thread that created it.
 pub struct Compiler {
     options: Options,
     target: Target,
     client: Client,
+    cache: Arc<CompileCache>,
 }
 
 impl Compiler {
@@ -50,10 +62,52 @@ impl Compiler {
     /// [`Compiler::new`] with explicit settings instead of the process environment (the
     /// Python extension adds the running interpreter's environment to the plugin search).
     pub fn new_in(options: Options, env: &EnvConfig) -> Result<Compiler> {
+        Compiler::with_cache(options, env, CompileCache::global())
+    }
+
+    /// [`Compiler::new_in`] with its own compile cache instead of the process's.
+    pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Compiler> {
         let target = Target::resolve_in(options.device, env)?;
         let client = Client::new_in(&target, env)?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
-        Ok(Compiler { options, target, client })
+        Ok(Compiler { options, target, client, cache })
+    }
+
+    /// The compile cache this compiler reads and fills.
+    pub fn cache(&self) -> &Arc<CompileCache> {
+        &self.cache
+    }
+
+    /// The key of `graph` (as imported) compiled by this compiler with `frozen` inputs.
+    pub fn key(&self, graph: &Graph, frozen: &Frozen) -> CacheKey {
+        let c = &self.client;
+        let target = target_id(&c.platform_name(), &c.platform_version(), c.addressable_device_count(), self.target.topology.as_deref());
+        CacheKey::new(graph, &self.options, frozen, target)
+    }
+
+    /// The executable of `key` from the cache, or `mlir` compiled (and cached) on a miss; with
+    /// where it came from (`None`: compiled). With `FXHLO_ERROR_ON_COMPILE` a miss is an error.
+    pub fn executable(&self, graph: &str, key: &CacheKey, mlir: &str) -> Result<(Executable, Option<Tier>)> {
+        if let Some((bytes, tier)) = self.cache.get(key) {
+            match self.client.load_serialized(&bytes) {
+                Ok(exe) => return Ok((exe, Some(tier))),
+                Err(e) => {
+                    tracing::warn!(graph, "fxhlo cache: the plugin cannot load the cached executable ({e}); compiling again");
+                    self.cache.forget(key);
+                }
+            }
+        }
+        if self.cache.config().error_on_compile {
+            let (_, detail) = self.cache.explain_miss(key);
+            return Err(Error::CompileRefused { graph: graph.to_string(), detail });
+        }
+        let executable = self.client.compile(mlir)?;
+        self.cache.count_compile();
+        match executable.serialize() {
+            Ok(bytes) => self.cache.put(key, bytes),
+            Err(e) => tracing::warn!(graph, "fxhlo cache: the plugin cannot serialize this executable ({e}); not cached"),
+        }
+        Ok((executable, None))
     }
 
     /// The options this compiler was built with.
@@ -99,14 +153,18 @@ impl Compiler {
     /// given bytes, and are not inputs of [`Compiled`]: XLA may fold them, and later changes
     /// to the tensors they came from are not seen.
     pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
+        let key = self.key(graph, frozen);
+        if let Some(d) = dump {
+            d.write_file("cache-key.json", key.to_json().as_bytes())?;
+        }
         let start = Instant::now();
         let Lowered { mlir, inputs, checks } = lower(graph, dump, frozen, &self.options)?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
-        let executable = self.client.compile(&mlir)?;
+        let (executable, cached) = self.executable(&graph.name, &key, &mlir)?;
         let compile_time = start.elapsed();
-        tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, "compiled");
-        Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, codegen_time, compile_time })
+        tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
+        Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
     }
 }
 
@@ -242,9 +300,13 @@ pub struct Compiled {
     pub inputs: Vec<InputSignature>,
     /// The index checks that follow the graph's outputs (empty without `check_indices`).
     pub checks: Checks,
+    /// The compile cache's key of this executable.
+    pub key: CacheKey,
+    /// Where the executable came from: `None` when PJRT compiled it, else the cache tier.
+    pub cached: Option<Tier>,
     /// Time spent in codegen (IR → MLIR text).
     pub codegen_time: Duration,
-    /// Time spent in the PJRT compiler.
+    /// Time spent in the PJRT compiler, or loading the executable from the cache.
     pub compile_time: Duration,
 }
 

@@ -36,6 +36,13 @@ impl Dump {
         &self.dir
     }
 
+    /// Writes a file that is not a stage (`cache-key.json`) under `name`, atomically.
+    pub fn write_file(&self, name: &str, contents: &[u8]) -> Result<PathBuf> {
+        let path = self.dir.join(name);
+        fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
+        Ok(path)
+    }
+
     /// Writes stage `index` named `stage` with extension `ext`.
     pub fn write(&self, index: u32, stage: &str, ext: &str, contents: &[u8]) -> Result<PathBuf> {
         let path = self.dir.join(format!("{index:02}-{stage}.{ext}"));

@@ -24,6 +24,9 @@ pub enum Error {
     /// With `check_indices`, a run read an index outside its tensor (XLA would have clamped it).
     #[error("graph `{graph}`: node `{node}` used an index out of range (eager PyTorch raises IndexError; without check_indices the device clamps it to the nearest valid index)")]
     IndexOutOfRange { graph: String, node: String },
+    /// `FXHLO_ERROR_ON_COMPILE` is set and the cache has no executable for a graph.
+    #[error("graph `{graph}`: FXHLO_ERROR_ON_COMPILE is set and the compile cache has no executable for it: {detail}")]
+    CompileRefused { graph: String, detail: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),

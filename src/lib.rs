@@ -15,13 +15,16 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cache;
 mod check;
 mod compiler;
 mod dump;
+pub mod env;
 mod error;
 mod tensor;
 
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
+pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
 pub use compiler::{lower, Checks, Compiled, Compiler, Frozen, InputSignature, Lowered, Options};
 pub use dump::Dump;
 pub use error::{Error, Result};

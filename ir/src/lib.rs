@@ -28,6 +28,6 @@ pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};
 pub use name::Name;
 pub use op::{BinaryOp, CompareOp, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp};
 pub use parse::parse;
-pub use print::print;
+pub use print::{print, print_canonical};
 pub use types::{DType, Shape, TensorType, UnknownDType};
 pub use verify::verify;

@@ -12,20 +12,50 @@
 //! Nodes print in [`Graph::topo_order`], which is deterministic, so the text can be hashed
 //! (cache keys) and snapshotted (golden tests).
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::graph::{Graph, ValueRef};
+use crate::graph::{Graph, NodeId, ValueRef};
 
 /// Prints the graph in the IR text format. A graph with a cycle prints its nodes in index
 /// order (the verifier reports the cycle).
 pub fn print(graph: &Graph) -> String {
+    write_graph(graph, false)
+}
+
+/// The graph's canonical text, for cache keys: what the executable depends on and nothing
+/// else. Values are numbered by position (`%0`, `%1`, ... in topological order) instead of
+/// named, and the graph name and source locations are left out, so the same model traced by
+/// another script, with other FX node names, prints the same. Not parseable (no names).
+pub fn print_canonical(graph: &Graph) -> String {
+    write_graph(graph, true)
+}
+
+fn write_graph(graph: &Graph, canonical: bool) -> String {
     let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
+    let position: HashMap<NodeId, usize> = if canonical { order.iter().enumerate().map(|(i, &id)| (id, i)).collect() } else { HashMap::new() };
+    let value = |v: ValueRef| -> String {
+        let node = graph.node(v.node);
+        let name = match position.get(&v.node) {
+            Some(i) => i.to_string(),
+            None => node.name.to_string(),
+        };
+        if node.results.len() == 1 {
+            format!("%{name}")
+        } else {
+            format!("%{name}#{}", v.result)
+        }
+    };
     let mut out = String::new();
-    let _ = writeln!(out, "graph @{} {{", graph.name);
+    let _ = writeln!(out, "graph @{} {{", if canonical { "_" } else { graph.name.as_str() });
     for id in order {
         let node = graph.node(id);
-        let _ = write!(out, "  %{} = {}", node.name, node.op.text_name());
-        let operands: Vec<String> = graph.operands(id).iter().map(|v| value_name(graph, *v)).collect();
+        let name = match position.get(&id) {
+            Some(i) => i.to_string(),
+            None => node.name.to_string(),
+        };
+        let _ = write!(out, "  %{name} = {}", node.op.text_name());
+        let operands: Vec<String> = graph.operands(id).iter().map(|v| value(*v)).collect();
         if !operands.is_empty() {
             let _ = write!(out, " {}", operands.join(", "));
         }
@@ -39,22 +69,13 @@ pub fn print(graph: &Graph) -> String {
             1 => { let _ = write!(out, " : {}", types[0]); }
             _ => { let _ = write!(out, " : ({})", types.join(", ")); }
         }
-        if let Some(loc) = &node.source {
+        if let (Some(loc), false) = (&node.source, canonical) {
             let _ = write!(out, "  loc({:?}:{})", loc.file, loc.line);
         }
         out.push('\n');
     }
-    let outs: Vec<String> = graph.outputs().iter().map(|v| value_name(graph, *v)).collect();
+    let outs: Vec<String> = graph.outputs().iter().map(|v| value(*v)).collect();
     let _ = writeln!(out, "  return {}", outs.join(", "));
     out.push_str("}\n");
     out
-}
-
-fn value_name(graph: &Graph, v: ValueRef) -> String {
-    let name = &graph.node(v.node).name;
-    if graph.node(v.node).results.len() == 1 {
-        format!("%{name}")
-    } else {
-        format!("%{name}#{}", v.result)
-    }
 }

@@ -22,8 +22,18 @@ from .export import Capture, CapturedInput, ExportError, capture, export
 
 register()
 
+
+def cache_stats() -> dict:
+    """The compile cache's counters for this process: ``compiles`` (PJRT compiles done because
+    the cache missed), ``memory_hits``, ``disk_hits``, ``misses_by_reason``, ``bytes_on_disk``,
+    ``entries_on_disk``, and the cache's ``dir`` and ``mode`` (README, "Caching")."""
+    from . import _native
+
+    return _native.cache_stats()
+
+
 __all__ = [
     "OPTIONS", "BackendOptions", "Capture", "CapturedInput", "CompileError", "CompiledGraph", "DeviceError",
     "ExecutionError", "ExportError", "FallbackWarning", "FxhloError", "OptionsError", "UnsupportedOpsError",
-    "capture", "compiled_graphs", "export", "fxhlo_backend", "register",
+    "cache_stats", "capture", "compiled_graphs", "export", "fxhlo_backend", "register",
 ]

@@ -66,7 +66,8 @@ impl Executable {
             return Ok(t);
         }
         let compiler = compiler(py, &p.options)?;
-        let exe = compiler.client().compile(&p.mlir).map_err(|e| compile_error(py, &e.into()))?;
+        // Another thread compiled it: the cache's memory tier has it, loaded in a few ms.
+        let (exe, _) = compiler.executable(&p.graph, &p.key, &p.mlir).map_err(|e| compile_error(py, &e))?;
         Ok(insert_loaded(p, compiler, exe))
     }
 }
@@ -365,6 +366,7 @@ fn compile(
         id: NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed),
         options,
         checks: compiled.checks,
+        key: compiled.key,
         graph: graph.name.clone(),
         mlir: compiled.mlir,
         inputs,
@@ -376,11 +378,45 @@ fn compile(
     Ok(Executable { program })
 }
 
+/// The process's compile cache counters (`fxhlo.cache_stats()`): `compiles` (PJRT compiles
+/// done because the cache missed), `memory_hits`, `disk_hits`, `misses_by_reason` (a dict),
+/// `bytes_on_disk`, `entries_on_disk`, and `dir` and `mode`.
+#[pyfunction]
+fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let cache = fxhlo::CompileCache::global();
+    let s = cache.stats();
+    let d = PyDict::new(py);
+    d.set_item("compiles", s.compiles)?;
+    d.set_item("memory_hits", s.memory_hits)?;
+    d.set_item("disk_hits", s.disk_hits)?;
+    let misses = PyDict::new(py);
+    for (reason, n) in &s.misses_by_reason {
+        misses.set_item(reason, n)?;
+    }
+    d.set_item("misses_by_reason", misses)?;
+    d.set_item("bytes_on_disk", s.bytes_on_disk)?;
+    d.set_item("entries_on_disk", s.entries_on_disk)?;
+    d.set_item("dir", cache.config().dir.as_ref().map(|p| p.display().to_string()))?;
+    let mode = match cache.config().mode {
+        fxhlo::CacheMode::ReadWrite => "read-write",
+        fxhlo::CacheMode::ReadOnly => "read-only",
+        fxhlo::CacheMode::Off => "off",
+    };
+    d.set_item("mode", mode)?;
+    Ok(d)
+}
+
 /// The Python module `fxhlo._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // fxhlo's own warnings (an unusable cache entry, a cache folder that cannot be written)
+    // reach stderr as in the CLI; `FXHLO_LOG` chooses the level (default `warn`; `info` shows
+    // why each compile missed the cache). Another subscriber set by the host process wins.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FXHLO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
     m.add_class::<Executable>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -39,6 +39,8 @@ pub(crate) struct Program {
     pub(crate) options: Options,
     /// The index checks that follow the graph's outputs (`check_indices`).
     pub(crate) checks: fxhlo::Checks,
+    /// The compile cache's key: another thread loads the executable from the cache with it.
+    pub(crate) key: fxhlo::CacheKey,
     pub(crate) graph: String,
     pub(crate) mlir: String,
     pub(crate) inputs: Vec<Arg>,

@@ -1,0 +1,187 @@
+//! The compile cache's key: a struct of named fields, each hashed on its own and then
+//! together, so that a miss can be explained field by field.
+//!
+//! What goes in is everything the executable depends on: the graph as imported in canonical
+//! form (values numbered by position, no names, no source locations: the same model hits from
+//! another script or process), every input's kind, dtype and shape, the bytes of frozen
+//! weights, the compile options, the target (plugin platform and version, device count,
+//! topology), `XLA_FLAGS`, and fxhlo's own version. Dump settings and log levels are not.
+
+use std::fmt::Write as _;
+
+use fxhlo_ir::{Graph, InputKind, Op};
+use serde::{Deserialize, Serialize};
+
+use crate::compiler::{Frozen, Options};
+
+/// The key of one executable. Compare keys with `==`; name files with [`CacheKey::hex`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheKey {
+    /// fxhlo's version (a new fxhlo may lower the same graph differently).
+    pub fxhlo: String,
+    /// blake3 of the graph's shape-free structure: ops and how they connect. Two keys of one
+    /// model at two image sizes share it; a miss reports the nearest entry with the same one.
+    pub structure: String,
+    /// blake3 of [`fxhlo_ir::print_canonical`]: the whole graph, types and attributes included.
+    pub graph: String,
+    /// One per graph input, in calling order: `user_input f32[1,3,224,224]`,
+    /// `parameter f32[64,3,7,7] conv1.weight`.
+    pub inputs: Vec<String>,
+    /// blake3 over the frozen inputs' names and bytes (`freeze`), `None` without.
+    pub frozen: Option<String>,
+    /// [`Options::fingerprint`].
+    pub options: String,
+    /// The target: `cpu 0.81 (1 device)`, with the topology for ahead-of-time targets.
+    pub target: String,
+    /// `XLA_FLAGS` as set when compiling.
+    pub xla_flags: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+impl CacheKey {
+    /// The key of `graph` (as imported, before passes) compiled with `options` and `frozen` for
+    /// `target` (see [`target_id`]).
+    pub fn new(graph: &Graph, options: &Options, frozen: &Frozen, target: String) -> CacheKey {
+        let inputs = graph
+            .inputs()
+            .iter()
+            .map(|&id| {
+                let node = graph.node(id);
+                match &node.op {
+                    Op::Input { kind, weight } => {
+                        let kind = match kind {
+                            InputKind::UserInput => "user_input",
+                            InputKind::Parameter => "parameter",
+                            InputKind::Buffer => "buffer",
+                            InputKind::Constant => "constant",
+                        };
+                        let weight = weight.as_deref().map(|w| format!(" {w}")).unwrap_or_default();
+                        format!("{kind} {}{weight}", node.results[0])
+                    }
+                    other => format!("{} {}", other.name(), node.results[0]),
+                }
+            })
+            .collect();
+        let frozen = (!frozen.is_empty()).then(|| {
+            let mut h = blake3::Hasher::new();
+            // Sorted by name: the key must not depend on a map's iteration order.
+            let mut names: Vec<&String> = frozen.keys().collect();
+            names.sort();
+            for name in names {
+                h.update(&(name.len() as u64).to_le_bytes());
+                h.update(name.as_bytes());
+                let bytes = &frozen[name];
+                h.update(&(bytes.len() as u64).to_le_bytes());
+                h.update(bytes);
+            }
+            h.finalize().to_hex().to_string()
+        });
+        CacheKey {
+            fxhlo: env!("CARGO_PKG_VERSION").to_string(),
+            structure: hex(structure(graph).as_bytes()),
+            graph: hex(fxhlo_ir::print_canonical(graph).as_bytes()),
+            inputs,
+            frozen,
+            options: options.fingerprint(),
+            target,
+            xla_flags: crate::env::var(crate::env::XLA_FLAGS).unwrap_or_default(),
+        }
+    }
+
+    /// The digest of the key: each field hashed on its own (with its name), then the field
+    /// hashes together. 64 hex digits.
+    pub fn hex(&self) -> String {
+        let mut all = blake3::Hasher::new();
+        for (name, value) in self.fields() {
+            let mut h = blake3::Hasher::new();
+            h.update(name.as_bytes());
+            h.update(&[0]);
+            h.update(value.as_bytes());
+            all.update(h.finalize().as_bytes());
+        }
+        all.finalize().to_hex().to_string()
+    }
+
+    /// `(name, value)` of every field, in a fixed order (inputs one by one).
+    pub fn fields(&self) -> Vec<(String, String)> {
+        let mut out = vec![
+            ("fxhlo".to_string(), self.fxhlo.clone()),
+            ("structure".to_string(), self.structure.clone()),
+            ("graph".to_string(), self.graph.clone()),
+            ("inputs".to_string(), self.inputs.len().to_string()),
+        ];
+        out.extend(self.inputs.iter().enumerate().map(|(i, s)| (format!("input {i}"), s.clone())));
+        out.push(("frozen".to_string(), self.frozen.clone().unwrap_or_else(|| "none".to_string())));
+        out.push(("options".to_string(), self.options.clone()));
+        out.push(("target".to_string(), self.target.clone()));
+        out.push(("xla_flags".to_string(), self.xla_flags.clone()));
+        out
+    }
+
+    /// The fields in which `other` differs from `self`, each as `name: other's vs self's`
+    /// (`input 0: user_input f32[1,3,224,224] vs user_input f32[1,3,256,256]`). The graph hash
+    /// is left out when an input differs: a new shape changes it too.
+    pub fn differences(&self, other: &CacheKey) -> Vec<String> {
+        let mine: Vec<(String, String)> = self.fields();
+        let theirs: Vec<(String, String)> = other.fields();
+        let mut out = Vec::new();
+        for (name, value) in &mine {
+            let there = theirs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("(absent)");
+            if there != value {
+                out.push(format!("{name}: {there} vs {value}"));
+            }
+        }
+        for (name, value) in &theirs {
+            if !mine.iter().any(|(n, _)| n == name) {
+                out.push(format!("{name}: {value} vs (absent)"));
+            }
+        }
+        if out.iter().any(|d| d.starts_with("input")) {
+            out.retain(|d| !d.starts_with("graph:"));
+        }
+        out
+    }
+
+    /// The key as pretty JSON (`cache-key.json` in a dump folder), with its digest.
+    pub fn to_json(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(map) = value.as_object_mut() {
+            map.insert("digest".to_string(), serde_json::Value::String(self.hex()));
+        }
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// A graph's structure without types or attributes: one line per node with its op and
+/// operand positions. Two image sizes of one model print the same.
+fn structure(graph: &Graph) -> String {
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
+    let position: std::collections::HashMap<_, _> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut out = String::new();
+    for &id in &order {
+        let _ = write!(out, "{}", graph.node(id).op.name());
+        for v in graph.operands(id) {
+            let _ = write!(out, " {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
+        }
+        out.push('\n');
+    }
+    for v in graph.outputs() {
+        let _ = write!(out, "return {}#{}\n", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
+    }
+    out
+}
+
+/// The target part of a key: the plugin's platform name and version as PJRT reports them,
+/// the device count, and the topology of an ahead-of-time target.
+pub fn target_id(platform: &str, version: &str, devices: usize, topology: Option<&str>) -> String {
+    let plural = if devices == 1 { "" } else { "s" };
+    match topology {
+        Some(t) => format!("{platform} {version} ({devices} device{plural}, topology {t})"),
+        None => format!("{platform} {version} ({devices} device{plural})"),
+    }
+}
