@@ -1,13 +1,17 @@
-//! The `fxhlo` command-line tool: run, inspect and check trace bundles without Python.
+//! The `fxhlo` command-line tool: run, inspect and check trace bundles without Python, and
+//! manage the compile cache.
+
+mod cache;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
-use fxhlo::runtime::{DeviceKind, HostTensor};
-use fxhlo::{Compiler, Options};
+use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor};
+use fxhlo::{CacheConfig, CacheMode, CompileCache, Compiled, Compiler, Frozen, Options, Tier};
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
 const FXHLO_LOG: &str = "FXHLO_LOG";
@@ -52,7 +56,8 @@ enum Command {
         write_bin: Option<PathBuf>,
     },
     /// Measure a bundle: import, codegen and PJRT compile times (median of `--compiles` cold
-    /// compiles) and steady-state run latency (median of `--runs`).
+    /// compiles, the compile cache bypassed), the time to load the executable from the cache,
+    /// and steady-state run latency (median of `--runs`).
     Bench {
         bundle: PathBuf,
         #[arg(long, value_enum, default_value_t = Device::Cpu)]
@@ -62,15 +67,30 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         runs: usize,
     },
-    /// Import a bundle and print one stage of it (no device needed).
+    /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
+    /// it into the compile cache.
     Compile {
         bundle: PathBuf,
         /// What to print: the imported IR or the StableHLO module (as the device gets it).
-        #[arg(long, value_enum, default_value_t = Emit::Mlir)]
-        emit: Emit,
+        /// Default: `mlir`, or nothing with `--cache`.
+        #[arg(long, value_enum)]
+        emit: Option<Emit>,
         /// Also write every stage under this folder: `<graph>-<hash8>/NN-<stage>.*`.
         #[arg(long)]
         dump: Option<PathBuf>,
+        /// Compile for `--device` through the compile cache (`FXHLO_CACHE_DIR`, ...), filling
+        /// it, and say whether the executable was compiled or already cached, with its key
+        /// (on stdout, or on stderr when `--emit` prints a stage).
+        #[arg(long)]
+        cache: bool,
+        /// The device to compile for (its options are part of the cache key).
+        #[arg(long, value_enum, default_value_t = Device::Cpu)]
+        device: Device,
+    },
+    /// The compile cache's folder: stats, list, verify or clear its entries.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
     },
 }
 
@@ -123,12 +143,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let compiler = Compiler::new(Options { device, check_indices })?;
             let compiled = compiler.compile(&bundle.graph)?;
             println!(
-                "compiled `{}` for {} ({}): codegen {:.1} ms, PJRT compile {:.1} ms",
+                "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
                 bundle.graph.name,
                 device,
                 compiler.client().platform_name(),
                 compiled.codegen_time.as_secs_f64() * 1e3,
-                compiled.compile_time.as_secs_f64() * 1e3
+                provenance(&compiled)
             );
             let outputs = compiled.run_bundle(&compiler, &bundle)?;
             for (i, out) in outputs.iter().enumerate() {
@@ -168,16 +188,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
-            let compiler = Compiler::new(Options { device: device_kind(device), ..Options::default() })?;
+            // A cache of its own, memory only, emptied before each compile: every compile is a
+            // PJRT compile, and the folder is left alone.
+            let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
+            let options = Options { device: device_kind(device), ..Options::default() };
+            let compiler = Compiler::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
+            let key = compiler.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
-            let mut compiled = None;
             for _ in 0..compiles.max(1) {
+                compiler.cache().forget(&key);
                 let c = compiler.compile(&b.graph)?;
                 codegen.push(c.codegen_time.as_secs_f64());
                 compile.push(c.compile_time.as_secs_f64());
-                compiled = Some(c);
             }
-            let compiled = compiled.context("no compile ran")?;
+            // Once more, from the cache the last compile filled: what a cache hit costs.
+            let compiled = compiler.compile(&b.graph)?;
+            let load = compiled.cached.map(|_| compiled.compile_time);
             let mut latency = Vec::new();
             for _ in 0..runs.max(1) + 1 {
                 let t = std::time::Instant::now();
@@ -191,10 +217,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("codegen:      {:>9.2} ms  (median of {})", cg * 1e3, codegen.len());
             println!("PJRT compile: {:>9.2} ms  (median of {})", cp * 1e3, compile.len());
             println!("codegen share of compile: {:.1} %", 100.0 * cg / (cg + cp));
+            match load {
+                Some(load) => println!("cache load:   {:>9.2} ms  (deserializing the executable)", load.as_secs_f64() * 1e3),
+                None => println!("cache load:   n/a (the plugin cannot serialize this executable)"),
+            }
             println!("run (upload + execute + download): {:.3} ms  (median of {})", lat * 1e3, latency.len());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Compile { bundle, emit, dump } => {
+        Command::Compile { bundle, emit, dump, cache, device } => {
+            let options = Options { device: device_kind(device), ..Options::default() };
             let bundle = open(&bundle)?;
             let dump = match &dump {
                 Some(root) => {
@@ -210,8 +241,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => None,
             };
+            if cache {
+                let compiler = Compiler::new(options)?;
+                let compiled = compiler.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
+                let line = cache_line(&compiler, &compiled);
+                match emit {
+                    None => println!("{line}"),
+                    Some(emit) => {
+                        eprintln!("{line}");
+                        match emit {
+                            Emit::Mlir => println!("{}", compiled.mlir),
+                            Emit::Ir => print!("{}", fxhlo::ir::print(&bundle.graph)),
+                        }
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let emit = emit.unwrap_or(Emit::Mlir);
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
-                Some(fxhlo::lower(&bundle.graph, dump.as_ref(), &fxhlo::Frozen::new(), &Options::default()).context("lowering to StableHLO")?)
+                Some(fxhlo::lower(&bundle.graph, dump.as_ref(), &Frozen::new(), &options).context("lowering to StableHLO")?)
             } else {
                 None
             };
@@ -221,6 +269,45 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Cache { command } => cache::run(command),
+    }
+}
+
+/// Where an executable came from, with the time it took: `PJRT compile 41.2 ms`, or `loaded
+/// from the disk cache in 1.3 ms`.
+fn provenance(compiled: &Compiled) -> String {
+    let ms = compiled.compile_time.as_secs_f64() * 1e3;
+    match compiled.cached {
+        None => format!("PJRT compile {ms:.1} ms"),
+        Some(tier) => format!("loaded from the {} cache in {ms:.1} ms", tier_name(tier)),
+    }
+}
+
+fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Memory => "memory",
+        Tier::Disk => "disk",
+    }
+}
+
+/// `compile --cache`'s report: compiled or already cached, the key's digest, and where the
+/// entry is (or why none was written).
+fn cache_line(compiler: &Compiler, compiled: &Compiled) -> String {
+    let device = compiler.options().device;
+    let platform = compiler.client().platform_name();
+    let digest = compiled.key.hex();
+    let config = compiler.cache().config();
+    let entry = config.dir.as_deref().map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.key));
+    let stored = match (config.mode, &entry) {
+        (CacheMode::Off, _) => format!("not stored on disk ({}=off)", fxhlo::env::FXHLO_CACHE),
+        (_, None) => format!("not stored on disk (no cache folder: set {})", fxhlo::env::FXHLO_CACHE_DIR),
+        (_, Some(path)) if path.is_file() => format!("entry {}", path.display()),
+        (CacheMode::ReadOnly, Some(_)) => format!("not stored on disk ({}=read-only)", fxhlo::env::FXHLO_CACHE),
+        (_, Some(path)) => format!("not stored on disk: {} could not be written (see the warning above)", path.display()),
+    };
+    match compiled.cached {
+        None => format!("compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}", compiled.graph, provenance(compiled)),
+        Some(_) => format!("`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}", compiled.graph, provenance(compiled)),
     }
 }
 

@@ -1,5 +1,5 @@
-//! The `fxhlo` binary run as a user runs it: exit codes, the check line, and clear errors for
-//! bad input (each asserted on its message).
+//! The `fxhlo` binary run as a user runs it: exit codes, the check line, clear errors for bad
+//! input (each asserted on its message), and the compile cache across processes.
 
 use std::fs;
 use std::io::Read;
@@ -11,9 +11,15 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testsuite/fixtures/mlp.fxt")
 }
 
+/// Runs the binary with `env` added. The compile cache's folder is off unless `env` says
+/// otherwise: a test never writes to the user's cache, nor depends on what earlier runs left.
 fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
     cmd.args(args).env_remove("FXHLO_PJRT_PLUGIN").env_remove("FXHLO_TPU_FORCE").env_remove("FXHLO_TPU_DEV_DIR");
+    for var in ["FXHLO_CACHE_DIR", "FXHLO_CACHE_MAX_BYTES", "FXHLO_ERROR_ON_COMPILE"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("FXHLO_CACHE", "off");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -268,7 +274,7 @@ fn an_unreadable_folder_says_permission_denied() {
     let dir = scratch("unreadable");
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o000)).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
-    cmd.args(["import", dir.to_str().unwrap()]);
+    cmd.args(["import", dir.to_str().unwrap()]).env("FXHLO_CACHE", "off");
     if fs::read_dir(&dir).is_ok() {
         cmd.uid(65534).gid(65534); // root: permission bits did not apply to this process
     }
@@ -304,5 +310,131 @@ fn a_missing_weights_file_is_named() {
     let stderr = stderr_of(&["run", dir.to_str().unwrap()]);
     let want = format!("{}: no such file, but parameter `arg0_1` needs tensor `fc1.weight` from it", dir.join("weights.safetensors").display());
     assert!(stderr.contains(&want), "{stderr}");
+    fs::remove_dir_all(dir).ok();
+}
+
+/// A fresh, not yet existing cache folder for one test.
+fn cache_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fxhlo-cli-cache-{tag}-{}", std::process::id()));
+    fs::remove_dir_all(&dir).ok();
+    dir
+}
+
+/// Runs the binary on the cache folder `dir`, read-write.
+fn cached(args: &[&str], dir: &Path) -> Output {
+    fxhlo(args, &[("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", dir.to_str().unwrap())])
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The names of the files in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// `compile --cache` compiles once; a second process finds the entry, which `cache ls`
+/// and `cache stats` show.
+#[test]
+fn compile_cache_compiles_once_and_the_next_process_loads_it() {
+    let dir = cache_dir("compile");
+    let stats = cached(&["cache", "stats"], &dir);
+    assert!(stats.status.success());
+    let text = stdout(&stats);
+    assert!(text.contains("does not exist yet") && text.contains("entries: 0 ") && text.contains("4.0 GiB (4294967296 bytes"), "{text}");
+
+    let first = cached(&["compile", fixture().to_str().unwrap(), "--cache"], &dir);
+    assert!(first.status.success());
+    let first = stdout(&first);
+    assert!(first.starts_with("compiled `mlp` for cpu") && first.contains("PJRT compile"), "{first}");
+    let digest = first.split("cache key ").nth(1).unwrap()[..64].to_string();
+    assert_eq!(names(&dir), [format!("{digest}.fxc")]);
+
+    let second = stdout(&cached(&["compile", fixture().to_str().unwrap(), "--cache"], &dir));
+    assert!(second.contains("`mlp` for cpu (cpu) is already cached: loaded from the disk cache") && second.contains(&digest), "{second}");
+
+    let ls = stdout(&cached(&["cache", "ls"], &dir));
+    let lines: Vec<&str> = ls.lines().collect();
+    assert_eq!(lines.len(), 1, "{ls}");
+    assert!(lines[0].starts_with(&digest[..16]) && lines[0].contains("inputs: user_input f32[2,8], 4 parameters"), "{ls}");
+    assert!(lines[0].contains("target: cpu") && lines[0].contains("options: device=cpu check_indices=false"), "{ls}");
+
+    let stats = stdout(&cached(&["cache", "stats"], &dir));
+    assert!(stats.contains("entries: 1 (") && stats.contains("mode:    read-write"), "{stats}");
+    fs::remove_dir_all(dir).ok();
+}
+
+/// `fxhlo run` in two processes: the second says its executable came from the disk cache.
+#[test]
+fn a_second_run_loads_from_the_disk_cache() {
+    let dir = cache_dir("run");
+    let first = cached(&["run", fixture().to_str().unwrap(), "--check"], &dir);
+    assert!(first.status.success());
+    assert!(stdout(&first).contains("PJRT compile") && !stdout(&first).contains("cache"), "{}", stdout(&first));
+    let second = cached(&["run", fixture().to_str().unwrap(), "--check"], &dir);
+    assert!(second.status.success());
+    let text = stdout(&second);
+    assert!(text.contains("compiled `mlp` for cpu (cpu): codegen") && text.contains("loaded from the disk cache in"), "{text}");
+    assert!(last_line(&second).starts_with("check: PASS"), "{text}");
+    fs::remove_dir_all(dir).ok();
+}
+
+/// A damaged entry is named by `cache verify` (exit 1) and removed by `verify --fix`; `ls`
+/// lists a file that is no entry at all as unreadable, with the reason.
+#[test]
+fn cache_verify_names_a_corrupt_entry_and_fix_removes_it() {
+    let dir = cache_dir("verify");
+    assert!(cached(&["compile", fixture().to_str().unwrap(), "--cache"], &dir).status.success());
+    let ok = cached(&["cache", "verify"], &dir);
+    assert!(ok.status.success() && stdout(&ok).contains("1 entry checked") && stdout(&ok).contains("1 ok, 0 bad"), "{}", stdout(&ok));
+
+    let entry = dir.join(&names(&dir)[0]);
+    let mut bytes = fs::read(&entry).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x55; // the last byte is the payload's
+    fs::write(&entry, bytes).unwrap();
+    fs::write(dir.join("junk.fxc"), b"not an entry").unwrap();
+
+    let ls = stdout(&cached(&["cache", "ls"], &dir));
+    assert!(ls.lines().any(|l| l.starts_with("junk ") && l.contains("unreadable: not an fxhlo cache entry")), "{ls}");
+
+    let bad = cached(&["cache", "verify"], &dir);
+    assert_eq!(bad.status.code(), Some(1));
+    let text = stdout(&bad);
+    let name = entry.file_name().unwrap().to_str().unwrap();
+    assert!(text.contains(&format!("bad: {name}: payload checksum does not match")), "{text}");
+    assert!(text.contains("bad: junk.fxc: not an fxhlo cache entry") && text.contains("0 ok, 2 bad"), "{text}");
+    assert_eq!(names(&dir).len(), 2, "verify without --fix removes nothing");
+
+    // Read-only forbids removing; read-write removes both.
+    let ro = fxhlo(&["cache", "verify", "--fix"], &[("FXHLO_CACHE", "read-only"), ("FXHLO_CACHE_DIR", dir.to_str().unwrap())]);
+    assert_eq!(ro.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&ro.stderr).contains("FXHLO_CACHE=read-only"));
+    let fixed = cached(&["cache", "verify", "--fix"], &dir);
+    assert_eq!(fixed.status.code(), Some(1));
+    assert!(stdout(&fixed).contains(&format!("bad: {name}: payload checksum does not match")) && stdout(&fixed).contains("2 removed"));
+    assert!(names(&dir).is_empty());
+    assert!(cached(&["cache", "verify"], &dir).status.success());
+    fs::remove_dir_all(dir).ok();
+}
+
+/// `cache clear` removes the entries and leftover temporaries, and nothing else of the folder.
+#[test]
+fn cache_clear_removes_entries_only() {
+    let dir = cache_dir("clear");
+    assert!(cached(&["compile", fixture().to_str().unwrap(), "--cache"], &dir).status.success());
+    let size = fs::metadata(dir.join(&names(&dir)[0])).unwrap().len();
+    fs::write(dir.join(".0123.fxc.999.0.tmp"), b"half an entry").unwrap();
+    fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    fs::write(dir.join("other.tmp"), b"not the cache's").unwrap();
+    let out = cached(&["cache", "clear"], &dir);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.starts_with("removed 1 entry (") && text.contains(&format!("{size} bytes) and 1 temporary file from")), "{text}");
+    assert_eq!(names(&dir), ["notes.txt", "other.tmp"]);
+    assert!(stdout(&cached(&["cache", "stats"], &dir)).contains("entries: 0 "));
+    assert!(stdout(&cached(&["cache", "ls"], &dir)).is_empty());
     fs::remove_dir_all(dir).ok();
 }
