@@ -25,8 +25,9 @@ pub fn print(graph: &Graph) -> String {
 
 /// The graph's canonical text, for cache keys: what the executable depends on and nothing
 /// else. Values are numbered by position (`%0`, `%1`, ... in topological order) instead of
-/// named, and the graph name and source locations are left out, so the same model traced by
-/// another script, with other FX node names, prints the same. Not parseable (no names).
+/// named, and the graph name, source locations and inputs' weight keys are left out, so the
+/// same model traced by another script, with other FX node names or reached through another
+/// path (`net.0.weight` or `0.weight`), prints the same. Not parseable (no names).
 pub fn print_canonical(graph: &Graph) -> String {
     write_graph(graph, true)
 }
@@ -59,7 +60,11 @@ fn write_graph(graph: &Graph, canonical: bool) -> String {
         if !operands.is_empty() {
             let _ = write!(out, " {}", operands.join(", "));
         }
-        let attrs = node.op.attributes();
+        let mut attrs = node.op.attributes();
+        if canonical {
+            // Which weights feed an input is the caller's business, not the executable's.
+            attrs.retain(|(k, _)| *k != "weight");
+        }
         if !attrs.is_empty() {
             let items: Vec<String> = attrs.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             let _ = write!(out, " {{{}}}", items.join(", "));

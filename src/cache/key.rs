@@ -25,7 +25,7 @@ pub struct CacheKey {
     /// blake3 of [`fxhlo_ir::print_canonical`]: the whole graph, types and attributes included.
     pub graph: String,
     /// One per graph input, in calling order: `user_input f32[1,3,224,224]`,
-    /// `parameter f32[64,3,7,7] conv1.weight`.
+    /// `parameter f32[64,3,7,7]`.
     pub inputs: Vec<String>,
     /// blake3 over the frozen inputs' names and bytes (`freeze`), `None` without.
     pub frozen: Option<String>,
@@ -51,15 +51,16 @@ impl CacheKey {
             .map(|&id| {
                 let node = graph.node(id);
                 match &node.op {
-                    Op::Input { kind, weight } => {
+                    // The weight key is left out: the same model reached through another
+                    // path names its weights otherwise, and the executable does not care.
+                    Op::Input { kind, .. } => {
                         let kind = match kind {
                             InputKind::UserInput => "user_input",
                             InputKind::Parameter => "parameter",
                             InputKind::Buffer => "buffer",
                             InputKind::Constant => "constant",
                         };
-                        let weight = weight.as_deref().map(|w| format!(" {w}")).unwrap_or_default();
-                        format!("{kind} {}{weight}", node.results[0])
+                        format!("{kind} {}", node.results[0])
                     }
                     other => format!("{} {}", other.name(), node.results[0]),
                 }
@@ -171,7 +172,7 @@ fn structure(graph: &Graph) -> String {
         out.push('\n');
     }
     for v in graph.outputs() {
-        let _ = write!(out, "return {}#{}\n", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
+        let _ = writeln!(out, "return {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
     }
     out
 }

@@ -86,7 +86,7 @@ fn every_key_field_changes_the_key() {
     k.xla_flags = "--xla_cpu_enable_fast_math=true".into();
     variants.push(("xla_flags", k));
     let mut k = base.clone();
-    k.inputs[1] = "parameter f32[4,3] other.weight".into();
+    k.inputs[1] = "buffer f32[4,3]".into();
     variants.push(("input 1", k));
     for (field, k) in variants {
         assert_ne!(k.hex(), base.hex(), "{field} did not change the key");
