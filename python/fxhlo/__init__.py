@@ -32,8 +32,28 @@ def cache_stats() -> dict:
     return _native.cache_stats()
 
 
+def warmup(compiled, examples) -> dict:
+    """Compiles ``compiled`` (a ``torch.compile(..., backend="fxhlo")`` model or function) for
+    every input shape a service will see, so that no request waits for a compile: calls it once
+    on each entry of ``examples`` (a tensor, or a tuple of arguments) under ``torch.no_grad()``
+    and returns when all are ready. Shapes already in the cache (this process's or the disk's)
+    load instead of compiling. Returns the change in :func:`cache_stats` counters over the
+    warm-up (``compiles``, ``memory_hits``, ``disk_hits``).
+
+    The shapes compile one after another: Dynamo captures graphs one at a time.
+    """
+    import torch
+
+    before = cache_stats()
+    with torch.no_grad():
+        for args in examples:
+            compiled(*(args if isinstance(args, (tuple, list)) else (args,)))
+    after = cache_stats()
+    return {k: after[k] - before[k] for k in ("compiles", "memory_hits", "disk_hits")}
+
+
 __all__ = [
     "OPTIONS", "BackendOptions", "Capture", "CapturedInput", "CompileError", "CompiledGraph", "DeviceError",
     "ExecutionError", "ExportError", "FallbackWarning", "FxhloError", "OptionsError", "UnsupportedOpsError",
-    "cache_stats", "capture", "compiled_graphs", "export", "fxhlo_backend", "register",
+    "cache_stats", "capture", "compiled_graphs", "export", "fxhlo_backend", "register", "warmup",
 ]

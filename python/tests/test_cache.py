@@ -205,3 +205,17 @@ def test_cache_stats_in_this_process():
     stats = fxhlo.cache_stats()
     assert set(stats) >= {"compiles", "memory_hits", "disk_hits", "misses_by_reason", "bytes_on_disk"}
     assert stats["mode"] in ("read-write", "read-only", "off")
+
+
+def test_warmup_compiles_each_shape_once_and_a_warm_process_loads_them(tmp_path):
+    script = """
+        f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
+        done = fxhlo.warmup(f, [torch.ones(1, 3, s, s) for s in (16, 24)] + [(torch.ones(1, 3, 32, 32),)])
+        with torch.no_grad():
+            f(torch.ones(1, 3, 24, 24))
+        report(done=done)
+    """
+    cold = run(script, tmp_path)
+    assert cold["done"] == {"compiles": 3, "memory_hits": 0, "disk_hits": 0} and cold["compiles"] == 3, cold
+    warm = run(script, tmp_path, FXHLO_ERROR_ON_COMPILE="1")
+    assert warm["done"] == {"compiles": 0, "memory_hits": 0, "disk_hits": 3}, warm
