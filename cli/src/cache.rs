@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -215,15 +215,7 @@ fn temporaries(dir: &Path) -> anyhow::Result<Vec<(std::path::PathBuf, u64)>> {
 
 /// The header of the entry at `path`, read without its payload.
 fn read_header(path: &Path) -> Result<Header, String> {
-    let mut file = fs::File::open(path).map_err(|e| format!("cannot open it ({e})"))?;
-    let mut bytes = Vec::new();
-    let prefix = disk::MAGIC.len() + 4;
-    (&mut file).take(prefix as u64).read_to_end(&mut bytes).map_err(|e| format!("cannot read it ({e})"))?;
-    if bytes.len() == prefix && bytes.starts_with(disk::MAGIC) {
-        let len = u32::from_le_bytes([bytes[prefix - 4], bytes[prefix - 3], bytes[prefix - 2], bytes[prefix - 1]]);
-        file.take(u64::from(len)).read_to_end(&mut bytes).map_err(|e| format!("cannot read it ({e})"))?;
-    }
-    disk::decode_header(&bytes).map(|(header, _)| header).map_err(|c| c.0)
+    disk::read_header(path).map_err(|c| c.0)
 }
 
 /// The whole entry at `path` checked, against the key its own header holds.

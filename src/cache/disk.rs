@@ -78,6 +78,22 @@ pub fn decode_header(bytes: &[u8]) -> Result<(Header, usize), Corrupt> {
     Ok((header, start + head_len))
 }
 
+/// The header of the entry file at `path`, read without the payload behind it (listing a
+/// folder of large executables reads a few hundred bytes each).
+pub fn read_header(path: &Path) -> Result<Header, Corrupt> {
+    use std::io::Read;
+    let unreadable = |e: io::Error| Corrupt(format!("cannot read it ({e})"));
+    let mut file = fs::File::open(path).map_err(|e| Corrupt(format!("cannot open it ({e})")))?;
+    let prefix = MAGIC.len() + 4;
+    let mut bytes = Vec::with_capacity(prefix);
+    (&mut file).take(prefix as u64).read_to_end(&mut bytes).map_err(unreadable)?;
+    if bytes.len() == prefix && bytes.starts_with(MAGIC) {
+        let len = u32::from_le_bytes([bytes[prefix - 4], bytes[prefix - 3], bytes[prefix - 2], bytes[prefix - 1]]);
+        file.take(u64::from(len)).read_to_end(&mut bytes).map_err(unreadable)?;
+    }
+    decode_header(&bytes).map(|(header, _)| header)
+}
+
 /// The payload of an entry's bytes, checked against `key` and the header's length and checksum.
 pub fn decode(bytes: &[u8], key: &CacheKey) -> Result<Vec<u8>, Corrupt> {
     let (header, at) = decode_header(bytes)?;

@@ -224,9 +224,7 @@ impl CompileCache {
         let mut candidates: Vec<CacheKey> = lock(&self.seen).iter().filter(|k| k.structure == key.structure).cloned().collect();
         if let Some(dir) = self.config.disk_dir() {
             for f in disk::list(dir).unwrap_or_default() {
-                // Headers are small; read a bounded prefix, not the executable.
-                let Ok(bytes) = read_prefix(&f.path, 64 << 10) else { continue };
-                if let Ok((header, _)) = disk::decode_header(&bytes) {
+                if let Ok(header) = disk::read_header(&f.path) {
                     if header.key.structure == key.structure && header.key != *key {
                         candidates.push(header.key);
                     }
@@ -313,12 +311,4 @@ impl CompileCache {
 /// A poisoned lock still holds valid data here (counters, maps of bytes): use it.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// At most `limit` bytes from the start of `path`.
-fn read_prefix(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    std::fs::File::open(path)?.take(limit).read_to_end(&mut out)?;
-    Ok(out)
 }
