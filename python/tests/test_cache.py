@@ -47,6 +47,13 @@ def run(script: str, cache_dir, timeout=300, **env) -> dict:
     return result
 
 
+ONE_SHAPE = """
+    f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        y = f(torch.ones(1, 3, 16, 16))
+    report(y=y.tolist())
+"""
+
 CYCLE = """
     compiled = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
     sizes = [16, 24, 32, 40]
@@ -127,12 +134,7 @@ def test_a_second_thread_loads_from_the_cache(tmp_path):
 
 
 def test_two_processes_on_an_empty_folder_both_succeed_leaving_one_entry(tmp_path):
-    script = """
-        f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
-        with torch.no_grad():
-            y = f(torch.ones(1, 3, 16, 16))
-        report(y=y.tolist())
-    """
+    script = ONE_SHAPE
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FXHLO_")}
     environ["FXHLO_CACHE_DIR"] = str(tmp_path)
     procs = [subprocess.Popen([sys.executable, "-c", PRELUDE + textwrap.dedent(script)], stdout=subprocess.PIPE,
@@ -149,13 +151,7 @@ def test_two_processes_on_an_empty_folder_both_succeed_leaving_one_entry(tmp_pat
 
 
 def test_read_only_never_writes(tmp_path):
-    script = """
-        f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
-        with torch.no_grad():
-            f(torch.ones(1, 3, 16, 16))
-        report()
-    """
-    r = run(script, tmp_path / "cache", FXHLO_CACHE="read-only")
+    r = run(ONE_SHAPE, tmp_path / "cache", FXHLO_CACHE="read-only")
     assert r["mode"] == "read-only" and r["compiles"] == 1 and not (tmp_path / "cache").exists(), r
 
 
@@ -176,13 +172,7 @@ def test_an_unwritable_folder_warns_once_and_the_model_runs(tmp_path):
 
 
 def test_error_on_compile_names_what_differs(tmp_path):
-    warm = """
-        f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
-        with torch.no_grad():
-            f(torch.ones(1, 3, 16, 16))
-        report()
-    """
-    run(warm, tmp_path)
+    run(ONE_SHAPE, tmp_path)
     strict = """
         f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
         with torch.no_grad():
