@@ -2,14 +2,16 @@
 //!
 //! This crate is the facade every user calls (the CLI, the Python extension, Rust users): it
 //! runs import → passes → codegen → runtime and owns the options that tie the stages together.
+//! The flow: [`Options`] → [`Pipeline`] (device-free, `Send + Sync`) → [`Lowered`] (StableHLO
+//! and its [`CacheKey`]) → [`CompileCache`] → [`Session`] (one PJRT client on one thread).
 //!
 //! ```no_run
-//! use fxhlo::{Compiler, Options};
+//! use fxhlo::{Options, Session};
 //! # fn main() -> Result<(), fxhlo::Error> {
 //! let bundle = fxhlo::frontend::Bundle::open("model.fxt".as_ref())?;
-//! let compiler = Compiler::new(Options::default())?;
-//! let compiled = compiler.compile(&bundle.graph)?;
-//! let outputs = compiled.run_bundle(&compiler, &bundle)?;
+//! let session = Session::new(Options::default())?;
+//! let compiled = session.compile(&bundle.graph)?;   // from the cache when it has it
+//! let outputs = compiled.run_bundle(&session, &bundle)?;
 //! let report = fxhlo::check(&outputs, &bundle)?;
 //! println!("{report}");
 //! # Ok(()) }
@@ -17,15 +19,17 @@
 
 pub mod cache;
 mod check;
-mod compiler;
 mod dump;
 pub mod env;
 mod error;
+mod pipeline;
+mod session;
 mod tensor;
 
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
-pub use compiler::{lower, Checks, Compiled, Compiler, Frozen, InputSignature, Lowered, Options};
+pub use pipeline::{Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
+pub use session::{Compiled, Session};
 pub use dump::Dump;
 pub use error::{Error, Result};
 pub use tensor::{element_type, host_tensor};

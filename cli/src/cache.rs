@@ -89,7 +89,7 @@ fn ls(config: &CacheConfig) -> anyhow::Result<ExitCode> {
         match read_header(&f.path).and_then(|h| check_name(&f.path, &h).map(|()| h)) {
             Ok(h) => {
                 let key = &h.key;
-                let version = if key.fxhlo == env!("CARGO_PKG_VERSION") { String::new() } else { format!("  (fxhlo {}: never used by this one)", key.fxhlo) };
+                let version = if key.fxhlo == fxhlo::cache::key::build_id() { String::new() } else { format!("  (fxhlo {}: another build, never used by this one)", key.fxhlo) };
                 println!("{head}  target: {}  inputs: {}  options: {}{version}", key.target, inputs_summary(&key.inputs), options_summary(&key.options));
             }
             Err(why) => println!("{head}  unreadable: {why}"),
@@ -108,7 +108,7 @@ fn verify(config: &CacheConfig, fix: bool) -> anyhow::Result<ExitCode> {
     for f in &files {
         let name = f.path.file_name().unwrap_or_default().to_string_lossy();
         match check_entry(&f.path) {
-            Ok(header) => stale += usize::from(header.key.fxhlo != env!("CARGO_PKG_VERSION")),
+            Ok(header) => stale += usize::from(header.key.fxhlo != fxhlo::cache::key::build_id()),
             Err(why) if fix => {
                 bad += 1;
                 match fs::remove_file(&f.path) {
@@ -130,7 +130,7 @@ fn verify(config: &CacheConfig, fix: bool) -> anyhow::Result<ExitCode> {
         summary += &format!(", {removed} removed");
     }
     if stale > 0 {
-        summary += &format!("; {stale} written by another fxhlo version (valid, but only that version uses them)");
+        summary += &format!("; {stale} written by another fxhlo build (valid, but only that build uses them)");
     }
     println!("{summary}");
     Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

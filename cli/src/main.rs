@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor};
-use fxhlo::{CacheConfig, CacheMode, CompileCache, Compiled, Compiler, Frozen, Options, Tier};
+use fxhlo::{CacheConfig, CacheMode, CompileCache, Compiled, Session, Frozen, Options, Tier};
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
 const FXHLO_LOG: &str = "FXHLO_LOG";
@@ -140,17 +140,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run { bundle, device, check, check_indices } => {
             let bundle = open(&bundle)?;
             let device = device_kind(device);
-            let compiler = Compiler::new(Options { device, check_indices })?;
-            let compiled = compiler.compile(&bundle.graph)?;
+            let session = Session::new(Options { device, check_indices })?;
+            let compiled = session.compile(&bundle.graph)?;
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
                 bundle.graph.name,
                 device,
-                compiler.client().platform_name(),
+                session.client().platform_name(),
                 compiled.codegen_time.as_secs_f64() * 1e3,
                 provenance(&compiled)
             );
-            let outputs = compiled.run_bundle(&compiler, &bundle)?;
+            let outputs = compiled.run_bundle(&session, &bundle)?;
             for (i, out) in outputs.iter().enumerate() {
                 println!("output {i}: {}", describe(out));
             }
@@ -192,22 +192,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
             let options = Options { device: device_kind(device), ..Options::default() };
-            let compiler = Compiler::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
-            let key = compiler.key(&b.graph, &Frozen::new());
+            let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
+            let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
             for _ in 0..compiles.max(1) {
-                compiler.cache().forget(&key);
-                let c = compiler.compile(&b.graph)?;
+                session.cache().forget(&key);
+                let c = session.compile(&b.graph)?;
                 codegen.push(c.codegen_time.as_secs_f64());
                 compile.push(c.compile_time.as_secs_f64());
             }
             // Once more, from the cache the last compile filled: what a cache hit costs.
-            let compiled = compiler.compile(&b.graph)?;
+            let compiled = session.compile(&b.graph)?;
             let load = compiled.cached.map(|_| compiled.compile_time);
             let mut latency = Vec::new();
             for _ in 0..runs.max(1) + 1 {
                 let t = std::time::Instant::now();
-                compiled.run_bundle(&compiler, &b)?;
+                compiled.run_bundle(&session, &b)?;
                 latency.push(t.elapsed().as_secs_f64());
             }
             latency.remove(0); // the first run includes one-time allocations
@@ -242,9 +242,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             if cache {
-                let compiler = Compiler::new(options)?;
-                let compiled = compiler.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
-                let line = cache_line(&compiler, &compiled);
+                let session = Session::new(options)?;
+                let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
+                let line = cache_line(&session, &compiled);
                 match emit {
                     None => println!("{line}"),
                     Some(emit) => {
@@ -259,7 +259,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let emit = emit.unwrap_or(Emit::Mlir);
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
-                Some(fxhlo::lower(&bundle.graph, dump.as_ref(), &Frozen::new(), &options).context("lowering to StableHLO")?)
+                // No device here: the key names the device kind only (nothing is compiled or cached).
+                let target = format!("{} (not compiled)", options.device);
+                Some(fxhlo::Pipeline::new(options.clone()).lower(&bundle.graph, &Frozen::new(), dump.as_ref(), &target).context("lowering to StableHLO")?)
             } else {
                 None
             };
@@ -292,11 +294,11 @@ fn tier_name(tier: Tier) -> &'static str {
 
 /// `compile --cache`'s report: compiled or already cached, the key's digest, and where the
 /// entry is (or why none was written).
-fn cache_line(compiler: &Compiler, compiled: &Compiled) -> String {
-    let device = compiler.options().device;
-    let platform = compiler.client().platform_name();
+fn cache_line(session: &Session, compiled: &Compiled) -> String {
+    let device = session.options().device;
+    let platform = session.client().platform_name();
     let digest = compiled.key.hex();
-    let config = compiler.cache().config();
+    let config = session.cache().config();
     let entry = config.dir.as_deref().map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.key));
     let stored = match (config.mode, &entry) {
         (CacheMode::Off, _) => format!("not stored on disk ({}=off)", fxhlo::env::FXHLO_CACHE),

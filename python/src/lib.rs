@@ -34,7 +34,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use errors::{compile_error, error};
-use state::{compiler, insert_loaded, Arg, Program, Resident, ThreadExec, LOADED, RELEASE_GIL_AFTER};
+use state::{session, insert_loaded, Arg, Program, Resident, ThreadExec, LOADED, RELEASE_GIL_AFTER};
 use torch::{data_ptr, dense_cpu, dtypes, tensor_bytes, version};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
@@ -65,10 +65,10 @@ impl Executable {
         if let Some(t) = LOADED.with_borrow(|m| m.get(&p.id).cloned()) {
             return Ok(t);
         }
-        let compiler = compiler(py, &p.options)?;
+        let session = session(py, &p.options)?;
         // Another thread compiled it: the cache's memory tier has it, loaded in a few ms.
-        let (exe, _) = compiler.executable(&p.graph, &p.key, &p.mlir).map_err(|e| compile_error(py, &e))?;
-        Ok(insert_loaded(p, compiler, exe))
+        let (exe, _) = session.executable(&p.graph, &p.key, &p.mlir).map_err(|e| compile_error(py, &e))?;
+        Ok(insert_loaded(p, session, exe))
     }
 }
 
@@ -116,7 +116,7 @@ impl Executable {
             // SAFETY: `dense` is a live dense CPU tensor of `arg.bytes` bytes, held here.
             let bytes = unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) };
             let buffer = st
-                .compiler
+                .session
                 .client()
                 .upload_bytes(arg.element, &arg.device_dims, bytes)
                 .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
@@ -238,7 +238,7 @@ impl Executable {
         let dt = dtypes(py)?;
         let state = self.loaded(py)?;
         let st = state.borrow();
-        let client = st.compiler.client();
+        let client = st.session.client();
         let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
         let mut hosts = Vec::new();
         let params: Vec<&Arg> = p.inputs.iter().filter(|a| !a.frozen).collect();
@@ -316,7 +316,7 @@ fn compile(
 ) -> PyResult<Executable> {
     let device: DeviceKind = device.parse().map_err(|e: fxhlo::runtime::Error| PyValueError::new_err(e.to_string()))?;
     let options = fxhlo::Options { device, check_indices };
-    let compiler = compiler(py, &options)?;
+    let session = session(py, &options)?;
     let mut values = fxhlo::Frozen::new();
     if let Some(frozen) = frozen {
         for (name, t) in frozen.iter() {
@@ -331,7 +331,7 @@ fn compile(
             values.insert(name, unsafe { tensor_bytes(data_ptr(&dense)?, len) }.to_vec());
         }
     }
-    let (graph, compiled) = compiler
+    let (graph, compiled) = session
         .compile_json(trace_json, origin.as_ref(), dump.as_deref(), &values)
         .map_err(|e| compile_error(py, &e))?;
     let layouts: HashMap<&str, &Vec<usize>> =
@@ -374,7 +374,7 @@ fn compile(
         weight_uploads: AtomicU64::new(0),
         input_uploads: AtomicU64::new(0),
     });
-    insert_loaded(&program, compiler, compiled.executable);
+    insert_loaded(&program, session, compiled.executable);
     Ok(Executable { program })
 }
 

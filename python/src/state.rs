@@ -1,4 +1,4 @@
-//! Per-thread state: one compiler (PJRT client) per device, and each program loaded on this
+//! Per-thread state: one session (PJRT client) per device, and each program loaded on this
 //! thread with its resident weights. PJRT clients are not `Send`, so nothing here crosses
 //! threads; `Program` (the `Send` part) says how to load a graph anywhere.
 
@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 
 use fxhlo::runtime::{DeviceBuffer, ElementType, EnvConfig, Executable as Loaded};
-use fxhlo::{Compiler, Options};
+use fxhlo::{Session, Options};
 use pyo3::prelude::*;
 
 use crate::errors::error;
@@ -60,7 +60,7 @@ pub(crate) struct Resident {
 
 /// A program loaded on this thread's client for its device.
 pub(crate) struct ThreadExec {
-    pub(crate) compiler: Rc<Compiler>,
+    pub(crate) session: Rc<Session>,
     pub(crate) exe: Loaded,
     pub(crate) resident: Vec<Option<Resident>>,
     /// How long the last execution took: long ones release the GIL while they run.
@@ -73,15 +73,15 @@ pub(crate) struct ThreadExec {
 pub(crate) const RELEASE_GIL_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
 
 thread_local! {
-    /// One compiler (PJRT client) per device for this thread.
-    static COMPILERS: RefCell<Vec<Rc<Compiler>>> = const { RefCell::new(Vec::new()) };
+    /// One session (PJRT client) per device for this thread.
+    static SESSIONS: RefCell<Vec<Rc<Session>>> = const { RefCell::new(Vec::new()) };
     /// Programs loaded on this thread, by [`Program::id`].
     pub(crate) static LOADED: RefCell<HashMap<u64, Rc<RefCell<ThreadExec>>>> = RefCell::new(HashMap::new());
 }
 
-/// This thread's compiler for `options` (its device and compile options), created on first use.
-pub(crate) fn compiler(py: Python<'_>, options: &Options) -> PyResult<Rc<Compiler>> {
-    if let Some(c) = COMPILERS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
+/// This thread's session for `options` (its device and compile options), created on first use.
+pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>> {
+    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
         return Ok(c);
     }
     let device = options.device;
@@ -98,14 +98,14 @@ pub(crate) fn compiler(py: Python<'_>, options: &Options) -> PyResult<Rc<Compile
         // environment, where scripts/setup.sh installs the plugins.
         env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
     }
-    let c = Rc::new(Compiler::new_in(options.clone(), &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
-    COMPILERS.with_borrow_mut(|cs| cs.push(c.clone()));
+    let c = Rc::new(Session::new_in(options.clone(), &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
+    SESSIONS.with_borrow_mut(|cs| cs.push(c.clone()));
     Ok(c)
 }
 
-pub(crate) fn insert_loaded(p: &Program, compiler: Rc<Compiler>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
+pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
     let t = Rc::new(RefCell::new(ThreadExec {
-        compiler,
+        session,
         exe,
         resident: (0..p.inputs.len()).map(|_| None).collect(),
         // Unknown until the first run: assume long.

@@ -12,12 +12,13 @@ use std::fmt::Write as _;
 use fxhlo_ir::{Graph, InputKind, Op};
 use serde::{Deserialize, Serialize};
 
-use crate::compiler::{Frozen, Options};
+use crate::pipeline::{Frozen, Options};
 
 /// The key of one executable. Compare keys with `==`; name files with [`CacheKey::hex`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheKey {
-    /// fxhlo's version (a new fxhlo may lower the same graph differently).
+    /// fxhlo's version and build ([`build_id`]): another build may lower the same graph
+    /// differently.
     pub fxhlo: String,
     /// blake3 of the graph's shape-free structure: ops and how they connect. Two keys of one
     /// model at two image sizes share it; a miss reports the nearest entry with the same one.
@@ -81,7 +82,7 @@ impl CacheKey {
             h.finalize().to_hex().to_string()
         });
         CacheKey {
-            fxhlo: env!("CARGO_PKG_VERSION").to_string(),
+            fxhlo: build_id(),
             structure: hex(structure(graph).as_bytes()),
             graph: hex(fxhlo_ir::print_canonical(graph).as_bytes()),
             inputs,
@@ -175,6 +176,12 @@ fn structure(graph: &Graph) -> String {
         let _ = writeln!(out, "return {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
     }
     out
+}
+
+/// fxhlo's version and a hash of the sources that decide what it emits (`0.1.0+3f2a...`,
+/// from build.rs), so that a rebuilt fxhlo never loads what another build compiled.
+pub fn build_id() -> String {
+    format!("{}+{}", env!("CARGO_PKG_VERSION"), env!("FXHLO_BUILD_HASH"))
 }
 
 /// The target part of a key: the plugin's platform name and version as PJRT reports them,

@@ -1,5 +1,5 @@
 //! The compile cache: what the key holds, the disk tier's safety (damaged entries, eviction,
-//! read-only and unwritable folders), and the compiler reading and filling it on the real CPU
+//! read-only and unwritable folders), and the session reading and filling it on the real CPU
 //! plugin.
 
 use std::fs;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fxhlo::cache::disk;
 use fxhlo::runtime::{EnvConfig, HostTensor};
-use fxhlo::{CacheConfig, CacheKey, CacheMode, CompileCache, Compiler, Frozen, Options, Tier};
+use fxhlo::{CacheConfig, CacheKey, CacheMode, CompileCache, Session, Frozen, Options, Tier};
 use fxhlo_ir::{DType, Graph, Op, UnaryOp, ValueRef};
 
 use crate::support::Builder;
@@ -39,8 +39,8 @@ fn key(g: &Graph) -> CacheKey {
     CacheKey::new(g, &Options::default(), &Frozen::new(), "cpu 0.81 (1 device)".to_string())
 }
 
-fn compiler(cache: &Arc<CompileCache>) -> Compiler {
-    Compiler::with_cache(Options::default(), &EnvConfig::from_env(), cache.clone()).expect("CPU PJRT client")
+fn session(cache: &Arc<CompileCache>) -> Session {
+    Session::with_cache(Options::default(), &EnvConfig::from_env(), cache.clone()).expect("CPU PJRT client")
 }
 
 fn args(n: i64) -> Vec<HostTensor> {
@@ -110,7 +110,7 @@ fn the_key_is_written_as_json_with_its_digest() {
 fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     let dir = scratch("hits");
     let cache = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
-    let c = compiler(&cache);
+    let c = session(&cache);
     let g = graph(2, "");
     let first = c.compile(&g).unwrap();
     assert_eq!(first.cached, None);
@@ -121,7 +121,7 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     assert_eq!((s.compiles, s.memory_hits, s.entries_on_disk), (1, 1, 1), "{s:?}");
 
     let fresh = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
-    let c2 = compiler(&fresh);
+    let c2 = session(&fresh);
     let third = c2.compile(&g).unwrap();
     assert_eq!(third.cached, Some(Tier::Disk));
     assert_eq!(third.run(&c2, &args(2)).unwrap(), want);
@@ -165,7 +165,7 @@ fn damaged_entries_are_detected_removed_and_recompiled() {
     for (what, damage) in damages {
         let dir = scratch(&format!("damage-{}", what.replace(' ', "-")));
         let warm = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
-        let c = compiler(&warm);
+        let c = session(&warm);
         let want = c.compile(&g).unwrap().run(&c, &args(2)).unwrap();
         let k = c.key(&g, &Frozen::new());
         let path = disk::entry_path(&dir, &k);
@@ -175,7 +175,7 @@ fn damaged_entries_are_detected_removed_and_recompiled() {
         let cache = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
         assert!(cache.get(&k).is_none(), "{what}: a damaged entry was served");
         assert!(!path.exists(), "{what}: the damaged entry was not removed");
-        let c = compiler(&cache);
+        let c = session(&cache);
         let again = c.compile(&g).unwrap();
         assert_eq!(again.cached, None, "{what}");
         assert_eq!(again.run(&c, &args(2)).unwrap(), want, "{what}");
@@ -227,10 +227,10 @@ fn read_only_never_writes_and_an_unwritable_folder_degrades_to_memory() {
 #[test]
 fn error_on_compile_refuses_a_miss_and_says_why() {
     let dir = scratch("refuse");
-    let c = compiler(&Arc::new(CompileCache::new(CacheConfig::in_dir(&dir))));
+    let c = session(&Arc::new(CompileCache::new(CacheConfig::in_dir(&dir))));
     c.compile(&graph(2, "")).unwrap();
     let strict = Arc::new(CompileCache::new(CacheConfig { error_on_compile: true, ..CacheConfig::in_dir(&dir) }));
-    let c = compiler(&strict);
+    let c = session(&strict);
     assert_eq!(c.compile(&graph(2, "")).unwrap().cached, Some(Tier::Disk));
     let err = c.compile(&graph(6, "")).err().map(|e| e.to_string()).unwrap_or_default();
     println!("{err}");

@@ -12,14 +12,14 @@ use crate::support::cpu;
 /// Every bundled model fixture compiles on the CPU plugin and matches its PyTorch reference.
 #[test]
 fn every_fixture_matches_pytorch() {
-    let compiler = cpu();
+    let session = cpu();
     let mut names = Vec::new();
     let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     for dir in entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "fxt")) {
         let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
-        let compiled = compiler.compile(&bundle.graph).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let outputs = compiled.run_bundle(&compiler, &bundle).unwrap();
+        let compiled = session.compile(&bundle.graph).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let outputs = compiled.run_bundle(&session, &bundle).unwrap();
         let report = fxhlo::check(&outputs, &bundle).unwrap();
         println!("{}: {report}", bundle.graph.name);
         assert!(report.passed(), "{}: {report}", dir.display());
@@ -58,8 +58,8 @@ fn a_reference_that_does_not_match_fails_the_check() {
     fs::write(dir.join("reference.safetensors"), safetensors::serialize(views, None).unwrap()).unwrap();
 
     let bundle = Bundle::open(&dir).unwrap();
-    let compiler = cpu();
-    let outputs = compiler.compile(&bundle.graph).unwrap().run_bundle(&compiler, &bundle).unwrap();
+    let session = cpu();
+    let outputs = session.compile(&bundle.graph).unwrap().run_bundle(&session, &bundle).unwrap();
     let report = fxhlo::check(&outputs, &bundle).unwrap();
     println!("{report}");
     assert!(!report.passed());

@@ -1,7 +1,7 @@
 //! Per-op numerical tests: every bundle under `fixtures/ops/` (one per Core ATen op, made by
 //! `scripts/gen_op_tests.py` from PyTorch eager with fixed seeds) compiles on the CPU plugin and
 //! matches PyTorch; and `docs/ops.md`, the coverage table generated from the manifest and the
-//! compiler, is up to date (`FXHLO_UPDATE_DOCS=1` rewrites it).
+//! lowering, is up to date (`FXHLO_UPDATE_DOCS=1` rewrites it).
 
 use std::fs;
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ fn manifest() -> Vec<Value> {
 /// does not lower are listed as such in `docs/ops.md` (checked by `ops_doc_is_up_to_date`).
 #[test]
 fn every_op_matches_pytorch() {
-    let compiler = cpu();
+    let session = cpu();
     let (mut passed, mut failures, mut unsupported) = (0, Vec::new(), Vec::new());
     for entry in manifest() {
         let Some(bundle) = entry["bundle"].as_str() else { continue };
@@ -34,8 +34,8 @@ fn every_op_matches_pytorch() {
             if !fxhlo::codegen::unsupported_ops(&b.graph).map_err(|e| e.to_string())?.is_empty() {
                 return Ok(String::new());
             }
-            let compiled = compiler.compile(&b.graph).map_err(|e| e.to_string())?;
-            let outputs = compiled.run_bundle(&compiler, &b).map_err(|e| e.to_string())?;
+            let compiled = session.compile(&b.graph).map_err(|e| e.to_string())?;
+            let outputs = compiled.run_bundle(&session, &b).map_err(|e| e.to_string())?;
             let report = fxhlo::check(&outputs, &b).map_err(|e| e.to_string())?;
             let line = report.to_string();
             report.into_result().map(|_| line).map_err(|e| e.to_string())

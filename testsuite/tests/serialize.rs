@@ -13,25 +13,25 @@ fn serialized_executable_runs_with_the_same_result() {
     let mm = b.op(Op::Mm, &[x, y], None);
     let r = b.op(Op::Unary(UnaryOp::Relu), &[mm], None);
     let g = b.finish(&[r]);
-    let compiler = cpu();
-    let compiled = compiler.compile(&g).unwrap();
+    let session = cpu();
+    let compiled = session.compile(&g).unwrap();
     let args = [
         HostTensor::from_f32([2, 2], &[1.0, -2.0, 3.0, 4.0]).unwrap(),
         HostTensor::from_f32([2, 2], &[0.5, 1.0, 1.5, -1.0]).unwrap(),
     ];
-    let first = compiled.run(&compiler, &args).unwrap();
+    let first = compiled.run(&session, &args).unwrap();
     // Hand computation: [[1*0.5-2*1.5, 1*1-2*-1], [3*0.5+4*1.5, 3*1+4*-1]] = [[-2.5, 3], [7.5, -1]].
     assert_eq!(first[0].to_f32_vec(), vec![0.0, 3.0, 7.5, 0.0]);
 
     let bytes = compiled.executable.serialize().unwrap();
     assert!(!bytes.is_empty());
     println!("serialized executable: {} bytes", bytes.len());
-    let loaded = compiler.client().load_serialized(&bytes).unwrap();
-    let bufs: Vec<_> = args.iter().map(|a| compiler.client().upload(a).unwrap()).collect();
+    let loaded = session.client().load_serialized(&bytes).unwrap();
+    let bufs: Vec<_> = args.iter().map(|a| session.client().upload(a).unwrap()).collect();
     let out = loaded.run(&bufs.iter().collect::<Vec<_>>()).unwrap();
     assert_eq!(out[0].to_host().unwrap().to_f32_vec(), first[0].to_f32_vec());
 
-    let err = compiler.client().load_serialized(b"not an executable").err().map(|e| e.to_string());
+    let err = session.client().load_serialized(b"not an executable").err().map(|e| e.to_string());
     println!("{err:?}");
     assert!(err.is_some(), "garbage bytes must not load");
 }

@@ -1,12 +1,12 @@
-//! Shared helpers: a CPU compiler per thread and a small graph builder.
+//! Shared helpers: a CPU session per thread and a small graph builder.
 
 use fxhlo::runtime::HostTensor;
-use fxhlo::{Compiler, Options};
+use fxhlo::{Session, Options};
 use fxhlo_ir::{DType, Graph, InputKind, Op, TensorType, ValueRef};
 
-/// A compiler on the CPU plugin (PJRT clients are not `Send`: one per test).
-pub fn cpu() -> Compiler {
-    Compiler::new(Options::default()).expect("CPU PJRT client (run scripts/setup.sh first)")
+/// A session on the CPU plugin (PJRT clients are not `Send`: one per test).
+pub fn cpu() -> Session {
+    Session::new(Options::default()).expect("CPU PJRT client (run scripts/setup.sh first)")
 }
 
 /// Builds graphs node by node with inferred result types.
@@ -46,9 +46,9 @@ impl Builder {
 
 /// Compiles and runs `graph` on the CPU plugin.
 pub fn run(graph: &Graph, args: &[HostTensor]) -> Vec<HostTensor> {
-    let compiler = cpu();
-    let compiled = compiler.compile(graph).unwrap_or_else(|e| panic!("compile {}: {e}", graph.name));
-    compiled.run(&compiler, args).unwrap()
+    let session = cpu();
+    let compiled = session.compile(graph).unwrap_or_else(|e| panic!("compile {}: {e}", graph.name));
+    compiled.run(&session, args).unwrap()
 }
 
 /// Max |a - b| over two equally long slices, printed for the record.

@@ -1,0 +1,199 @@
+//! The device-free half of compiling: [`Options`] and the [`Pipeline`] that turns an imported
+//! graph into a [`Lowered`] module (passes, device layouts, StableHLO) and its cache key.
+//! `Send + Sync` and needs no PJRT client, so it can run on any thread, and (issue 12) for a
+//! target that has no device here.
+
+use fxhlo_ir::{Graph, InputKind, Op, TensorType};
+use fxhlo_passes::PassManager;
+use fxhlo_runtime::DeviceKind;
+
+use crate::cache::CacheKey;
+use crate::dump::Dump;
+pub use fxhlo_codegen::Frozen;
+use crate::{Error, Result};
+
+/// Compile options. The defaults compile for the CPU plugin with the default pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The device to compile for and run on.
+    pub device: DeviceKind,
+    /// Report out-of-range indices of `embedding`, `index`, `gather`, ... as
+    /// [`Error::IndexOutOfRange`] after each run (the `check-indices` pass), instead of letting
+    /// the device clamp them silently as XLA does. Off by default: it costs a reduction per
+    /// index tensor.
+    pub check_indices: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { device: DeviceKind::Cpu, check_indices: false }
+    }
+}
+
+impl Options {
+    /// Everything in these options that changes the executable, as stable text: part of the
+    /// cache key (dump settings and logging are not options, so they never are).
+    pub fn fingerprint(&self) -> String {
+        let passes: Vec<&str> = fxhlo_passes::default_pipeline().iter().map(|p| p.name()).collect();
+        format!("device={} check_indices={} passes=[{}]", self.device, self.check_indices, passes.join(","))
+    }
+}
+
+/// The device-free stages of a compile, for one [`Options`].
+#[derive(Debug, Clone, Default)]
+pub struct Pipeline {
+    options: Options,
+}
+
+impl Pipeline {
+    /// A pipeline compiling with `options`.
+    pub fn new(options: Options) -> Pipeline {
+        Pipeline { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The cache key of `graph` (as imported) with `frozen` inputs for the target `target`
+    /// (see [`crate::cache::target_id`]).
+    pub fn key(&self, graph: &Graph, frozen: &Frozen, target: &str) -> CacheKey {
+        CacheKey::new(graph, &self.options, frozen, target.to_string())
+    }
+
+    /// Runs the pass pipeline on a copy of `graph`, chooses the device layouts of its resident
+    /// weights and lowers it to StableHLO, keyed for `target`: everything before the PJRT
+    /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the cache key,
+    /// the imported IR, the IR after passes (if they changed it) and the module (or the
+    /// lowering error) are written.
+    pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
+        let key = self.key(graph, frozen, target);
+        if let Some(d) = dump {
+            d.write_file("cache-key.json", key.to_json().as_bytes())?;
+        }
+        let imported = dump.map(|_| fxhlo_ir::print(graph));
+        if let (Some(d), Some(text)) = (dump, &imported) {
+            d.write(1, "import", "gir", text.as_bytes())?;
+        }
+        let mut optimized = graph.clone();
+        let mut pipeline = fxhlo_passes::default_pipeline();
+        if self.options.check_indices {
+            // Last: it checks the indices of the graph that runs, after every other rewrite.
+            pipeline.push(&fxhlo_passes::CheckIndices);
+        }
+        PassManager::new(pipeline).run(&mut optimized)?;
+        let checks = Checks(
+            optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
+                .iter()
+                .map(|v| {
+                    let name = &optimized.node(v.node).name;
+                    fxhlo_passes::checked_node(name).unwrap_or(name).to_string()
+                })
+                .collect(),
+        );
+        if let (Some(d), Some(text)) = (dump, &imported) {
+            let after = fxhlo_ir::print(&optimized);
+            if after != *text {
+                d.write(2, "passes", "gir", after.as_bytes())?;
+            }
+        }
+        for &id in graph.inputs() {
+            let n = graph.node(id);
+            if let Some(bytes) = frozen.get(&*n.name) {
+                if bytes.len() != n.results[0].size_bytes() {
+                    return Err(Error::Input(format!(
+                        "frozen input `{}` is {} but was given {} bytes",
+                        n.name,
+                        n.results[0],
+                        bytes.len()
+                    )));
+                }
+            }
+        }
+        // Weights the device keeps get the layout its kernels want (see codegen::layout).
+        let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
+            Op::Input { kind, .. } => *kind != InputKind::UserInput && !frozen.contains_key(&*optimized.node(id).name),
+            _ => false,
+        });
+        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts);
+        if let (Some(d), Err(e)) = (dump, &lowered) {
+            // The reason compilation stopped is part of what a reader of the dump wants.
+            d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
+        }
+        let mlir = lowered?;
+        if let Some(d) = dump {
+            d.write(3, "stablehlo", "mlir", mlir.as_bytes())?;
+        }
+        let inputs = optimized
+            .inputs()
+            .iter()
+            .filter(|&&id| !frozen.contains_key(&*optimized.node(id).name))
+            .map(|&id| {
+                let n = optimized.node(id);
+                let (kind, weight) = match &n.op {
+                    Op::Input { kind, weight } => (*kind, weight.clone()),
+                    _ => (InputKind::UserInput, None),
+                };
+                InputSignature { name: n.name.to_string(), kind, weight, ty: n.results[0].clone(), layout: layouts.get(&id).cloned() }
+            })
+            .collect();
+        Ok(Lowered { mlir, inputs, checks, key })
+    }
+}
+
+// The pipeline is a value every thread may hold (PJRT clients are not).
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Pipeline>();
+};
+
+/// A graph lowered for the device: the StableHLO module, its parameters in calling order, and
+/// its cache key.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    /// The StableHLO module text.
+    pub mlir: String,
+    /// The compile cache's key of the executable this module compiles to.
+    pub key: CacheKey,
+    /// `@main`'s parameters, in calling order (frozen inputs are not among them).
+    pub inputs: Vec<InputSignature>,
+    /// With `check_indices`: the nodes whose index checks follow the graph's own outputs, one
+    /// bool scalar output each, in this order (see [`Checks`]).
+    pub checks: Checks,
+}
+
+/// The index checks a compiled graph returns after its own outputs (the `check-indices`
+/// pass): the names of the nodes checked, in output order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checks(pub Vec<String>);
+
+impl Checks {
+    /// Splits the check outputs off `outputs` (a run's results, read on the host by `read`)
+    /// and fails with [`Error::IndexOutOfRange`] naming the first node whose check is true.
+    pub fn strip<T>(&self, graph: &str, outputs: &mut Vec<T>, read: impl Fn(&T) -> Result<bool>) -> Result<()> {
+        let n = outputs.len().checked_sub(self.0.len()).ok_or_else(|| {
+            Error::Input(format!("graph `{graph}`: {} outputs, fewer than its {} index checks", outputs.len(), self.0.len()))
+        })?;
+        let checks = outputs.split_off(n);
+        for (node, flag) in self.0.iter().zip(&checks) {
+            if read(flag)? {
+                return Err(Error::IndexOutOfRange { graph: graph.to_string(), node: node.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One input of a compiled graph, in calling order.
+#[derive(Debug, Clone)]
+pub struct InputSignature {
+    pub name: String,
+    pub kind: InputKind,
+    pub weight: Option<String>,
+    /// The input's type as the graph sees it.
+    pub ty: TensorType,
+    /// When set, the executable takes this input permuted: pass `permute(layout)` of it (the
+    /// device layout of a resident weight, see `codegen::layout`).
+    pub layout: Option<Vec<usize>>,
+}
