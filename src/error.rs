@@ -18,6 +18,9 @@ pub enum Error {
     /// the tensors needed to run it.
     #[error("inputs: {0}")]
     Input(String),
+    /// Options that do not parse (a field fxhlo does not know, a value of the wrong kind).
+    #[error("options: {0}")]
+    Options(String),
     /// A file fxhlo writes (a stage dump) could not be written.
     #[error("{}: {source}", path.display())]
     Io { path: std::path::PathBuf, source: std::io::Error },

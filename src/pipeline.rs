@@ -12,8 +12,12 @@ use crate::dump::Dump;
 pub use fxhlo_codegen::Frozen;
 use crate::{Error, Result};
 
-/// Compile options. The defaults compile for the CPU plugin with the default pipeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything that changes the executable, one serde type for the CLI, the Rust API and Python
+/// (which builds it from `torch.compile(..., options={...})` and hands it over as JSON). The
+/// defaults compile for the CPU plugin with the default pipeline. Dump folders and logging are
+/// not options: they never change the executable, so they are not part of the cache key.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// The device to compile for and run on.
     pub device: DeviceKind,
@@ -31,6 +35,12 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Options from JSON (`{"device": "cpu", "check_indices": true}`; missing fields take
+    /// their defaults); an unknown field or a bad value is an error naming it.
+    pub fn from_json(text: &str) -> Result<Options> {
+        serde_json::from_str(text).map_err(|e| Error::Options(e.to_string()))
+    }
+
     /// Everything in these options that changes the executable, as stable text: part of the
     /// cache key (dump settings and logging are not options, so they never are).
     pub fn fingerprint(&self) -> String {
@@ -196,4 +206,24 @@ pub struct InputSignature {
     /// When set, the executable takes this input permuted: pass `permute(layout)` of it (the
     /// device layout of a resident weight, see `codegen::layout`).
     pub layout: Option<Vec<usize>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_read_json_with_defaults_and_name_what_is_wrong() {
+        assert_eq!(Options::from_json("{}").ok(), Some(Options::default()));
+        let o = Options::from_json(r#"{"device": "cpu", "check_indices": true}"#).ok();
+        assert_eq!(o, Some(Options { device: DeviceKind::Cpu, check_indices: true }));
+        let unknown = Options::from_json(r#"{"devise": "cpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(unknown.contains("unknown field `devise`"), "{unknown}");
+        let bad = Options::from_json(r#"{"device": "gpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(bad.contains("gpu"), "{bad}");
+        // The JSON form round-trips, and another value changes the fingerprint.
+        let text = serde_json::to_string(&Options::default()).unwrap_or_default();
+        assert_eq!(Options::from_json(&text).ok(), Some(Options::default()));
+        assert_ne!(Options::default().fingerprint(), Options { check_indices: true, ..Options::default() }.fingerprint());
+    }
 }

@@ -67,6 +67,14 @@ class BackendOptions:
     fallback: str = "error"
     check_indices: bool = False
 
+    def compile_options(self) -> str:
+        """The options that change the executable, as the JSON of Rust's ``fxhlo::Options`` (one
+        type for the CLI, Rust users and this backend). ``freeze`` travels as the frozen tensors
+        themselves, ``dump`` and ``fallback`` never reach the compiler."""
+        import json
+
+        return json.dumps({"device": self.device, "check_indices": self.check_indices})
+
     @classmethod
     def parse(cls, options) -> BackendOptions:
         """Checks every option; an unknown one or a bad value raises :class:`OptionsError`
@@ -397,8 +405,8 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         text = _export.to_json(trace).encode()
         constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
         frozen = _frozen(trace, inputs, constants) if opts.freeze else None
-        exe = _native.compile(text, f"<{name}>", opts.device, None if opts.dump is None else str(opts.dump), frozen,
-                              opts.check_indices)
+        exe = _native.compile(text, f"<{name}>", opts.compile_options(), None if opts.dump is None else str(opts.dump),
+                              frozen)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use fxhlo::runtime::{DeviceBuffer, DeviceKind};
+use fxhlo::runtime::DeviceBuffer;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -299,23 +299,23 @@ impl Drop for Executable {
     }
 }
 
-/// Compiles a trace (the exporter's JSON, `origin` naming it in errors) for `device`; with
-/// `dump`, each stage's output is written under that folder. `frozen` maps input names to the
-/// tensors compiled in as constants (`freeze`); those inputs are then ignored by `run`. With
-/// `check_indices`, `run` raises `IndexError` when an index was out of range.
+/// Compiles a trace (the exporter's JSON, `origin` naming it in errors) with `options`, the
+/// JSON of [`fxhlo::Options`] (`{"device": "cpu", "check_indices": false}`; the backend builds
+/// it from `torch.compile(..., options={...})`); with `dump`, each stage's output is written
+/// under that folder. `frozen` maps input names to the tensors compiled in as constants
+/// (`freeze`); those inputs are then ignored by `run`. With `check_indices`, `run` raises
+/// `IndexError` when an index was out of range.
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, device = "cpu", dump = None, frozen = None, check_indices = false))]
+#[pyo3(signature = (trace_json, origin, options = "{}", dump = None, frozen = None))]
 fn compile(
     py: Python<'_>,
     trace_json: &[u8],
     origin: &str,
-    device: &str,
+    options: &str,
     dump: Option<PathBuf>,
     frozen: Option<&Bound<'_, PyDict>>,
-    check_indices: bool,
 ) -> PyResult<Executable> {
-    let device: DeviceKind = device.parse().map_err(|e: fxhlo::runtime::Error| PyValueError::new_err(e.to_string()))?;
-    let options = fxhlo::Options { device, check_indices };
+    let options = fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let session = session(py, &options)?;
     let mut values = fxhlo::Frozen::new();
     if let Some(frozen) = frozen {

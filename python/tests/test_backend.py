@@ -84,7 +84,7 @@ def test_same_trace_and_executable_as_the_exporter(tmp_path):
     exported = json.loads((bundle / "graph.json").read_text())
     assert dumped == exported
     from fxhlo import _native
-    exe = _native.compile((bundle / "graph.json").read_bytes(), str(bundle), "cpu", None)
+    exe = _native.compile((bundle / "graph.json").read_bytes(), str(bundle), '{"device": "cpu"}', None)
     assert exe.mlir == (folder / "03-stablehlo.mlir").read_text()
 
 
@@ -341,13 +341,24 @@ def test_a_missing_device_raises_even_with_fallback_eager():
         compile_(m.fc, device="tpu", fallback="eager")(x)
 
 
+def test_native_compile_names_an_unknown_option():
+    from fxhlo import _native
+
+    trace = (ROOT / "testsuite" / "fixtures" / "mlp.fxt" / "graph.json").read_bytes()
+    with pytest.raises(ValueError, match="unknown field `devise`"):
+        _native.compile(trace, "<mlp>", '{"devise": "cpu"}')
+
+
 def test_dump_writes_every_stage(tmp_path):
     m, x = Linear(), torch.randn(3, 6)
     with torch.no_grad():
         compile_(m.fc, dump=str(tmp_path))(x)
     (folder,) = tmp_path.iterdir()
     files = sorted(p.name for p in folder.iterdir())
-    assert files == ["00-trace.json", "01-import.gir", "03-stablehlo.mlir"], files
+    assert files == ["00-trace.json", "01-import.gir", "03-stablehlo.mlir", "cache-key.json"], files
+    key = json.loads((folder / "cache-key.json").read_text())
+    assert key["inputs"] == ["parameter f32[4,6]", "parameter f32[4]", "user_input f32[3,6]"], key
+    assert len(key["digest"]) == 64 and key["options"].startswith("device=cpu"), key
     trace = json.loads((folder / "00-trace.json").read_text())
     assert [n["target"] for n in trace["nodes"]] == ["aten.permute.default", "aten.addmm.default"]
     assert "aten.addmm" in (folder / "01-import.gir").read_text()

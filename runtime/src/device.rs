@@ -8,8 +8,9 @@ use crate::env::{EnvConfig, FXHLO_TPU_FORCE};
 use crate::error::{Error, Result};
 use crate::plugin;
 
-/// The kind of accelerator a PJRT plugin drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The kind of accelerator a PJRT plugin drives (serialized as its lowercase name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     /// The XLA CPU plugin (`xla-cpu-pjrt`).
     Cpu,
