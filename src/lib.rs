@@ -23,12 +23,14 @@ mod dump;
 pub mod env;
 mod error;
 mod pipeline;
+mod resident;
 mod session;
 mod tensor;
 
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
 pub use pipeline::{Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
+pub use resident::{ResidentWeights, WeightStamp};
 pub use session::{Compiled, Session};
 pub use dump::Dump;
 pub use error::{Error, Result};

@@ -13,6 +13,7 @@ use fxhlo_runtime::{Client, DeviceBuffer, EnvConfig, Executable, HostTensor, Tar
 use crate::cache::{target_id, CacheKey, CompileCache, Tier};
 use crate::dump::Dump;
 use crate::pipeline::{Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
+use crate::resident::{ResidentWeights, WeightStamp};
 use crate::tensor::{element_type, host_tensor};
 use crate::{Error, Result};
 
@@ -174,24 +175,52 @@ impl Compiled {
     /// Runs on host tensors given in calling order (every input, weights included); checks
     /// each against the signature first.
     pub fn run(&self, session: &Session, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> = args.iter().map(|a| (a, None)).collect();
+        self.run_resident(session, &mut ResidentWeights::new(args.len()), &unkept)
+    }
+
+    /// [`Compiled::run`] keeping weights on the device: each argument comes with the
+    /// [`WeightStamp`] of the tensor it was read from (`None`: a user input, or a weight without
+    /// a version, uploaded every call). A weight whose stamp matches what `weights` holds for
+    /// it is not uploaded again. The stamps' identities are the caller's to choose: the
+    /// address of a tensor it keeps alive while `weights` lives, for instance.
+    pub fn run_resident(
+        &self,
+        session: &Session,
+        weights: &mut ResidentWeights,
+        args: &[(&HostTensor, Option<WeightStamp>)],
+    ) -> Result<Vec<HostTensor>> {
         if args.len() != self.inputs.len() {
             return Err(Error::Input(format!("expected {} inputs, got {}", self.inputs.len(), args.len())));
         }
-        let mut buffers: Vec<DeviceBuffer> = Vec::with_capacity(args.len());
-        for (sig, arg) in self.inputs.iter().zip(args) {
+        let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
+        for (i, (sig, (arg, stamp))) in self.inputs.iter().zip(args).enumerate() {
             let want = element_type(sig.ty.dtype);
             if arg.element_type != want || arg.dims != sig.ty.shape {
-                return Err(Error::Input(format!(
-                    "input `{}` expects {} but got {:?}{:?}",
-                    sig.name, sig.ty, arg.element_type, arg.dims
-                )));
+                return Err(Error::Input(format!("input `{}` expects {} but got {:?}{:?}", sig.name, sig.ty, arg.element_type, arg.dims)));
             }
-            match &sig.layout {
-                Some(perm) => buffers.push(session.client().upload(&arg.permuted(perm)?)?),
-                None => buffers.push(session.client().upload(arg)?),
+            if weights.hit(i, *stamp).is_some() {
+                fresh.push(None);
+                continue;
+            }
+            let buffer = match &sig.layout {
+                Some(perm) => session.client().upload(&arg.permuted(perm)?)?,
+                None => session.client().upload(arg)?,
+            };
+            match stamp {
+                Some(stamp) => {
+                    weights.keep(i, *stamp, buffer, Box::new(()));
+                    fresh.push(None);
+                }
+                None => fresh.push(Some(buffer)),
             }
         }
-        let refs: Vec<&DeviceBuffer> = buffers.iter().collect();
+        let refs = fresh
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.as_ref().or(weights.buffer(i)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
         let outputs = self.executable.run(&refs)?;
         let mut outputs: Vec<HostTensor> = outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect::<Result<_>>()?;
         self.checks.strip(&self.graph, &mut outputs, |t| Ok(t.bytes.iter().any(|&b| b != 0)))?;

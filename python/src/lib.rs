@@ -29,12 +29,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use fxhlo::runtime::DeviceBuffer;
+use fxhlo::WeightStamp;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use errors::{compile_error, error};
-use state::{session, insert_loaded, Arg, Program, Resident, ThreadExec, LOADED, RELEASE_GIL_AFTER};
+use state::{session, insert_loaded, Arg, Program, ThreadExec, LOADED, RELEASE_GIL_AFTER};
 use torch::{data_ptr, dense_cpu, dtypes, tensor_bytes, version};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
@@ -93,8 +94,8 @@ impl Executable {
         // Per-call uploads of user inputs; weights stay in `st.resident`.
         let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
         for (i, (arg, t)) in p.inputs.iter().zip(args.iter()).enumerate() {
-            // For a weight: the (version, data pointer) it will be kept under; `None` for
-            // user inputs and for tensors without a version counter (uploaded every call).
+            // For a weight: the stamp it will be kept under; `None` for user inputs and for
+            // tensors without a version counter (uploaded every call).
             let mut keep = None;
             if arg.frozen {
                 fresh.push(None);
@@ -102,15 +103,12 @@ impl Executable {
             }
             if arg.resident {
                 let ptr = data_ptr(&t)?;
-                let ver = version(&t);
-                let hit = st.resident[i]
-                    .as_ref()
-                    .is_some_and(|r| r.tensor.bind(py).is(&t) && r.data_ptr == ptr && ver == Some(r.version));
-                if hit {
+                let stamp = version(&t).map(|version| WeightStamp { identity: t.as_ptr() as usize, data_ptr: ptr, version });
+                if st.resident.hit(i, stamp).is_some() {
                     fresh.push(None);
                     continue;
                 }
-                keep = ver.map(|v| (v, ptr));
+                keep = stamp;
             }
             let dense = dense_cpu(arg, i, &t, dt)?;
             // SAFETY: `dense` is a live dense CPU tensor of `arg.bytes` bytes, held here.
@@ -123,8 +121,9 @@ impl Executable {
             let counter = if arg.resident { &p.weight_uploads } else { &p.input_uploads };
             counter.fetch_add(1, Ordering::Relaxed);
             match keep {
-                Some((version, data_ptr)) => {
-                    st.resident[i] = Some(Resident { tensor: t.clone().unbind(), data_ptr, version, buffer });
+                Some(stamp) => {
+                    // The tensor object stays alive with the slot, so its identity is unique.
+                    st.resident.keep(i, stamp, buffer, Box::new(t.clone().unbind()));
                     fresh.push(None);
                 }
                 None => fresh.push(Some(buffer)),
@@ -133,9 +132,10 @@ impl Executable {
         let refs: Vec<&DeviceBuffer> = p
             .inputs
             .iter()
-            .zip(fresh.iter().zip(&st.resident))
-            .filter(|(a, _)| !a.frozen)
-            .map(|(_, (f, r))| f.as_ref().or(r.as_ref().map(|r| &r.buffer)))
+            .zip(fresh.iter())
+            .enumerate()
+            .filter(|(_, (a, _))| !a.frozen)
+            .map(|(i, (_, f))| f.as_ref().or(st.resident.buffer(i)))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| error(py, "ExecutionError", "internal: an input has no device buffer"))?;
         let start = Instant::now();

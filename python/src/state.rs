@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 
-use fxhlo::runtime::{DeviceBuffer, ElementType, EnvConfig, Executable as Loaded};
-use fxhlo::{Session, Options};
+use fxhlo::runtime::{ElementType, EnvConfig, Executable as Loaded};
+use fxhlo::{Options, ResidentWeights, Session};
 use pyo3::prelude::*;
 
 use crate::errors::error;
@@ -49,20 +49,12 @@ pub(crate) struct Program {
     pub(crate) input_uploads: AtomicU64,
 }
 
-/// A weight kept on the device, and what it was uploaded from.
-pub(crate) struct Resident {
-    /// The tensor object itself (identity check; also keeps its storage from being reused).
-    pub(crate) tensor: Py<PyAny>,
-    pub(crate) data_ptr: usize,
-    pub(crate) version: i64,
-    pub(crate) buffer: DeviceBuffer,
-}
-
 /// A program loaded on this thread's client for its device.
 pub(crate) struct ThreadExec {
     pub(crate) session: Rc<Session>,
     pub(crate) exe: Loaded,
-    pub(crate) resident: Vec<Option<Resident>>,
+    /// Parameters, buffers and constants kept on the device between calls.
+    pub(crate) resident: ResidentWeights,
     /// How long the last execution took: long ones release the GIL while they run.
     pub(crate) last_run: std::time::Duration,
 }
@@ -107,7 +99,7 @@ pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, exe: Loaded) -> R
     let t = Rc::new(RefCell::new(ThreadExec {
         session,
         exe,
-        resident: (0..p.inputs.len()).map(|_| None).collect(),
+        resident: ResidentWeights::new(p.inputs.len()),
         // Unknown until the first run: assume long.
         last_run: RELEASE_GIL_AFTER,
     }));

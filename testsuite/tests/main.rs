@@ -7,5 +7,6 @@ mod fixtures;
 mod golden;
 mod layout;
 mod ops;
+mod resident;
 mod serialize;
 mod support;
