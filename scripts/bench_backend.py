@@ -16,6 +16,7 @@
 
 Usage: .venv/bin/python scripts/bench_backend.py [--quick] [--skip-inductor] [--runs N]
 Figures are kept in docs/benchmarks.md. Machines here are shared and noisy: compare within one run.
+Other benchmarks import the timing helpers (round_robin, call_times, mean_call_time, median_time).
 """
 
 from __future__ import annotations
@@ -34,6 +35,47 @@ from fxhlo.models import MODELS
 
 # Pause before each block of timed calls (libgomp's default spin is well under this).
 SETTLE_S = 0.3
+
+
+def round_robin(contenders: dict, rounds: int, timed_block, settle_s: float = SETTLE_S) -> dict:
+    """Times the contenders (name -> function of no arguments) in turns: ``rounds`` rounds, each
+    starting with the next contender, so that a burst of load on the shared machine hits all of
+    them alike. Each turn starts after a pause of ``settle_s`` and a warm-up call (PyTorch's
+    OpenMP workers and XLA's pool spin for a while after a call, and without the pause that
+    spinning is billed to whoever runs next), then runs ``timed_block(fn)``. Returns name -> the
+    list of what ``timed_block`` returned, one item per round."""
+    names = list(contenders)
+    results = {k: [] for k in names}
+    for round_ in range(rounds):
+        for k in names[round_ % len(names):] + names[:round_ % len(names)]:
+            fn = contenders[k]
+            time.sleep(settle_s)
+            fn()  # warm-up: caches
+            results[k].append(timed_block(fn))
+    return results
+
+
+def call_times(calls: int):
+    """A ``timed_block`` for :func:`round_robin`: the wall time of each of ``calls`` calls."""
+    def block(fn):
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return times
+    return block
+
+
+def mean_call_time(calls: int):
+    """A ``timed_block`` for :func:`round_robin`: the wall time of ``calls`` calls in a row,
+    divided by ``calls`` (for calls too short to time one by one)."""
+    def block(fn):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - start) / calls
+    return block
 
 
 def median_time(fn, runs: int, warmup: int = 3) -> float:
@@ -77,11 +119,9 @@ def per_call(runs: int, inductor: bool) -> list:
 
 def model_latency(name: str, kwargs: dict, runs: int, inductor: bool) -> dict:
     """Median latency of eager and each compiled model. The contenders take turns in blocks
-    (``runs // 4`` timed calls; four rounds, each starting with a different contender), so that
-    a burst of load on the shared machine hits all of them alike. Each block starts after a
-    pause and a warm-up call: PyTorch's OpenMP workers (and XLA's pool) spin for a while after
-    a call, and without the pause that spinning is billed to whoever runs next (measured: BERT
-    in fxhlo 13 ms alone, 21-22 ms alternating call by call with eager)."""
+    (:func:`round_robin`: ``runs // 4`` timed calls; four rounds, each starting with a different
+    contender). Each block starts after a pause and a warm-up call: without the pause, BERT in
+    fxhlo measured 13 ms alone and 21-22 ms alternating call by call with eager."""
     model, args = MODELS[name](**kwargs)
     out = {}
     with torch.no_grad():
@@ -98,19 +138,9 @@ def model_latency(name: str, kwargs: dict, runs: int, inductor: bool) -> dict:
             leaves = zip(torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want))
             out[f"{backend} max abs err"] = max((g - w).abs().max().item() for g, w in leaves)
             contenders[backend] = compiled
-        times = {k: [] for k in contenders}
-        per_block = max(1, runs // 4)
-        names = list(contenders)
-        for round_ in range(4):
-            for k in names[round_ % len(names):] + names[:round_ % len(names)]:
-                fn = contenders[k]
-                time.sleep(SETTLE_S)  # the previous contender's spinning threads go quiet
-                fn(*args)  # warm-up: caches
-                for _ in range(per_block):
-                    start = time.perf_counter()
-                    fn(*args)
-                    times[k].append(time.perf_counter() - start)
-        out.update({k: statistics.median(v) for k, v in times.items()})
+        calls = {k: (lambda fn=fn: fn(*args)) for k, fn in contenders.items()}
+        blocks = round_robin(calls, 4, call_times(max(1, runs // 4)))
+        out.update({k: statistics.median(t for block in v for t in block) for k, v in blocks.items()})
     return out
 
 
