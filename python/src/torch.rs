@@ -37,7 +37,9 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Dtypes {
             torch_empty: torch.getattr("empty")?.unbind(),
-            from_dlpack: torch.getattr("from_dlpack")?.unbind(),
+            // `torch.from_dlpack` on a capsule only checks its arguments and calls this; calling
+            // it directly saves a Python frame per output (~1 µs of a ~10 µs call).
+            from_dlpack: torch.getattr("_C").and_then(|c| c.getattr("_from_dlpack")).or_else(|_| torch.getattr("from_dlpack"))?.unbind(),
             by_type,
         })
     })
