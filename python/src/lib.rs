@@ -36,7 +36,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use errors::{compile_error, error};
 use state::{session, insert_loaded, Arg, Program, ThreadExec, LOADED, RELEASE_GIL_AFTER};
-use torch::{data_ptr, dense_cpu, dtypes, tensor_bytes, version};
+use torch::{data_ptr, dense_cpu, dtypes, host_view, tensor_bytes, version};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
@@ -110,13 +110,14 @@ impl Executable {
                 }
                 keep = stamp;
             }
-            let dense = dense_cpu(arg, i, &t, dt)?;
-            // SAFETY: `dense` is a live dense CPU tensor of `arg.bytes` bytes, held here.
-            let bytes = unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) };
+            let view = host_view(arg, i, &t, dt)?;
+            // SAFETY: `view.tensor` is a live contiguous CPU tensor of `arg.bytes` bytes (the
+            // input's dtype and shape, checked), held here; strides only reorder its elements.
+            let bytes = unsafe { tensor_bytes(data_ptr(&view.tensor)?, arg.bytes) };
             let buffer = st
                 .session
                 .client()
-                .upload_bytes(arg.element, &arg.device_dims, bytes)
+                .upload_strided(arg.element, &arg.device_dims, view.byte_strides.as_deref(), bytes)
                 .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
             let counter = if arg.resident { &p.weight_uploads } else { &p.input_uploads };
             counter.fetch_add(1, Ordering::Relaxed);

@@ -207,7 +207,15 @@ impl Client {
     /// as soon as this returns. `bytes.len()` must be the dense size of `dims`. Booleans are
     /// one byte each and must be 0 or 1.
     pub fn upload_bytes(&self, element_type: ElementType, dims: &[i64], bytes: &[u8]) -> Result<DeviceBuffer> {
-        let ptr = self.raw.buffer_from_host(self.raw_client, self.device, element_type, dims, bytes)?;
+        self.upload_strided(element_type, dims, None, bytes)
+    }
+
+    /// [`Client::upload_bytes`] of a strided view: with `byte_strides`, element `i` is at
+    /// `sum(i[k] * byte_strides[k])` in `bytes`, and the plugin gathers it into its own layout
+    /// as it copies (one pass, instead of making the view dense first). Checked to stay inside
+    /// `bytes`.
+    pub fn upload_strided(&self, element_type: ElementType, dims: &[i64], byte_strides: Option<&[i64]>, bytes: &[u8]) -> Result<DeviceBuffer> {
+        let ptr = self.raw.buffer_from_host(self.raw_client, self.device, element_type, dims, byte_strides, bytes)?;
         Ok(DeviceBuffer::new(
             pjrt::Buffer::wrap(&self.client, ptr),
             element_type,

@@ -24,6 +24,30 @@ pub(crate) fn dense_len(element_type: ElementType, dims: &[i64]) -> Result<usize
         .ok_or_else(|| Error::InvalidTensor(format!("byte size of {dims:?} overflows")))
 }
 
+/// Checks that a strided view of `dims` with `byte_strides` (non-negative) stays inside `len`
+/// bytes, with checked arithmetic.
+fn check_strided(element_type: ElementType, dims: &[i64], byte_strides: &[i64], len: usize) -> Result<()> {
+    let bad = |why: String| Error::InvalidTensor(format!("strided {element_type} view {dims:?} with byte strides {byte_strides:?}: {why}"));
+    if byte_strides.len() != dims.len() {
+        return Err(bad(format!("{} strides for {} dims", byte_strides.len(), dims.len())));
+    }
+    if dims.contains(&0) {
+        return Ok(());
+    }
+    let mut last: i64 = 0;
+    for (&d, &s) in dims.iter().zip(byte_strides) {
+        if d < 0 || s < 0 {
+            return Err(bad("negative dimension or stride".into()));
+        }
+        last = (d - 1).checked_mul(s).and_then(|x| last.checked_add(x)).ok_or_else(|| bad("offset overflows".into()))?;
+    }
+    let end = last.checked_add(element_type.byte_size() as i64).ok_or_else(|| bad("offset overflows".into()))?;
+    if end as u64 > len as u64 {
+        return Err(bad(format!("reaches byte {end} of {len}")));
+    }
+    Ok(())
+}
+
 fn transfer_error(direction: &'static str, message: String) -> Error {
     Error::Transfer { direction, message }
 }
@@ -108,21 +132,30 @@ impl RawApi {
         result
     }
 
-    /// Copies `bytes` (dense, row-major) to `device`; returns the new buffer.
+    /// Copies `bytes` to `device`; returns the new buffer. Without `byte_strides` the bytes are
+    /// the dense row-major tensor; with them, element `i` of the tensor is at
+    /// `sum(i[k] * byte_strides[k])` in `bytes` (a permuted view of a dense tensor, say), and the
+    /// plugin gathers it into its own layout while copying.
     pub(crate) fn buffer_from_host(
         &self,
         client: *mut PJRT_Client,
         device: *mut PJRT_Device,
         element_type: ElementType,
         dims: &[i64],
+        byte_strides: Option<&[i64]>,
         bytes: &[u8],
     ) -> Result<*mut PJRT_Buffer> {
-        let want = dense_len(element_type, dims)?;
-        if bytes.len() != want {
-            return Err(Error::InvalidTensor(format!(
-                "{element_type} tensor with dims {dims:?} needs {want} bytes, got {}",
-                bytes.len()
-            )));
+        match byte_strides {
+            None => {
+                let want = dense_len(element_type, dims)?;
+                if bytes.len() != want {
+                    return Err(Error::InvalidTensor(format!(
+                        "{element_type} tensor with dims {dims:?} needs {want} bytes, got {}",
+                        bytes.len()
+                    )));
+                }
+            }
+            Some(strides) => check_strided(element_type, dims, strides, bytes.len())?,
         }
         let up = |m: String| transfer_error("host-to-device", m);
         let f = self.table().PJRT_Client_BufferFromHostBuffer.ok_or_else(|| {
@@ -134,6 +167,10 @@ impl RawApi {
         args.type_ = element_type.to_pjrt();
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
+        if let Some(strides) = byte_strides {
+            args.byte_strides = strides.as_ptr();
+            args.num_byte_strides = strides.len();
+        }
         args.host_buffer_semantics =
             PJRT_HostBufferSemantics_PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
         args.device = device;

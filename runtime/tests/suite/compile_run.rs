@@ -127,3 +127,19 @@ fn compile_time_is_logged_and_reasonable() {
     eprintln!("compile of a dot_general+exp module took {elapsed:?}");
     assert!(elapsed.as_secs() < 60);
 }
+
+/// A strided upload gathers a permuted view: the 2x3 row-major tensor [[0,1,2],[3,4,5]] read as
+/// its 3x2 transpose (byte strides [4, 12]) arrives as [[0,3],[1,4],[2,5]]; a view reaching past
+/// the bytes is refused.
+#[test]
+fn strided_upload_transposes_while_copying() {
+    let client = cpu_client();
+    let data: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let buf = client.upload_strided(fxhlo_runtime::ElementType::F32, &[3, 2], Some(&[4, 12]), &bytes).unwrap();
+    let host = buf.to_host().unwrap();
+    assert_eq!(host.dims, vec![3, 2]);
+    assert_eq!(host.to_vec::<f32>().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let err = client.upload_strided(fxhlo_runtime::ElementType::F32, &[3, 2], Some(&[4, 16]), &bytes).err().map(|e| e.to_string());
+    assert!(err.unwrap_or_default().contains("reaches byte"), "a view past the end must be refused");
+}
