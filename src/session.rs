@@ -203,10 +203,7 @@ impl Compiled {
                 fresh.push(None);
                 continue;
             }
-            let buffer = match &sig.layout {
-                Some(perm) => session.client().upload(&arg.permuted(perm)?)?,
-                None => session.client().upload(arg)?,
-            };
+            let buffer = session.client().upload_permuted(arg, sig.layout.as_deref())?;
             match stamp {
                 Some(stamp) => {
                     weights.keep(i, *stamp, buffer, Box::new(()));

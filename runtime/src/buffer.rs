@@ -30,16 +30,22 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
     })
 }
 
+/// An error unless `perm` is a permutation of `0..rank`.
+pub(crate) fn check_permutation(perm: &[usize], rank: usize) -> Result<()> {
+    let mut seen = vec![false; rank];
+    if perm.len() != rank || !perm.iter().all(|&p| p < rank && !std::mem::replace(&mut seen[p], true)) {
+        return Err(Error::InvalidTensor(format!("{perm:?} is not a permutation of {rank} dims")));
+    }
+    Ok(())
+}
+
 impl HostTensor {
     /// The tensor with its dims permuted (`out.dims[i] = dims[perm[i]]`), data moved to match:
     /// what `torch.permute(perm).contiguous()` gives.
     pub fn permuted(&self, perm: &[usize]) -> Result<HostTensor> {
         self.validate()?;
         let rank = self.dims.len();
-        let mut seen = vec![false; rank];
-        if perm.len() != rank || !perm.iter().all(|&p| p < rank && !std::mem::replace(&mut seen[p], true)) {
-            return Err(Error::InvalidTensor(format!("{perm:?} is not a permutation of {rank} dims")));
-        }
+        check_permutation(perm, rank)?;
         let size = self.element_type.byte_size();
         let dims: Vec<i64> = perm.iter().map(|&p| self.dims[p]).collect();
         // Row-major strides (in elements) of the source, read in the output's dim order.

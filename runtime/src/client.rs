@@ -193,13 +193,34 @@ impl Client {
 
     /// Copies a host tensor to this client's first device (the tensor is validated first).
     pub fn upload(&self, t: &HostTensor) -> Result<DeviceBuffer> {
+        self.upload_permuted(t, None)
+    }
+
+    /// [`Client::upload`] of `t` permuted by `perm` (the device tensor's dim `i` is `t`'s dim
+    /// `perm[i]`, what [`HostTensor::permuted`] gives), gathered by the plugin while it copies
+    /// instead of being made dense in that order first.
+    pub fn upload_permuted(&self, t: &HostTensor, perm: Option<&[usize]>) -> Result<DeviceBuffer> {
         t.validate()?;
-        if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
+        let normalized: Vec<u8>;
+        let bytes = if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
             // Any non-zero byte means true; the device wants 0/1.
-            let bytes: Vec<u8> = t.bytes.iter().map(|&b| u8::from(b != 0)).collect();
-            return self.upload_bytes(t.element_type, &t.dims, &bytes);
+            normalized = t.bytes.iter().map(|&b| u8::from(b != 0)).collect();
+            &normalized
+        } else {
+            &t.bytes
+        };
+        let Some(perm) = perm else {
+            return self.upload_bytes(t.element_type, &t.dims, bytes);
+        };
+        crate::buffer::check_permutation(perm, t.dims.len())?;
+        // Row-major byte strides of `t`, read in the permuted order.
+        let mut strides = vec![t.element_type.byte_size() as i64; t.dims.len()];
+        for i in (0..t.dims.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * t.dims[i + 1].max(1);
         }
-        self.upload_bytes(t.element_type, &t.dims, &t.bytes)
+        let dims: Vec<i64> = perm.iter().map(|&p| t.dims[p]).collect();
+        let byte_strides: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
+        self.upload_strided(t.element_type, &dims, Some(&byte_strides), bytes)
     }
 
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.
