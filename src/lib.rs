@@ -29,7 +29,7 @@ mod tensor;
 
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
-pub use pipeline::{Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
+pub use pipeline::{passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use session::{Compiled, Session};
 pub use dump::Dump;

@@ -41,12 +41,27 @@ impl Options {
         serde_json::from_str(text).map_err(|e| Error::Options(e.to_string()))
     }
 
+    /// The passes these options run, in order: the default pipeline, then `check-indices` when
+    /// asked (last: it checks the indices of the graph that runs, after every other rewrite).
+    pub fn passes(&self) -> Vec<&'static dyn fxhlo_passes::Pass> {
+        let mut passes = fxhlo_passes::default_pipeline();
+        if self.check_indices {
+            passes.push(&fxhlo_passes::CheckIndices);
+        }
+        passes
+    }
+
     /// Everything in these options that changes the executable, as stable text: part of the
     /// cache key (dump settings and logging are not options, so they never are).
     pub fn fingerprint(&self) -> String {
-        let passes: Vec<&str> = fxhlo_passes::default_pipeline().iter().map(|p| p.name()).collect();
-        format!("device={} check_indices={} passes=[{}]", self.device, self.check_indices, passes.join(","))
+        format!("device={} check_indices={} {}", self.device, self.check_indices, passes_text(&self.passes()))
     }
+}
+
+/// A pass list as the fingerprint writes it: `passes=[a,b]`.
+pub fn passes_text(passes: &[&'static dyn fxhlo_passes::Pass]) -> String {
+    let names: Vec<&str> = passes.iter().map(|p| p.name()).collect();
+    format!("passes=[{}]", names.join(","))
 }
 
 /// The device-free stages of a compile, for one [`Options`].
@@ -87,12 +102,7 @@ impl Pipeline {
             d.write(1, "import", "gir", text.as_bytes())?;
         }
         let mut optimized = graph.clone();
-        let mut pipeline = fxhlo_passes::default_pipeline();
-        if self.options.check_indices {
-            // Last: it checks the indices of the graph that runs, after every other rewrite.
-            pipeline.push(&fxhlo_passes::CheckIndices);
-        }
-        PassManager::new(pipeline).run(&mut optimized)?;
+        PassManager::new(self.options.passes()).run(&mut optimized)?;
         let checks = Checks(
             optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
                 .iter()

@@ -281,8 +281,7 @@ fn inputs_summary(inputs: &[String]) -> String {
 
 /// The key's options, with this fxhlo's default pass list written `passes=default`.
 fn options_summary(options: &str) -> String {
-    let names: Vec<&str> = fxhlo::passes::default_pipeline().iter().map(|p| p.name()).collect();
-    options.replace(&format!("passes=[{}]", names.join(",")), "passes=default")
+    options.replace(&fxhlo::passes_text(&fxhlo::passes::default_pipeline()), "passes=default")
 }
 
 /// `1 entry`, `2 entries`.
