@@ -20,7 +20,7 @@
 use std::fmt;
 
 use fxhlo_frontend::Bundle;
-use fxhlo_runtime::{ElementType, HostTensor};
+use fxhlo_runtime::{Element, ElementType, HostTensor};
 use half::{bf16, f16};
 
 use crate::tensor::{element_type, host_tensor};
@@ -197,25 +197,25 @@ pub enum Values {
 impl Values {
     /// The values of `t`, each exactly.
     pub fn of(t: &HostTensor) -> Values {
-        let size = t.element_type.byte_size();
-        let chunks = t.bytes.chunks_exact(size);
-        let le = |b: &[u8]| -> [u8; 8] {
-            let mut raw = [0u8; 8];
-            raw[..b.len()].copy_from_slice(b);
-            raw
-        };
-        let word = |b: &[u8]| u64::from_le_bytes(le(b));
+        // The runtime's own element readers; `to_vec` fails only for another type than the
+        // tensor's, which the match rules out.
+        fn ints<T: Element + Into<i64>>(t: &HostTensor) -> Values {
+            Values::Int(t.to_vec::<T>().unwrap_or_default().into_iter().map(Into::into).collect())
+        }
+        fn floats<T: Element>(t: &HostTensor, widen: impl Fn(T) -> f64) -> Values {
+            Values::Float(t.to_vec::<T>().unwrap_or_default().into_iter().map(widen).collect())
+        }
         match t.element_type {
-            ElementType::Bool => Values::Int(chunks.map(|b| i64::from(b[0] != 0)).collect()),
-            ElementType::U8 => Values::Int(chunks.map(|b| i64::from(b[0])).collect()),
-            ElementType::I8 => Values::Int(chunks.map(|b| i64::from(b[0] as i8)).collect()),
-            ElementType::I16 => Values::Int(chunks.map(|b| i64::from(word(b) as u16 as i16)).collect()),
-            ElementType::I32 => Values::Int(chunks.map(|b| i64::from(word(b) as u32 as i32)).collect()),
-            ElementType::I64 => Values::Int(chunks.map(|b| word(b) as i64).collect()),
-            ElementType::F16 => Values::Float(chunks.map(|b| f16::from_bits(word(b) as u16).to_f64()).collect()),
-            ElementType::BF16 => Values::Float(chunks.map(|b| bf16::from_bits(word(b) as u16).to_f64()).collect()),
-            ElementType::F32 => Values::Float(chunks.map(|b| f64::from(f32::from_bits(word(b) as u32))).collect()),
-            ElementType::F64 => Values::Float(chunks.map(|b| f64::from_bits(word(b))).collect()),
+            ElementType::Bool => ints::<bool>(t),
+            ElementType::U8 => ints::<u8>(t),
+            ElementType::I8 => ints::<i8>(t),
+            ElementType::I16 => ints::<i16>(t),
+            ElementType::I32 => ints::<i32>(t),
+            ElementType::I64 => ints::<i64>(t),
+            ElementType::F16 => floats(t, |v: f16| v.to_f64()),
+            ElementType::BF16 => floats(t, |v: bf16| v.to_f64()),
+            ElementType::F32 => floats(t, |v: f32| f64::from(v)),
+            ElementType::F64 => floats(t, |v: f64| v),
         }
     }
 

@@ -225,7 +225,7 @@ impl CompileCache {
         if let Some(dir) = self.config.disk_dir() {
             for f in disk::list(dir).unwrap_or_default() {
                 if let Ok(header) = disk::read_header(&f.path) {
-                    if header.key.structure == key.structure && header.key != *key {
+                    if header.key.structure == key.structure {
                         candidates.push(header.key);
                     }
                 }
@@ -237,7 +237,8 @@ impl CompileCache {
     /// Stores `payload` under `key`: in memory, and on disk unless read-only or off (a write
     /// that fails warns once and leaves the memory tier serving).
     pub fn put(&self, key: &CacheKey, payload: Vec<u8>) {
-        lock(&self.memory).insert(key.hex(), Arc::new(payload.clone()));
+        let payload = Arc::new(payload);
+        lock(&self.memory).insert(key.hex(), payload.clone());
         self.remember(key);
         if self.config.mode != CacheMode::ReadWrite {
             return;
