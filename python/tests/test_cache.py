@@ -33,13 +33,18 @@ PRELUDE = textwrap.dedent("""
 """)
 
 
+def child_env(cache_dir, **env) -> dict:
+    """This process's environment without fxhlo's settings, with FXHLO_CACHE_DIR=cache_dir."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("FXHLO_")}
+    environ.update(FXHLO_CACHE_DIR=str(cache_dir), **env)
+    return environ
+
+
 def run(script: str, cache_dir, timeout=300, **env) -> dict:
     """Runs PRELUDE + script in a new interpreter with FXHLO_CACHE_DIR=cache_dir; returns the
     JSON its last stdout line holds (and its stderr under "stderr")."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FXHLO_")}
-    environ.update(FXHLO_CACHE_DIR=str(cache_dir), **env)
     proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(script)], capture_output=True, text=True,
-                          env=environ, cwd=ROOT, timeout=timeout)
+                          env=child_env(cache_dir, **env), cwd=ROOT, timeout=timeout)
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["stderr"] = proc.stderr
@@ -135,10 +140,8 @@ def test_a_second_thread_loads_from_the_cache(tmp_path):
 
 def test_two_processes_on_an_empty_folder_both_succeed_leaving_one_entry(tmp_path):
     script = ONE_SHAPE
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FXHLO_")}
-    environ["FXHLO_CACHE_DIR"] = str(tmp_path)
     procs = [subprocess.Popen([sys.executable, "-c", PRELUDE + textwrap.dedent(script)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=environ, cwd=ROOT) for _ in range(2)]
+                              stderr=subprocess.PIPE, text=True, env=child_env(tmp_path), cwd=ROOT) for _ in range(2)]
     results = []
     for p in procs:
         out, err = p.communicate(timeout=300)
