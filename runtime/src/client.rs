@@ -8,7 +8,7 @@ use crate::device::{tpu_preflight, DeviceKind, Target};
 use crate::device_buffer::DeviceBuffer;
 use crate::element::ElementType;
 use crate::env::EnvConfig;
-use crate::error::{guard, pjrt_message, Error, Result};
+use crate::error::{guard, Error, Result};
 use crate::executable::{self, CompileOptions, Executable};
 use crate::plugin::{self, RawApi};
 use crate::signature::Signature;
@@ -150,13 +150,11 @@ impl Client {
     /// A rejected program gives [`Error::Compile`] with the plugin's message.
     pub fn compile_with_options(&self, mlir: &str, options: &CompileOptions) -> Result<Executable> {
         let start = Instant::now();
-        let program = pjrt::Program::new(pjrt::ProgramFormat::MLIR, mlir.as_bytes());
-        let loaded = guard("compile", || {
-            self.client.compile(&program, options.to_pjrt())
-        })?
-        .map_err(|e| Error::Compile {
-            message: pjrt_message(e),
-        })?;
+        let encoded = options.to_pjrt().encode();
+        let loaded = self
+            .raw
+            .compile(self.raw_client, mlir, &encoded)
+            .map_err(|message| Error::Compile { message })?;
         tracing::debug!(
             platform = %self.platform_name,
             mlir_bytes = mlir.len(),
@@ -170,7 +168,7 @@ impl Client {
         } else {
             None
         };
-        Ok(Executable::new(loaded, self.raw, self.id, signature))
+        Executable::new(&self.client, loaded, self.raw, self.id, signature)
     }
 
     /// Deserializes an executable made by [`Executable::serialize`] (with a compatible plugin)
@@ -178,17 +176,16 @@ impl Client {
     pub fn load_serialized(&self, bytes: &[u8]) -> Result<Executable> {
         let start = Instant::now();
         let (signature, bytes) = executable::unwrap(bytes)?;
-        let loaded = guard("deserialize", || self.client.load_executable(bytes))?.map_err(|e| {
-            Error::Deserialize {
-                message: pjrt_message(e),
-            }
-        })?;
+        let loaded = self
+            .raw
+            .deserialize_and_load(self.raw_client, bytes)
+            .map_err(|message| Error::Deserialize { message })?;
         tracing::debug!(
             bytes = bytes.len(),
             elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
             "loaded serialized executable"
         );
-        Ok(Executable::new(loaded, self.raw, self.id, signature))
+        Executable::new(&self.client, loaded, self.raw, self.id, signature)
     }
 
     /// Copies a host tensor to this client's first device (the tensor is validated first).

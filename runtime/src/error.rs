@@ -158,15 +158,6 @@ pub enum Error {
     },
 }
 
-/// The useful text of a `pjrt` error: the plugin's message and code, without the backtrace the
-/// `pjrt` crate appends to its `Display`.
-pub(crate) fn pjrt_message(err: pjrt::Error) -> String {
-    match err {
-        pjrt::Error::PjrtError { msg, code, .. } => format!("{msg} ({code:?})"),
-        other => other.to_string(),
-    }
-}
-
 /// Runs `f`, turning a panic into [`Error::Pjrt`].
 ///
 /// `pjrt` 0.2.0 `expect`s on plugin errors in several infallible-looking calls (plugin

@@ -2,10 +2,10 @@
 
 use std::time::Instant;
 
-use pjrt_sys::PJRT_Buffer;
+use pjrt_sys::{PJRT_Buffer, PJRT_Client, PJRT_LoadedExecutable};
 
 use crate::device_buffer::DeviceBuffer;
-use crate::error::{guard, pjrt_message, Error, Result};
+use crate::error::{guard, Error, Result};
 use crate::plugin::{buffer_ptr, RawApi};
 use crate::signature::Signature;
 
@@ -46,7 +46,14 @@ impl CompileOptions {
 
 /// A compiled program loaded on a [`crate::Client`]'s devices (not `Send`, like the client).
 pub struct Executable {
+    /// Owns the executable (destroys it on drop).
     loaded: pjrt::LoadedExecutable,
+    /// `loaded`'s raw pointer: [`Executable::run`] calls the C API itself, because `pjrt`'s
+    /// execute asks the plugin for the output count on every call (the CPU plugin rebuilds the
+    /// HLO module's shapes and debug options for it: a third of a small call's time).
+    ptr: *mut PJRT_LoadedExecutable,
+    /// Results of `main`, asked once.
+    num_outputs: usize,
     raw: RawApi,
     client_id: u64,
     signature: Option<Signature>,
@@ -58,32 +65,124 @@ impl std::fmt::Debug for Executable {
     }
 }
 
-/// One device's argument list, none donatable (the caller keeps its buffers).
-struct Arguments(Vec<*mut PJRT_Buffer>);
-
-impl pjrt::ExecutionInputs for Arguments {
-    fn buffer_ptrs(&self) -> Vec<Vec<*mut PJRT_Buffer>> {
-        vec![self.0.clone()]
+impl RawApi {
+    /// `PJRT_Client_Compile` of MLIR text with encoded `CompileOptionsProto` bytes.
+    pub(crate) fn compile(
+        &self,
+        client: *mut PJRT_Client,
+        mlir: &str,
+        options: &[u8],
+    ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
+        let f = self.table().PJRT_Client_Compile.ok_or("the plugin does not implement PJRT_Client_Compile")?;
+        const FORMAT: &str = "mlir";
+        let mut program = pjrt_sys::PJRT_Program::new();
+        program.code = mlir.as_ptr() as *mut std::ffi::c_char;
+        program.code_size = mlir.len();
+        program.format = FORMAT.as_ptr().cast();
+        program.format_size = FORMAT.len();
+        let mut args = pjrt_sys::PJRT_Client_Compile_Args::new();
+        args.client = client;
+        args.program = &program;
+        args.compile_options = options.as_ptr().cast();
+        args.compile_options_size = options.len();
+        // SAFETY: `client` is live; program text, format and options outlive the call (the
+        // plugin copies what it keeps).
+        self.check(unsafe { f(&mut args) })?;
+        if args.executable.is_null() {
+            return Err("the plugin returned no executable".into());
+        }
+        Ok(args.executable)
     }
 
-    fn non_donatable_input_indices(&self) -> Vec<i64> {
-        (0..self.0.len() as i64).collect()
+    /// `PJRT_Executable_DeserializeAndLoad` of a plugin's serialized executable.
+    pub(crate) fn deserialize_and_load(
+        &self,
+        client: *mut PJRT_Client,
+        bytes: &[u8],
+    ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
+        let f = self
+            .table()
+            .PJRT_Executable_DeserializeAndLoad
+            .ok_or("the plugin does not implement PJRT_Executable_DeserializeAndLoad")?;
+        let mut args = pjrt_sys::PJRT_Executable_DeserializeAndLoad_Args::new();
+        args.client = client;
+        args.serialized_executable = bytes.as_ptr().cast();
+        args.serialized_executable_size = bytes.len();
+        // SAFETY: `client` is live and `bytes` outlives the call.
+        self.check(unsafe { f(&mut args) })?;
+        if args.loaded_executable.is_null() {
+            return Err("the plugin returned no executable".into());
+        }
+        Ok(args.loaded_executable)
+    }
+
+    /// Runs `exe` on one device with `args` (none donated) and waits; `num_outputs` buffers.
+    fn execute(
+        &self,
+        exe: *mut PJRT_LoadedExecutable,
+        args: &[*mut PJRT_Buffer],
+        num_outputs: usize,
+    ) -> std::result::Result<Vec<*mut PJRT_Buffer>, String> {
+        let f = self
+            .table()
+            .PJRT_LoadedExecutable_Execute
+            .ok_or("the plugin does not implement PJRT_LoadedExecutable_Execute")?;
+        let keep: Vec<i64> = (0..args.len() as i64).collect();
+        let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
+        options.non_donatable_input_indices = keep.as_ptr();
+        options.num_non_donatable_input_indices = keep.len();
+        let argument_list: *const *mut PJRT_Buffer = args.as_ptr();
+        let mut outputs: Vec<*mut PJRT_Buffer> = vec![std::ptr::null_mut(); num_outputs];
+        let output_list: *mut *mut PJRT_Buffer = outputs.as_mut_ptr();
+        let mut done: *mut pjrt_sys::PJRT_Event = std::ptr::null_mut();
+        let mut call = pjrt_sys::PJRT_LoadedExecutable_Execute_Args::new();
+        call.executable = exe;
+        call.options = &mut options;
+        call.num_devices = 1;
+        call.num_args = args.len();
+        call.argument_lists = &argument_list;
+        call.output_lists = &output_list;
+        call.device_complete_events = &mut done;
+        // SAFETY: `exe` and every argument buffer are live on one client; the argument and
+        // output lists hold one device's `num_args` / `num_outputs` entries (the output count
+        // the plugin reported for `exe`) and outlive the call.
+        self.check(unsafe { f(&mut call) })?;
+        let finished = self.await_event(done);
+        if outputs.iter().any(|p| p.is_null()) {
+            for &p in outputs.iter().filter(|p| !p.is_null()) {
+                self.destroy_buffer(p);
+            }
+            return Err(finished.err().unwrap_or_else(|| "the plugin returned fewer outputs than the executable has".into()));
+        }
+        if let Err(message) = finished {
+            for &p in &outputs {
+                self.destroy_buffer(p);
+            }
+            return Err(message);
+        }
+        Ok(outputs)
     }
 }
 
 impl Executable {
+    /// Takes ownership of the raw `ptr`, a loaded executable of `client`.
     pub(crate) fn new(
-        loaded: pjrt::LoadedExecutable,
+        client: &pjrt::Client,
+        ptr: *mut PJRT_LoadedExecutable,
         raw: RawApi,
         client_id: u64,
         signature: Option<Signature>,
-    ) -> Executable {
-        Executable {
+    ) -> Result<Executable> {
+        let loaded = pjrt::LoadedExecutable::wrap(client, ptr);
+        let num_outputs = guard("executable outputs", || loaded.executable().num_outputs())?;
+        Ok(Executable {
             loaded,
+            ptr,
+            num_outputs,
             raw,
             client_id,
             signature,
-        }
+        })
     }
 
     /// Runs on one device with `args` (in the order of the `main` function's parameters) and
@@ -107,13 +206,13 @@ impl Executable {
             })?;
             ptrs.push(ptr);
         }
-        let outputs = guard("execute", || {
-            self.loaded.execution(Arguments(ptrs)).run_sync()
-        })?
-        .map_err(|e| Error::Execute {
-            message: pjrt_message(e),
-        })?;
-        let outputs = outputs.into_iter().next().unwrap_or_default();
+        let outputs = self
+            .raw
+            .execute(self.ptr, &ptrs, self.num_outputs)
+            .map_err(|message| Error::Execute { message })?;
+        let client = self.loaded.client();
+        // Every output is wrapped (owned) before any can fail, so none leaks.
+        let outputs: Vec<pjrt::Buffer> = outputs.into_iter().map(|p| pjrt::Buffer::wrap(client, p)).collect();
         let results = outputs
             .into_iter()
             .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))

@@ -54,7 +54,7 @@ fn transfer_error(direction: &'static str, message: String) -> Error {
 
 impl RawApi {
     /// `Ok` for a null error, else the error's message (the error is freed).
-    fn check(&self, err: *mut pjrt_sys::PJRT_Error) -> std::result::Result<(), String> {
+    pub(crate) fn check(&self, err: *mut pjrt_sys::PJRT_Error) -> std::result::Result<(), String> {
         if err.is_null() {
             Ok(())
         } else {
@@ -111,7 +111,7 @@ impl RawApi {
     }
 
     /// Waits for `event` and destroys it; the event's error, if any, becomes the message.
-    fn await_event(&self, event: *mut PJRT_Event) -> std::result::Result<(), String> {
+    pub(crate) fn await_event(&self, event: *mut PJRT_Event) -> std::result::Result<(), String> {
         if event.is_null() {
             return Ok(());
         }
