@@ -30,6 +30,16 @@ pub enum Error {
     /// `FXHLO_ERROR_ON_COMPILE` is set and the cache has no executable for a graph.
     #[error("graph `{graph}`: FXHLO_ERROR_ON_COMPILE is set and the compile cache has no executable for it: {detail}")]
     CompileRefused { graph: String, detail: String },
+    /// The ahead-of-time worker process could not be started or misbehaved.
+    #[error("graph `{graph}`: {message}")]
+    AotWorker { graph: String, message: String },
+    /// The target's compiler rejected the module (ahead of time, in the worker process).
+    #[error("graph `{graph}`: the {target} compiler rejected the module: {message}")]
+    AotCompile { graph: String, target: String, message: String },
+    /// The target's compiler crashed (in the worker process: the caller lives on).
+    #[error("graph `{graph}`: the {target} compiler crashed ({status}) compiling it; the module is kept in {} \
+             for a bug report (compile it again with `fxhlo aot-worker` to reproduce). Its last words:\n{stderr}", module.display())]
+    TargetCompilerCrashed { graph: String, target: String, status: String, module: std::path::PathBuf, stderr: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),

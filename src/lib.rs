@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod aot;
 pub mod cache;
 mod check;
 mod dump;

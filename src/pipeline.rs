@@ -5,7 +5,7 @@
 
 use fxhlo_ir::{Graph, InputKind, Op, TensorType};
 use fxhlo_passes::PassManager;
-use fxhlo_runtime::DeviceKind;
+use fxhlo_runtime::TargetName;
 
 use crate::cache::CacheKey;
 use crate::dump::Dump;
@@ -19,8 +19,9 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
-    /// The device to compile for and run on.
-    pub device: DeviceKind,
+    /// The target to compile for (and run on): `cpu`, `cuda`, `tpu`, or `tpu:<topology>` such
+    /// as `tpu:v6e:2x2` to compile ahead of time for TPU chips this machine does not have.
+    pub device: TargetName,
     /// Report out-of-range indices of `embedding`, `index`, `gather`, ... as
     /// [`Error::IndexOutOfRange`] after each run (the `check-indices` pass), instead of letting
     /// the device clamp them silently as XLA does. Off by default: it costs a reduction per
@@ -30,7 +31,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { device: DeviceKind::Cpu, check_indices: false }
+        Options { device: TargetName::default(), check_indices: false }
     }
 }
 
@@ -226,7 +227,7 @@ mod tests {
     fn options_read_json_with_defaults_and_name_what_is_wrong() {
         assert_eq!(Options::from_json("{}").ok(), Some(Options::default()));
         let o = Options::from_json(r#"{"device": "cpu", "check_indices": true}"#).ok();
-        assert_eq!(o, Some(Options { device: DeviceKind::Cpu, check_indices: true }));
+        assert_eq!(o, Some(Options { device: TargetName::default(), check_indices: true }));
         let unknown = Options::from_json(r#"{"devise": "cpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(unknown.contains("unknown field `devise`"), "{unknown}");
         let bad = Options::from_json(r#"{"device": "gpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();

@@ -43,7 +43,14 @@ impl Session {
 
     /// [`Session::new_in`] with its own compile cache instead of the process's.
     pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Session> {
-        let target = Target::resolve_in(options.device, env)?;
+        if options.device.is_ahead_of_time() {
+            return Err(Error::Options(format!(
+                "device `{}` is a topology to compile for ahead of time, with no device to run on here: \
+                 compile with fxhlo::aot (`fxhlo compile <bundle> --target {}`)",
+                options.device, options.device
+            )));
+        }
+        let target = Target::resolve_in(options.device.device, env)?;
         let client = Client::new_in(&target, env)?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
         Ok(Session { pipeline: Pipeline::new(options), target, client, cache })

@@ -1,6 +1,7 @@
 //! The `fxhlo` command-line tool: run, inspect and check trace bundles without Python, and
 //! manage the compile cache.
 
+mod aot;
 mod cache;
 
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
-use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor};
+use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor, TargetName};
 use fxhlo::{CacheConfig, CacheMode, CompileCache, Compiled, Session, Frozen, Options, Tier};
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
@@ -68,7 +69,10 @@ enum Command {
         runs: usize,
     },
     /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
-    /// it into the compile cache.
+    /// it into the compile cache. A `.mlir` file (a StableHLO module, from a dump or a bug
+    /// report) is compiled as it is for an ahead-of-time target, without the cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
+    /// compile it for that TPU topology on this machine (no TPU needed) through the cache, and
+    /// write the TPU executable to `-o`.
     Compile {
         bundle: PathBuf,
         /// What to print: the imported IR or the StableHLO module (as the device gets it).
@@ -83,9 +87,29 @@ enum Command {
         /// (on stdout, or on stderr when `--emit` prints a stage).
         #[arg(long)]
         cache: bool,
-        /// The device to compile for (its options are part of the cache key).
-        #[arg(long, value_enum, default_value_t = Device::Cpu)]
-        device: Device,
+        /// The target to compile for: cpu, cuda, tpu, or tpu:<topology> (tpu:v6e:2x2,
+        /// tpu:v5e:2x2, tpu:v5p:2x2x1, ...) to compile ahead of time without the chips.
+        #[arg(long, alias = "device", default_value = "cpu")]
+        target: TargetName,
+        /// Where to write the executable of an ahead-of-time target.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Compile a bundle ahead of time for a TPU topology and print XLA's cost analysis (flops,
+    /// bytes accessed, transcendentals, optimal seconds) and a roofline estimate from the
+    /// chip's published peaks. Estimates of the TPU compiler's cost model, not measurements.
+    Cost {
+        bundle: PathBuf,
+        /// An ahead-of-time target, such as tpu:v6e:2x2.
+        #[arg(long, default_value = "tpu:v6e:2x2")]
+        target: TargetName,
+    },
+    /// Internal: the child process that compiles for a topology (run by fxhlo itself, so that
+    /// a crash of the target's compiler does not take the caller down).
+    #[command(hide = true, name = "aot-worker", disable_help_flag = true)]
+    AotWorker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// The compile cache's folder: stats, list, verify or clear its entries.
     Cache {
@@ -140,7 +164,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run { bundle, device, check, check_indices } => {
             let bundle = open(&bundle)?;
             let device = device_kind(device);
-            let session = Session::new(Options { device, check_indices })?;
+            let session = Session::new(Options { device: device.into(), check_indices })?;
             let compiled = session.compile(&bundle.graph)?;
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
@@ -191,7 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
-            let options = Options { device: device_kind(device), ..Options::default() };
+            let options = Options { device: device_kind(device).into(), ..Options::default() };
             let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
@@ -224,8 +248,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("run (upload + execute + download): {:.3} ms  (median of {})", lat * 1e3, latency.len());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Compile { bundle, emit, dump, cache, device } => {
-            let options = Options { device: device_kind(device), ..Options::default() };
+        Command::Compile { bundle, emit, dump, cache, target, output } => {
+            let options = Options { device: target.clone(), ..Options::default() };
+            if bundle.extension().is_some_and(|e| e == "mlir") {
+                return aot::compile_mlir_file(&bundle, &target, output.as_deref());
+            }
             let bundle = open(&bundle)?;
             let dump = match &dump {
                 Some(root) => {
@@ -241,6 +268,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => None,
             };
+            if target.is_ahead_of_time() {
+                let compiled = aot::compile(&bundle, &target, dump.as_ref(), false)?;
+                let line = aot::report(&compiled, &target, output.as_deref())?;
+                if let Some(Emit::Mlir) = emit {
+                    let lowered = fxhlo::Pipeline::new(options).lower(&bundle.graph, &Frozen::new(), None, "(printing)")?;
+                    println!("{}", lowered.mlir);
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            if output.is_some() {
+                anyhow::bail!("-o writes the executable of an ahead-of-time target (such as --target tpu:v6e:2x2); for {target} use --cache");
+            }
             if cache {
                 let session = Session::new(options)?;
                 let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
@@ -271,6 +313,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Cost { bundle, target } => {
+            if !target.is_ahead_of_time() {
+                anyhow::bail!("fxhlo cost compiles for a TPU topology: --target tpu:v6e:2x2 (or v5e:2x2, v5p:2x2x1, ...), not {target}");
+            }
+            let bundle = open(&bundle)?;
+            let compiled = aot::compile(&bundle, &target, None, true)?;
+            print!("{}", aot::cost_report(&compiled, &target));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::AotWorker { args } => Ok(ExitCode::from(fxhlo::aot::worker_main(&args).clamp(0, 255) as u8)),
         Command::Cache { command } => cache::run(command),
     }
 }
@@ -295,7 +347,7 @@ fn tier_name(tier: Tier) -> &'static str {
 /// `compile --cache`'s report: compiled or already cached, the key's digest, and where the
 /// entry is (or why none was written).
 fn cache_line(session: &Session, compiled: &Compiled) -> String {
-    let device = session.options().device;
+    let device = &session.options().device;
     let platform = session.client().platform_name();
     let digest = compiled.key.hex();
     let config = session.cache().config();

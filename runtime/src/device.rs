@@ -54,6 +54,80 @@ impl FromStr for DeviceKind {
     }
 }
 
+/// A target as users name it: a device kind, and for ahead-of-time compilation a topology of
+/// that device (`cpu`, `cuda`, `tpu`, `tpu:v6e:2x2`). Serialized as that text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TargetName {
+    /// The device kind.
+    pub device: DeviceKind,
+    /// The topology to compile for without the device (`v6e:2x2`); `None` runs on a local
+    /// device.
+    pub topology: Option<String>,
+}
+
+impl TargetName {
+    /// Whether this names a topology to compile for ahead of time (no device runs it here).
+    pub fn is_ahead_of_time(&self) -> bool {
+        self.topology.is_some()
+    }
+}
+
+impl From<DeviceKind> for TargetName {
+    fn from(device: DeviceKind) -> TargetName {
+        TargetName { device, topology: None }
+    }
+}
+
+impl Default for TargetName {
+    fn default() -> TargetName {
+        DeviceKind::Cpu.into()
+    }
+}
+
+impl FromStr for TargetName {
+    type Err = Error;
+
+    /// Parses `cpu`, `cuda`, `tpu` or `tpu:<topology>` (only TPUs have topologies to compile
+    /// for); the error says what is accepted.
+    fn from_str(s: &str) -> Result<TargetName> {
+        let (device, topology) = match s.trim().split_once(':') {
+            Some((d, t)) => (d, Some(t.trim())),
+            None => (s.trim(), None),
+        };
+        let device: DeviceKind = device.parse().map_err(|_| Error::UnknownDevice(s.to_string()))?;
+        match topology {
+            None => Ok(device.into()),
+            Some(t) if device == DeviceKind::Tpu && !t.is_empty() && !t.chars().any(char::is_whitespace) => {
+                Ok(TargetName { device, topology: Some(t.to_string()) })
+            }
+            Some(_) => Err(Error::UnknownDevice(s.to_string())),
+        }
+    }
+}
+
+impl TryFrom<String> for TargetName {
+    type Error = Error;
+    fn try_from(s: String) -> Result<TargetName> {
+        s.parse()
+    }
+}
+
+impl From<TargetName> for String {
+    fn from(t: TargetName) -> String {
+        t.to_string()
+    }
+}
+
+impl fmt::Display for TargetName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.topology {
+            Some(t) => write!(f, "{}:{t}", self.device),
+            None => f.write_str(self.device.as_str()),
+        }
+    }
+}
+
 /// What to compile for and run on: a device kind and the PJRT plugin that drives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -82,6 +156,14 @@ impl Target {
     /// folders described in [`crate::plugin`]. The error says what was searched and what to do.
     pub fn resolve(device: DeviceKind) -> Result<Target> {
         Target::resolve_in(device, &EnvConfig::from_env())
+    }
+
+    /// The target for an ahead-of-time compile of `name` (which has a topology): the device's
+    /// plugin, found as [`Target::resolve`] finds it, without the device preflight (no client
+    /// is created for it).
+    pub fn resolve_ahead_of_time(name: &TargetName, env: &EnvConfig) -> Result<Target> {
+        let plugin = plugin::discover(name.device, env)?;
+        Ok(Target { device: name.device, plugin, topology: name.topology.clone() })
     }
 
     /// [`Target::resolve`] with explicit settings instead of the process environment.
@@ -165,6 +247,20 @@ mod tests {
             assert_eq!(kind.to_string().parse::<DeviceKind>().ok(), Some(kind));
         }
         assert_eq!(" CUDA ".parse::<DeviceKind>().ok(), Some(DeviceKind::Cuda));
+    }
+
+    #[test]
+    fn target_names_parse_and_print() {
+        for text in ["cpu", "cuda", "tpu", "tpu:v6e:2x2", "tpu:v5p:2x2x1"] {
+            let name: Option<TargetName> = text.parse().ok();
+            assert_eq!(name.map(|n| n.to_string()).as_deref(), Some(text));
+        }
+        let aot: Option<TargetName> = "tpu:v6e:2x2".parse().ok();
+        assert_eq!(aot.as_ref().map(|n| n.device), Some(DeviceKind::Tpu));
+        assert_eq!(aot.and_then(|n| n.topology).as_deref(), Some("v6e:2x2"));
+        for bad in ["cpu:v6e:2x2", "tpu:", "gpu", "tpu:v6e 2x2"] {
+            assert!(bad.parse::<TargetName>().is_err(), "{bad}");
+        }
     }
 
     #[test]

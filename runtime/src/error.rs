@@ -15,7 +15,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A device name that is not one of [`DeviceKind::ALL`].
-    #[error("unknown device `{0}`: valid devices are cpu, cuda, tpu")]
+    #[error("unknown device `{0}`: valid devices are cpu, cuda, tpu, and tpu:<topology> (such as \
+             tpu:v6e:2x2) to compile ahead of time for TPU chips this machine does not have")]
     UnknownDevice(String),
 
     /// The plugin path does not exist (or is not a file).
@@ -72,8 +73,10 @@ pub enum Error {
     /// `tpu` was asked for on a machine without TPU device nodes.
     #[error(
         "no TPU found on this machine: none of the TPU device nodes ({dev}/accel*, {dev}/vfio/<n>) \
-         exist, and creating a TPU client without a TPU hangs for minutes. Use another device, \
-         or set FXHLO_TPU_FORCE=1 to skip this check",
+         exist, and creating a TPU client without a TPU hangs for minutes. To build TPU \
+         executables on this machine, compile ahead of time for a topology instead (target \
+         `tpu:v6e:2x2`: `fxhlo compile <bundle> --target tpu:v6e:2x2 -o <file>`); otherwise use \
+         another device, or set FXHLO_TPU_FORCE=1 to skip this check",
         dev = dev.display()
     )]
     NoTpu {
@@ -86,6 +89,16 @@ pub enum Error {
     ClientCreate {
         /// The plugin.
         plugin: PathBuf,
+        /// The plugin's message.
+        message: String,
+    },
+
+    /// The plugin cannot describe the topology asked for (an unknown chip or shape).
+    #[error("the plugin cannot describe the topology `{topology}`: {message}. Topologies look like \
+             v6e:2x2, v5e:2x2, v5p:2x2x1, v4:2x2x1 (chip generation, then the chips along each axis)")]
+    Topology {
+        /// The topology asked for.
+        topology: String,
         /// The plugin's message.
         message: String,
     },

@@ -22,6 +22,7 @@
 //! installed plugin's header). Clients, executables and device buffers are not `Send`.
 //! Environment variables: see [`mod@env`].
 
+pub mod aot;
 pub mod buffer;
 pub mod client;
 pub mod device;
@@ -34,9 +35,10 @@ pub mod plugin;
 pub mod signature;
 mod transfer;
 
+pub use aot::{AotCompiler, AotExecutable, CostAnalysis};
 pub use buffer::HostTensor;
 pub use client::Client;
-pub use device::{tpu_preflight, DeviceKind, Target};
+pub use device::{tpu_preflight, DeviceKind, Target, TargetName};
 pub use device_buffer::DeviceBuffer;
 pub use element::{Element, ElementType};
 pub use env::EnvConfig;

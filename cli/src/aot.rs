@@ -1,0 +1,156 @@
+//! `fxhlo compile --target tpu:<topology>` and `fxhlo cost`: ahead-of-time compiles for a
+//! target this machine does not have, through the compile cache, and XLA's cost analysis of
+//! them with a roofline estimate from the chip's published peaks.
+
+use std::path::Path;
+
+use fxhlo::aot::{AotCompiled, AotTarget, Worker};
+use fxhlo::frontend::Bundle;
+use fxhlo::runtime::{CostAnalysis, EnvConfig, TargetName};
+use fxhlo::{CompileCache, Dump, Frozen, Options, Pipeline};
+
+/// Lowers `bundle` for the ahead-of-time `target` and compiles it through the process's
+/// compile cache (with `fresh`, not read from it: the cost analysis comes only from a compile).
+pub(crate) fn compile(bundle: &Bundle, target: &TargetName, dump: Option<&Dump>, fresh: bool) -> anyhow::Result<AotCompiled> {
+    let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
+    let pipeline = Pipeline::new(Options { device: target.clone(), ..Options::default() });
+    let lowered = pipeline.lower(&bundle.graph, &Frozen::new(), dump, &aot.id)?;
+    let cache = CompileCache::global();
+    Ok(pipeline.compile_ahead_of_time(&bundle.graph.name, &lowered, &aot, &cache, &Worker::from_env(), fresh)?)
+}
+
+/// `fxhlo compile <module.mlir> --target tpu:...`: the module as it is, no cache.
+pub(crate) fn compile_mlir_file(path: &Path, target: &TargetName, output: Option<&Path>) -> anyhow::Result<std::process::ExitCode> {
+    if !target.is_ahead_of_time() {
+        anyhow::bail!("{}: a StableHLO file compiles for an ahead-of-time target only (--target tpu:v6e:2x2)", path.display());
+    }
+    let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let start = std::time::Instant::now();
+    let (bytes, _) = fxhlo::aot::compile_module(&name, &mlir, &aot, &Worker::from_env())?;
+    if let Some(out) = output {
+        fxhlo::frontend::write_atomic(out, &bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
+    }
+    println!("`{name}` for {target}: compiled in {:.2} s; TPU executable {} bytes", start.elapsed().as_secs_f64(), bytes.len());
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `compile --target tpu:...`'s report line, after writing the executable to `output`.
+pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(path) = output {
+        fxhlo::frontend::write_atomic(path, &compiled.bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    let how = match compiled.cached {
+        None => format!("compiled in {:.2} s", compiled.compile_time.as_secs_f64()),
+        Some(tier) => format!("already cached ({} tier, {:.1} ms)", crate::tier_name(tier), compiled.compile_time.as_secs_f64() * 1e3),
+    };
+    let written = output.map(|p| format!(", written to {}", p.display())).unwrap_or_default();
+    Ok(format!(
+        "`{}` for {target}: {how}; TPU executable {} bytes{written}; cache key {}",
+        compiled.graph,
+        compiled.bytes.len(),
+        compiled.key.hex()
+    ))
+}
+
+/// A TPU chip's published peaks, for the roofline estimate.
+pub(crate) struct Chip {
+    /// Generation prefix of topology names (`v6e` in `v6e:2x2`).
+    pub prefix: &'static str,
+    pub name: &'static str,
+    /// Peak dense bf16 matrix throughput per chip, FLOP/s.
+    pub peak_flops: f64,
+    /// HBM bandwidth per chip, bytes/s.
+    pub hbm_bytes_per_s: f64,
+}
+
+/// Per-chip peaks from Google Cloud's TPU system architecture pages (cloud.google.com/tpu/docs:
+/// "TPU v6e", "TPU v5e", "TPU v5p", "TPU v4"), bf16 dense matmul and HBM bandwidth.
+pub(crate) const CHIPS: &[Chip] = &[
+    // v6e (Trillium): 918 TFLOP/s bf16, 1640 GB/s HBM.
+    Chip { prefix: "v6e", name: "TPU v6e", peak_flops: 918e12, hbm_bytes_per_s: 1640e9 },
+    // v5e: 197 TFLOP/s bf16, 819 GB/s HBM.
+    Chip { prefix: "v5e", name: "TPU v5e", peak_flops: 197e12, hbm_bytes_per_s: 819e9 },
+    // v5p: 459 TFLOP/s bf16, 2765 GB/s HBM.
+    Chip { prefix: "v5p", name: "TPU v5p", peak_flops: 459e12, hbm_bytes_per_s: 2765e9 },
+    // v4: 275 TFLOP/s bf16, 1200 GB/s HBM.
+    Chip { prefix: "v4", name: "TPU v4", peak_flops: 275e12, hbm_bytes_per_s: 1200e9 },
+];
+
+/// The chip of a topology name (`v6e:2x2` → v6e).
+pub(crate) fn chip(topology: &str) -> Option<&'static Chip> {
+    let generation = topology.split(':').next()?;
+    CHIPS.iter().find(|c| c.prefix.eq_ignore_ascii_case(generation))
+}
+
+/// The roofline time of one chip: the larger of compute time at peak and memory time at full
+/// bandwidth.
+pub(crate) fn roofline_seconds(cost: &CostAnalysis, chip: &Chip) -> Option<f64> {
+    let flops = cost.flops()?;
+    let bytes = cost.bytes_accessed()?;
+    Some((flops / chip.peak_flops).max(bytes / chip.hbm_bytes_per_s))
+}
+
+/// The cost report: XLA's figures, then the roofline from the chip's peaks.
+pub(crate) fn cost_report(compiled: &AotCompiled, target: &TargetName) -> String {
+    let mut out = String::new();
+    let cost = compiled.cost.clone().unwrap_or_default();
+    let fmt = |v: Option<f64>| v.map(|v| format!("{v:.6e}")).unwrap_or_else(|| "n/a".into());
+    out.push_str(&format!("graph: {}\ntarget: {target}\n", compiled.graph));
+    out.push_str(&format!("compile time: {:.2} s\n", compiled.compile_time.as_secs_f64()));
+    out.push_str("XLA cost analysis (the TPU compiler's estimates, not measurements):\n");
+    out.push_str(&format!("  flops:            {}\n", fmt(cost.flops())));
+    out.push_str(&format!("  transcendentals:  {}\n", fmt(cost.transcendentals())));
+    out.push_str(&format!("  bytes accessed:   {}\n", fmt(cost.bytes_accessed())));
+    match cost.optimal_seconds() {
+        Some(s) => out.push_str(&format!("  optimal seconds:  {s:.6e}\n")),
+        None => out.push_str("  optimal seconds:  unknown (the cost model gave none; see the roofline)\n"),
+    }
+    let topology = target.topology.as_deref().unwrap_or_default();
+    match chip(topology) {
+        Some(chip) => {
+            out.push_str(&format!(
+                "roofline on one {} ({:.0} TFLOP/s bf16, {:.0} GB/s HBM): ",
+                chip.name,
+                chip.peak_flops / 1e12,
+                chip.hbm_bytes_per_s / 1e9
+            ));
+            match roofline_seconds(&cost, chip) {
+                Some(s) => {
+                    let bound = if cost.flops().unwrap_or(0.0) / chip.peak_flops >= cost.bytes_accessed().unwrap_or(0.0) / chip.hbm_bytes_per_s {
+                        "compute-bound"
+                    } else {
+                        "memory-bound"
+                    };
+                    out.push_str(&format!("{s:.6e} s ({bound})\n"));
+                }
+                None => out.push_str("n/a (no flops or bytes in the cost analysis)\n"),
+            }
+        }
+        None => out.push_str(&format!("roofline: no peak figures for topology `{topology}`\n")),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roofline_takes_the_slower_of_compute_and_memory() {
+        let chip = chip("v6e:2x2").expect("v6e is in the table");
+        let mut cost = CostAnalysis::default();
+        // 2*M*N*K for a 1024^3 matmul: compute-bound.
+        let flops = 2.0 * 1024f64.powi(3);
+        cost.properties.insert("flops".into(), flops);
+        cost.properties.insert("bytes accessed".into(), 3.0 * 1024.0 * 1024.0 * 2.0);
+        let t = roofline_seconds(&cost, chip).unwrap_or(0.0);
+        assert!((t - flops / 918e12).abs() < 1e-15, "{t}");
+        // Memory-bound when the bytes dominate.
+        cost.properties.insert("bytes accessed".into(), 1e12);
+        let t = roofline_seconds(&cost, chip).unwrap_or(0.0);
+        assert!((t - 1e12 / 1640e9).abs() < 1e-12, "{t}");
+        assert!(chip("v7x:2x2").is_none());
+    }
+}

@@ -1,0 +1,363 @@
+//! Ahead-of-time compilation for a target with no device here (`tpu:v6e:2x2`): the
+//! [`Lowered`] module goes to the plugin's topology compiler in a **child process** (the
+//! [`Worker`]), because the TPU compiler can crash on valid programs and must not take the
+//! caller (a Python process holding a model) with it. A crash becomes
+//! [`Error::TargetCompilerCrashed`] naming the graph and the target, with the module kept on
+//! disk for a bug report. Executables go through the [`CompileCache`] like any other target.
+//!
+//! The worker is `fxhlo aot-worker` (the CLI binary), or whatever [`Worker`] says: the Python
+//! extension runs its own interpreter with `-m fxhlo._aot_worker`, which calls
+//! [`worker_main`] from the same code.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fxhlo_runtime::aot::TPU_SKIP_MDS_QUERY;
+use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName};
+
+use crate::cache::{CacheKey, CompileCache, Tier};
+use crate::pipeline::{Lowered, Pipeline};
+use crate::{Error, Result};
+
+/// Environment variable: the command that runs the ahead-of-time worker (a path to the `fxhlo`
+/// binary; the worker's arguments follow). Default: `fxhlo` next to the running executable,
+/// then on `PATH`.
+pub const FXHLO_AOT_WORKER: &str = "FXHLO_AOT_WORKER";
+
+/// A target to compile for ahead of time, resolved: its plugin and the identity the cache key
+/// gives it.
+#[derive(Debug, Clone)]
+pub struct AotTarget {
+    /// The target's name (`tpu:v6e:2x2`).
+    pub name: TargetName,
+    /// The plugin and topology.
+    pub target: Target,
+    /// The cache key's target field: device, topology and the plugin file's identity.
+    pub id: String,
+}
+
+impl AotTarget {
+    /// Finds the plugin for `name` (which must have a topology). Nothing is loaded: the plugin
+    /// is only opened by the worker.
+    pub fn resolve(name: &TargetName, env: &EnvConfig) -> Result<AotTarget> {
+        if !name.is_ahead_of_time() {
+            return Err(Error::Options(format!(
+                "target `{name}` has no topology to compile for ahead of time (such as tpu:v6e:2x2)"
+            )));
+        }
+        let target = Target::resolve_ahead_of_time(name, env)?;
+        let id = format!("{name} ahead of time, plugin {}", plugin_identity(&target.plugin));
+        Ok(AotTarget { name: name.clone(), target, id })
+    }
+}
+
+/// The plugin file as the key names it: its installed package version when pip's metadata is
+/// beside it (`libtpu 0.0.52`), and its size and modification time, so that another build of
+/// the plugin never reuses an executable. Reading the file itself (137 MB for libtpu) would
+/// cost more than a cache hit saves.
+fn plugin_identity(plugin: &Path) -> String {
+    let meta = std::fs::metadata(plugin).ok();
+    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+    let modified = meta
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let file = plugin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let package = package_version(plugin).map(|v| format!(" ({v})")).unwrap_or_default();
+    format!("{file}{package} {size} bytes modified {modified}")
+}
+
+/// `name version` of the pip package a plugin file came from (`site-packages/<pkg>/<file>`
+/// with `site-packages/<pkg>-<version>.dist-info` beside it).
+fn package_version(plugin: &Path) -> Option<String> {
+    let pkg_dir = plugin.parent()?;
+    let pkg = pkg_dir.file_name()?.to_str()?.to_string();
+    let site = pkg_dir.parent()?;
+    std::fs::read_dir(site).ok()?.filter_map(|e| e.ok()).find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rest = name.strip_suffix(".dist-info")?.strip_prefix(&format!("{pkg}-"))?.to_string();
+        Some(format!("{pkg} {rest}"))
+    })
+}
+
+/// How to start the worker process: a program and the arguments before the worker's own.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    /// The program (the `fxhlo` binary, or a Python interpreter).
+    pub program: PathBuf,
+    /// Arguments before the worker's (`aot-worker` for the binary; `-m fxhlo._aot_worker` for
+    /// Python).
+    pub args: Vec<OsString>,
+}
+
+impl Worker {
+    /// `FXHLO_AOT_WORKER` when set, else `fxhlo` next to the running executable (the CLI
+    /// itself; test binaries live one folder below it), else `fxhlo` on `PATH`.
+    pub fn from_env() -> Worker {
+        let binary = std::env::var_os(FXHLO_AOT_WORKER).map(PathBuf::from).unwrap_or_else(|| {
+            let exe = std::env::current_exe().ok();
+            let name = format!("fxhlo{}", std::env::consts::EXE_SUFFIX);
+            exe.iter()
+                .flat_map(|e| e.ancestors().skip(1).take(2))
+                .map(|dir| dir.join(&name))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| PathBuf::from(name))
+        });
+        Worker { program: binary, args: vec!["aot-worker".into()] }
+    }
+}
+
+/// What an ahead-of-time compile gives.
+#[derive(Debug, Clone)]
+pub struct AotCompiled {
+    /// The graph's name.
+    pub graph: String,
+    /// The serialized executable, as the target's plugin loads it.
+    pub bytes: Vec<u8>,
+    /// XLA's cost analysis; `None` when the executable came from the cache (the cache keeps
+    /// executables only).
+    pub cost: Option<CostAnalysis>,
+    /// The cache key.
+    pub key: CacheKey,
+    /// Where it came from: `None` when compiled now.
+    pub cached: Option<Tier>,
+    /// Time in the worker (or loading from the cache).
+    pub compile_time: Duration,
+}
+
+impl Pipeline {
+    /// Compiles `lowered` (lowered for `target.id`) for an ahead-of-time target through
+    /// `cache`: a hit returns the cached bytes; a miss runs the worker and fills the cache.
+    /// With `fresh`, the cache is not read (to get a cost analysis), only written.
+    pub fn compile_ahead_of_time(
+        &self,
+        graph: &str,
+        lowered: &Lowered,
+        target: &AotTarget,
+        cache: &CompileCache,
+        worker: &Worker,
+        fresh: bool,
+    ) -> Result<AotCompiled> {
+        let start = Instant::now();
+        let key = &lowered.key;
+        if !fresh {
+            if let Some((bytes, tier)) = cache.get(key) {
+                return Ok(AotCompiled {
+                    graph: graph.to_string(),
+                    bytes: bytes.to_vec(),
+                    cost: None,
+                    key: key.clone(),
+                    cached: Some(tier),
+                    compile_time: start.elapsed(),
+                });
+            }
+        }
+        if cache.config().error_on_compile && !fresh {
+            let (_, detail) = cache.explain_miss(key);
+            return Err(Error::CompileRefused { graph: graph.to_string(), detail });
+        }
+        let (bytes, cost) = run_worker(graph, &lowered.mlir, &target.target, worker)?;
+        cache.count_compile();
+        cache.put(key, bytes.clone());
+        tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
+        Ok(AotCompiled { graph: graph.to_string(), bytes, cost: Some(cost), key: key.clone(), cached: None, compile_time: start.elapsed() })
+    }
+}
+
+/// Compiles a StableHLO module (text) for an ahead-of-time target in the worker, bypassing the
+/// cache (there is no graph to key it by): for modules from a dump or a bug report.
+pub fn compile_module(name: &str, mlir: &str, target: &AotTarget, worker: &Worker) -> Result<(Vec<u8>, CostAnalysis)> {
+    run_worker(name, mlir, &target.target, worker)
+}
+
+/// Runs the worker on `mlir` for `target`: the executable's bytes and its cost analysis, or a
+/// typed error (a compile error with the plugin's message; a crash with the module kept).
+fn run_worker(graph: &str, mlir: &str, target: &Target, worker: &Worker) -> Result<(Vec<u8>, CostAnalysis)> {
+    let dir = WorkDir::new()?;
+    let module = dir.0.join("module.mlir");
+    let out = dir.0.join("executable.bin");
+    let cost = dir.0.join("cost.json");
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::write(&module, mlir).map_err(io(&module))?;
+    let topology = target.topology.clone().unwrap_or_default();
+    let output = Command::new(&worker.program)
+        .args(&worker.args)
+        .arg("--plugin")
+        .arg(&target.plugin)
+        .arg("--topology")
+        .arg(&topology)
+        .arg("--module")
+        .arg(&module)
+        .arg("--out")
+        .arg(&out)
+        .arg("--cost")
+        .arg(&cost)
+        .env(TPU_SKIP_MDS_QUERY.0, TPU_SKIP_MDS_QUERY.1)
+        .output()
+        .map_err(|e| Error::AotWorker {
+            graph: graph.to_string(),
+            message: format!(
+                "cannot start the ahead-of-time worker `{}`: {e}. Build the fxhlo binary (cargo build -p fxhlo-cli) \
+                 or point {FXHLO_AOT_WORKER} at it",
+                worker.program.display()
+            ),
+        })?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        let bytes = std::fs::read(&out).map_err(io(&out))?;
+        let cost = std::fs::read(&cost)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        return Ok((bytes, cost));
+    }
+    // The worker's own error line (`error: ...`), as a compile error.
+    if let Some(code) = output.status.code() {
+        if code == WORKER_COMPILE_ERROR {
+            let message = stderr
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("error: "))
+                .unwrap_or(stderr.trim())
+                .to_string();
+            return Err(Error::AotCompile { graph: graph.to_string(), target: target_label(target), message });
+        }
+    }
+    // Anything else: the compiler died. Keep the module for a bug report.
+    let kept = std::env::temp_dir().join(format!("fxhlo-crash-{}-{}.mlir", sanitize(graph), std::process::id()));
+    let kept = match std::fs::copy(&module, &kept) {
+        Ok(_) => kept,
+        Err(_) => module.clone(),
+    };
+    let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty() && !startup_noise(l)).collect();
+    let tail = if tail.is_empty() {
+        "(nothing beyond the plugin's start-up warnings)".to_string()
+    } else {
+        tail[tail.len().saturating_sub(5)..].join("\n")
+    };
+    Err(Error::TargetCompilerCrashed {
+        graph: graph.to_string(),
+        target: target_label(target),
+        status: describe_status(&output.status),
+        module: kept,
+        stderr: tail,
+    })
+}
+
+/// Lines libtpu prints on every start on a machine without a TPU (about hostnames, the
+/// accelerator type and huge pages): harmless, and not what a crash report needs.
+fn startup_noise(line: &str) -> bool {
+    const NOISE: &[&str] = &[
+        "TPU_WORKER_HOSTNAMES",
+        "TPU_ACCELERATOR_TYPE",
+        "could not determine TPU",
+        "Logging before InitGoogle",
+        "Source Location Trace",
+        "libtpu_init_utils",
+        "hugepage_text",
+    ];
+    NOISE.iter().any(|n| line.contains(n))
+}
+
+fn target_label(target: &Target) -> String {
+    match &target.topology {
+        Some(t) => format!("{}:{t}", target.device),
+        None => target.device.to_string(),
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+#[cfg(unix)]
+fn describe_status(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (_, Some(sig)) => format!("killed by signal {sig}{}", signal_name(sig)),
+        (Some(code), _) => format!("exit status {code}"),
+        _ => status.to_string(),
+    }
+}
+
+#[cfg(not(unix))]
+fn describe_status(status: &std::process::ExitStatus) -> String {
+    status.to_string()
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS)",
+        8 => " (SIGFPE)",
+        9 => " (SIGKILL: out of memory?)",
+        11 => " (SIGSEGV)",
+        _ => "",
+    }
+}
+
+/// A private temporary folder, removed on drop.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new() -> Result<WorkDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!("fxhlo-aot-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+        Ok(WorkDir(dir))
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The worker's exit status for a compile error the plugin reported (anything else that is
+/// not success is a crash).
+pub const WORKER_COMPILE_ERROR: i32 = 3;
+
+/// The worker: `--plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>`.
+/// Compiles the module for the topology, writes the serialized executable to `--out` and the
+/// cost analysis as JSON to `--cost`. Returns the process exit status: 0, or
+/// [`WORKER_COMPILE_ERROR`] after printing `error: <message>` on stderr, or 2 for bad
+/// arguments. The caller must have set `TPU_SKIP_MDS_QUERY=1` in the environment before the
+/// process started (the parent does).
+pub fn worker_main(args: &[String]) -> i32 {
+    let get = |flag: &str| -> Option<String> {
+        let i = args.iter().position(|a| a == flag)?;
+        args.get(i + 1).cloned()
+    };
+    let (Some(plugin), Some(topology), Some(module), Some(out), Some(cost)) =
+        (get("--plugin"), get("--topology"), get("--module"), get("--out"), get("--cost"))
+    else {
+        eprintln!("error: usage: aot-worker --plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>");
+        return 2;
+    };
+    let run = || -> std::result::Result<(), String> {
+        let mlir = std::fs::read_to_string(&module).map_err(|e| format!("{module}: {e}"))?;
+        let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology.clone()) };
+        let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
+        let exe = compiler.compile(&mlir, &CompileOptions::default()).map_err(|e| e.to_string())?;
+        fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes).map_err(|e| format!("{out}: {e}"))?;
+        let json = serde_json::to_vec(&exe.cost).map_err(|e| e.to_string())?;
+        std::fs::write(&cost, json).map_err(|e| format!("{cost}: {e}"))?;
+        Ok(())
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("error: {message}");
+            WORKER_COMPILE_ERROR
+        }
+    }
+}
