@@ -38,7 +38,7 @@ pub enum Error {
     AotCompile { graph: String, target: String, message: String },
     /// The target's compiler crashed (in the worker process: the caller lives on).
     #[error("graph `{graph}`: the {target} compiler crashed ({status}) compiling it; the module is kept in {} \
-             for a bug report (compile it again with `fxhlo aot-worker` to reproduce). Its last words:\n{stderr}", module.display())]
+             for a bug report (reproduce: `fxhlo compile <that file> --target {target}`). Its last words:\n{stderr}", module.display())]
     TargetCompilerCrashed { graph: String, target: String, status: String, module: std::path::PathBuf, stderr: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]

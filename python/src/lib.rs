@@ -215,8 +215,8 @@ impl Executable {
 
     /// The device it runs on (`cpu`, `cuda`, `tpu`).
     #[getter]
-    fn device(&self) -> &'static str {
-        self.program.options.device.as_str()
+    fn device(&self) -> String {
+        self.program.options.device.to_string()
     }
 
     /// The graph's inputs in calling order: `(name, how)`, `how` being `"input"` (uploaded

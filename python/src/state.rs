@@ -76,7 +76,7 @@ pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>
     if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
         return Ok(c);
     }
-    let device = options.device;
+    let device = options.device.device;
     let mut env = EnvConfig::from_env();
     if env.plugin.is_none() && env.venv.is_none() {
         // The plugin this interpreter imports: the one pip installed with fxhlo, in whatever
