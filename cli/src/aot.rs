@@ -92,13 +92,31 @@ pub(crate) fn roofline_seconds(cost: &CostAnalysis, chip: &Chip) -> Option<f64> 
     Some((flops / chip.peak_flops).max(bytes / chip.hbm_bytes_per_s))
 }
 
+/// `fxhlo cost <bundle or module.mlir> --target tpu:...`: compiles (never from the cache: the
+/// cost analysis comes from a compile) and prints the report.
+pub(crate) fn cost(path: &Path, target: &TargetName) -> anyhow::Result<String> {
+    if !target.is_ahead_of_time() {
+        anyhow::bail!("fxhlo cost compiles for a TPU topology: --target tpu:v6e:2x2 (or v5e:2x2, v5p:2x2x1, ...), not {target}");
+    }
+    if path.extension().is_some_and(|e| e == "mlir") {
+        let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let start = std::time::Instant::now();
+        let (_, cost) = fxhlo::aot::compile_module(&name, &mlir, &aot, &Worker::from_env())?;
+        return Ok(cost_report(&name, &cost, start.elapsed(), target));
+    }
+    let bundle = crate::open(path)?;
+    let compiled = compile(&bundle, target, None, true)?;
+    Ok(cost_report(&compiled.graph, &compiled.cost.unwrap_or_default(), compiled.compile_time, target))
+}
+
 /// The cost report: XLA's figures, then the roofline from the chip's peaks.
-pub(crate) fn cost_report(compiled: &AotCompiled, target: &TargetName) -> String {
+pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: std::time::Duration, target: &TargetName) -> String {
     let mut out = String::new();
-    let cost = compiled.cost.clone().unwrap_or_default();
     let fmt = |v: Option<f64>| v.map(|v| format!("{v:.6e}")).unwrap_or_else(|| "n/a".into());
-    out.push_str(&format!("graph: {}\ntarget: {target}\n", compiled.graph));
-    out.push_str(&format!("compile time: {:.2} s\n", compiled.compile_time.as_secs_f64()));
+    out.push_str(&format!("graph: {graph}\ntarget: {target}\n"));
+    out.push_str(&format!("compile time: {:.2} s\n", compile_time.as_secs_f64()));
     out.push_str("XLA cost analysis (the TPU compiler's estimates, not measurements):\n");
     out.push_str(&format!("  flops:            {}\n", fmt(cost.flops())));
     out.push_str(&format!("  transcendentals:  {}\n", fmt(cost.transcendentals())));
@@ -116,7 +134,7 @@ pub(crate) fn cost_report(compiled: &AotCompiled, target: &TargetName) -> String
                 chip.peak_flops / 1e12,
                 chip.hbm_bytes_per_s / 1e9
             ));
-            match roofline_seconds(&cost, chip) {
+            match roofline_seconds(cost, chip) {
                 Some(s) => {
                     let bound = if cost.flops().unwrap_or(0.0) / chip.peak_flops >= cost.bytes_accessed().unwrap_or(0.0) / chip.hbm_bytes_per_s {
                         "compute-bound"

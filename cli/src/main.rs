@@ -95,7 +95,8 @@ enum Command {
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Compile a bundle ahead of time for a TPU topology and print XLA's cost analysis (flops,
+    /// Compile a bundle (or a StableHLO `.mlir` module) ahead of time for a TPU topology and
+    /// print XLA's cost analysis (flops,
     /// bytes accessed, transcendentals, optimal seconds) and a roofline estimate from the
     /// chip's published peaks. Estimates of the TPU compiler's cost model, not measurements.
     Cost {
@@ -314,12 +315,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Cost { bundle, target } => {
-            if !target.is_ahead_of_time() {
-                anyhow::bail!("fxhlo cost compiles for a TPU topology: --target tpu:v6e:2x2 (or v5e:2x2, v5p:2x2x1, ...), not {target}");
-            }
-            let bundle = open(&bundle)?;
-            let compiled = aot::compile(&bundle, &target, None, true)?;
-            print!("{}", aot::cost_report(&compiled, &target));
+            print!("{}", aot::cost(&bundle, &target)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::AotWorker { args } => Ok(ExitCode::from(fxhlo::aot::worker_main(&args).clamp(0, 255) as u8)),

@@ -21,6 +21,12 @@ use crate::plugin::{self, RawApi};
 /// ahead-of-time worker process is started with it set.
 pub const TPU_SKIP_MDS_QUERY: (&str, &str) = ("TPU_SKIP_MDS_QUERY", "1");
 
+/// Environment that lets several ahead-of-time workers run at once: libtpu otherwise takes
+/// `/tmp/libtpu_lockfile` at initialization (guarding the chips, which a topology compile never
+/// touches) and every other process fails with "Internal error when accessing libtpu
+/// multi-process lockfile".
+pub const ALLOW_MULTIPLE_LIBTPU_LOAD: (&str, &str) = ("ALLOW_MULTIPLE_LIBTPU_LOAD", "1");
+
 /// A plugin's description of a device topology, ready to compile for it.
 pub struct AotCompiler {
     raw: RawApi,

@@ -1,0 +1,164 @@
+//! Ahead-of-time TPU targets through the `fxhlo` binary: real libtpu (installed into .venv by
+//! scripts/setup.sh) compiling for topologies this machine does not have, the compile cache,
+//! the cost report, crashes of the TPU compiler kept out of the caller, and the fast failure of
+//! `tpu` on a machine without one.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testsuite/fixtures")
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fxhlo-aot-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs the binary with `env` added; the compile cache is off unless `env` sets a folder.
+fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
+    cmd.args(args).env_remove("FXHLO_PJRT_PLUGIN").env_remove("FXHLO_TPU_FORCE").env_remove("FXHLO_TPU_DEV_DIR");
+    for var in ["FXHLO_CACHE_DIR", "FXHLO_CACHE_MAX_BYTES", "FXHLO_ERROR_ON_COMPILE", "FXHLO_AOT_WORKER"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("FXHLO_CACHE", "off");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run fxhlo");
+    println!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The model fixtures the TPU compiler accepts, f32 and bf16.
+const COMPILING: &[&str] = &[
+    "mlp", "mlp_bf16", "cnn", "cnn_bf16", "resnet_block", "resnet_block_bf16", "unet_block", "unet_block_bf16", "gpt_block",
+];
+
+#[test]
+fn model_fixtures_compile_ahead_of_time_for_v6e_and_v5e() {
+    let dir = scratch("fixtures");
+    for topology in ["v6e:2x2", "v5e:2x2"] {
+        for name in COMPILING {
+            let bundle = fixtures().join(format!("{name}.fxt"));
+            let exe = dir.join(format!("{name}-{}.tpu", topology.replace(':', "_")));
+            let target = format!("tpu:{topology}");
+            let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", &target, "-o", exe.to_str().unwrap()], &[]);
+            assert!(out.status.success(), "{name} for {target}: {}", stderr(&out));
+            assert!(stdout(&out).contains(&format!("`{name}` for {target}: compiled in")), "{}", stdout(&out));
+            let size = fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
+            // A real TPU executable: libtpu's serialized form is at least tens of kilobytes.
+            assert!(size > 10_000, "{name} for {target}: executable of {size} bytes");
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// The transformer fixtures crash libtpu 0.0.52's fusion pass (SIGSEGV): the crash must stay in
+/// the worker process and come back as a typed error naming the graph and the target, with
+/// the module kept for a bug report.
+#[test]
+fn a_crash_of_the_tpu_compiler_is_an_error_not_a_dead_process() {
+    let bundle = fixtures().join("transformer_encoder.fxt");
+    let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2"], &[]);
+    let err = stderr(&out);
+    // The binary itself exits normally with status 1 (a signal would give no code).
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    if err.contains("compiler crashed") {
+        assert!(err.contains("graph `transformer_encoder`") && err.contains("tpu:v6e:2x2"), "{err}");
+        assert!(err.contains("signal 11"), "{err}");
+        let kept = err.split("the module is kept in ").nth(1).and_then(|r| r.split(" for a bug report").next()).unwrap_or("");
+        let module = fs::read_to_string(kept).unwrap_or_default();
+        assert!(module.contains("func.func @main"), "kept module {kept}");
+        let _ = fs::remove_file(kept);
+    } else {
+        panic!("expected the known libtpu 0.0.52 crash on this module (if a newer libtpu compiles it, move it to COMPILING): {err}");
+    }
+}
+
+#[test]
+fn ahead_of_time_executables_go_through_the_cache_keyed_by_topology() {
+    let dir = scratch("cache");
+    let cache = dir.join("cache");
+    let env = [("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", cache.to_str().unwrap())];
+    let bundle = fixtures().join("mlp.fxt");
+    let b = bundle.to_str().unwrap();
+    let key = |out: &Output| stdout(out).split("cache key ").nth(1).map(|k| k.trim().to_string()).unwrap_or_default();
+    let first = fxhlo(&["compile", b, "--target", "tpu:v6e:2x2"], &env);
+    assert!(first.status.success() && stdout(&first).contains("compiled in"), "{}", stderr(&first));
+    let second = fxhlo(&["compile", b, "--target", "tpu:v6e:2x2"], &env);
+    assert!(second.status.success() && stdout(&second).contains("already cached (disk tier"), "{}", stdout(&second));
+    assert_eq!(key(&first), key(&second));
+    let other = fxhlo(&["compile", b, "--target", "tpu:v5e:2x2"], &env);
+    assert!(other.status.success() && stdout(&other).contains("compiled in"), "{}", stdout(&other));
+    assert_ne!(key(&first), key(&other), "v6e and v5e executables must not share a key");
+    assert_eq!(key(&first).len(), 64);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_cost_of_a_matmul_is_two_m_n_k_flops() {
+    let dir = scratch("cost");
+    let (m, k, n) = (64i64, 128i64, 32i64);
+    let module = dir.join("mm.mlir");
+    fs::write(
+        &module,
+        format!(
+            "func.func @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{\n\
+             %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>\n\
+             return %0 : tensor<{m}x{n}xf32>\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = fxhlo(&["cost", module.to_str().unwrap(), "--target", "tpu:v6e:2x2"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let field = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.trim().split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let flops = field("flops:");
+    assert_eq!(flops, (2 * m * n * k) as f64, "{text}");
+    // The roofline line names the chip and is at least the compute time at peak.
+    assert!(text.contains("roofline on one TPU v6e"), "{text}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unknown_topology_is_named_in_the_error() {
+    let bundle = fixtures().join("mlp.fxt");
+    let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", "tpu:v99:9x9"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("v99:9x9"), "{}", stderr(&out));
+}
+
+#[test]
+fn tpu_without_a_tpu_fails_in_under_a_second_and_says_how_to_compile_ahead_of_time() {
+    let dev = scratch("no-tpu-dev");
+    let bundle = fixtures().join("mlp.fxt");
+    let start = Instant::now();
+    let out = fxhlo(&["run", bundle.to_str().unwrap(), "--device", "tpu"], &[("FXHLO_TPU_DEV_DIR", dev.to_str().unwrap())]);
+    let took = start.elapsed();
+    println!("failed after {:.0} ms", took.as_secs_f64() * 1e3);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("no TPU found") && err.contains("--target tpu:v6e:2x2"), "{err}");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    let _ = fs::remove_dir_all(&dev);
+}
