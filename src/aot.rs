@@ -18,13 +18,10 @@ use fxhlo_runtime::aot::{ALLOW_MULTIPLE_LIBTPU_LOAD, TPU_SKIP_MDS_QUERY};
 use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName};
 
 use crate::cache::{CacheKey, CompileCache, Tier};
+use crate::env::FXHLO_AOT_WORKER;
 use crate::pipeline::{Lowered, Pipeline};
 use crate::{Error, Result};
 
-/// Environment variable: the command that runs the ahead-of-time worker (a path to the `fxhlo`
-/// binary; the worker's arguments follow). Default: `fxhlo` next to the running executable,
-/// then on `PATH`.
-pub const FXHLO_AOT_WORKER: &str = "FXHLO_AOT_WORKER";
 
 /// A target to compile for ahead of time, resolved: its plugin and the identity the cache key
 /// gives it.

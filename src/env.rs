@@ -7,6 +7,7 @@
 //! | `FXHLO_CACHE_DIR`        | The cache folder (default `$XDG_CACHE_HOME/fxhlo`, else `~/.cache/fxhlo`). |
 //! | `FXHLO_CACHE_MAX_BYTES`  | Size cap of the folder; least recently used entries go first (default 4 GiB). |
 //! | `FXHLO_ERROR_ON_COMPILE` | `1`: a PJRT compile is an error naming why the cache missed.      |
+//! | `FXHLO_AOT_WORKER`       | The `fxhlo` binary that runs ahead-of-time compiles in a child process (default: next to the running executable, else on `PATH`). |
 //! | `XLA_FLAGS`              | Read (not set) for the cache key: XLA's flags change what it compiles. |
 
 use std::path::PathBuf;
@@ -19,6 +20,8 @@ pub const FXHLO_CACHE_DIR: &str = "FXHLO_CACHE_DIR";
 pub const FXHLO_CACHE_MAX_BYTES: &str = "FXHLO_CACHE_MAX_BYTES";
 /// Refuse PJRT compiles (a service asserting that its warm-up covered every shape).
 pub const FXHLO_ERROR_ON_COMPILE: &str = "FXHLO_ERROR_ON_COMPILE";
+/// The program that runs ahead-of-time compiles (see [`crate::aot::Worker`]).
+pub const FXHLO_AOT_WORKER: &str = "FXHLO_AOT_WORKER";
 /// XLA's own flags, part of the cache key.
 pub const XLA_FLAGS: &str = "XLA_FLAGS";
 
