@@ -3,9 +3,12 @@
 //! the cost report, crashes of the TPU compiler kept out of the caller, and the fast failure of
 //! `tpu` on a machine without one.
 
+mod support;
+use support::fxhlo;
+
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 fn fixtures() -> PathBuf {
@@ -19,21 +22,6 @@ fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
-/// Runs the binary with `env` added; the compile cache is off unless `env` sets a folder.
-fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
-    cmd.args(args).env_remove("FXHLO_PJRT_PLUGIN").env_remove("FXHLO_TPU_FORCE").env_remove("FXHLO_TPU_DEV_DIR");
-    for var in ["FXHLO_CACHE_DIR", "FXHLO_CACHE_MAX_BYTES", "FXHLO_ERROR_ON_COMPILE", "FXHLO_AOT_WORKER"] {
-        cmd.env_remove(var);
-    }
-    cmd.env("FXHLO_CACHE", "off");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run fxhlo");
-    println!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -1,6 +1,9 @@
 //! The `fxhlo` binary run as a user runs it: exit codes, the check line, clear errors for bad
 //! input (each asserted on its message), and the compile cache across processes.
 
+mod support;
+use support::fxhlo;
+
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,22 +14,6 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testsuite/fixtures/mlp.fxt")
 }
 
-/// Runs the binary with `env` added. The compile cache's folder is off unless `env` says
-/// otherwise: a test never writes to the user's cache, nor depends on what earlier runs left.
-fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
-    cmd.args(args).env_remove("FXHLO_PJRT_PLUGIN").env_remove("FXHLO_TPU_FORCE").env_remove("FXHLO_TPU_DEV_DIR");
-    for var in ["FXHLO_CACHE_DIR", "FXHLO_CACHE_MAX_BYTES", "FXHLO_ERROR_ON_COMPILE"] {
-        cmd.env_remove(var);
-    }
-    cmd.env("FXHLO_CACHE", "off");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run fxhlo");
-    println!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 fn last_line(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string()

@@ -13,7 +13,7 @@ use pjrt_sys::{PJRT_Executable, PJRT_TopologyDescription};
 
 use crate::device::Target;
 use crate::error::{Error, Result};
-use crate::executable::CompileOptions;
+use crate::executable::{mlir_program, CompileOptions};
 use crate::plugin::{self, RawApi};
 
 /// Environment the TPU plugin needs to describe a topology on a machine without a TPU: without
@@ -218,12 +218,7 @@ impl AotCompiler {
         let compile_error = |message: String| Error::Compile { message };
         let compile = api.PJRT_Compile.ok_or_else(|| compile_error("the plugin does not implement PJRT_Compile".into()))?;
         let encoded = options.to_pjrt().encode();
-        const FORMAT: &str = "mlir";
-        let mut program = pjrt_sys::PJRT_Program::new();
-        program.code = mlir.as_ptr() as *mut std::ffi::c_char;
-        program.code_size = mlir.len();
-        program.format = FORMAT.as_ptr().cast();
-        program.format_size = FORMAT.len();
+        let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Compile_Args::new();
         args.topology = self.topology;
         args.program = &program;

@@ -65,6 +65,17 @@ impl std::fmt::Debug for Executable {
     }
 }
 
+/// A `PJRT_Program` of MLIR text; it points into `mlir`, which must outlive its use.
+pub(crate) fn mlir_program(mlir: &str) -> pjrt_sys::PJRT_Program {
+    const FORMAT: &str = "mlir";
+    let mut program = pjrt_sys::PJRT_Program::new();
+    program.code = mlir.as_ptr() as *mut std::ffi::c_char;
+    program.code_size = mlir.len();
+    program.format = FORMAT.as_ptr().cast();
+    program.format_size = FORMAT.len();
+    program
+}
+
 impl RawApi {
     /// `PJRT_Client_Compile` of MLIR text with encoded `CompileOptionsProto` bytes.
     pub(crate) fn compile(
@@ -74,12 +85,7 @@ impl RawApi {
         options: &[u8],
     ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
         let f = self.table().PJRT_Client_Compile.ok_or("the plugin does not implement PJRT_Client_Compile")?;
-        const FORMAT: &str = "mlir";
-        let mut program = pjrt_sys::PJRT_Program::new();
-        program.code = mlir.as_ptr() as *mut std::ffi::c_char;
-        program.code_size = mlir.len();
-        program.format = FORMAT.as_ptr().cast();
-        program.format_size = FORMAT.len();
+        let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Client_Compile_Args::new();
         args.client = client;
         args.program = &program;
