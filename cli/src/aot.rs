@@ -150,25 +150,3 @@ pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: std::t
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn roofline_takes_the_slower_of_compute_and_memory() {
-        let chip = chip("v6e:2x2").expect("v6e is in the table");
-        let mut cost = CostAnalysis::default();
-        // 2*M*N*K for a 1024^3 matmul: compute-bound.
-        let flops = 2.0 * 1024f64.powi(3);
-        cost.properties.insert("flops".into(), flops);
-        cost.properties.insert("bytes accessed".into(), 3.0 * 1024.0 * 1024.0 * 2.0);
-        let t = roofline_seconds(&cost, chip).unwrap_or(0.0);
-        assert!((t - flops / 918e12).abs() < 1e-15, "{t}");
-        // Memory-bound when the bytes dominate.
-        cost.properties.insert("bytes accessed".into(), 1e12);
-        let t = roofline_seconds(&cost, chip).unwrap_or(0.0);
-        assert!((t - 1e12 / 1640e9).abs() < 1e-12, "{t}");
-        assert!(chip("v7x:2x2").is_none());
-    }
-}
