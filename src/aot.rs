@@ -18,6 +18,7 @@ use fxhlo_runtime::aot::{ALLOW_MULTIPLE_LIBTPU_LOAD, TPU_SKIP_MDS_QUERY};
 use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName};
 
 use crate::cache::{CacheKey, CompileCache, Tier};
+use crate::dump::file_safe;
 use crate::env::FXHLO_AOT_WORKER;
 use crate::pipeline::{Lowered, Pipeline};
 use crate::{Error, Result};
@@ -156,7 +157,7 @@ impl Pipeline {
             let (_, detail) = cache.explain_miss(key);
             return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
-        let (bytes, cost) = run_worker(graph, &lowered.mlir, &target.target, worker)?;
+        let (bytes, cost) = run_worker(graph, &lowered.mlir, target, worker)?;
         cache.count_compile();
         cache.put(key, bytes.clone());
         tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
@@ -167,12 +168,14 @@ impl Pipeline {
 /// Compiles a StableHLO module (text) for an ahead-of-time target in the worker, bypassing the
 /// cache (there is no graph to key it by): for modules from a dump or a bug report.
 pub fn compile_module(name: &str, mlir: &str, target: &AotTarget, worker: &Worker) -> Result<(Vec<u8>, CostAnalysis)> {
-    run_worker(name, mlir, &target.target, worker)
+    run_worker(name, mlir, target, worker)
 }
 
 /// Runs the worker on `mlir` for `target`: the executable's bytes and its cost analysis, or a
 /// typed error (a compile error with the plugin's message; a crash with the module kept).
-fn run_worker(graph: &str, mlir: &str, target: &Target, worker: &Worker) -> Result<(Vec<u8>, CostAnalysis)> {
+fn run_worker(graph: &str, mlir: &str, target: &AotTarget, worker: &Worker) -> Result<(Vec<u8>, CostAnalysis)> {
+    let label = target.name.to_string();
+    let target = &target.target;
     let dir = WorkDir::new()?;
     let module = dir.0.join("module.mlir");
     let out = dir.0.join("executable.bin");
@@ -224,14 +227,18 @@ fn run_worker(graph: &str, mlir: &str, target: &Target, worker: &Worker) -> Resu
                 .find_map(|l| l.strip_prefix("error: "))
                 .unwrap_or(stderr.trim())
                 .to_string();
-            return Err(Error::AotCompile { graph: graph.to_string(), target: target_label(target), message });
+            return Err(Error::AotCompile { graph: graph.to_string(), target: label, message });
         }
     }
     // Anything else: the compiler died. Keep the module for a bug report.
-    let kept = std::env::temp_dir().join(format!("fxhlo-crash-{}-{}.mlir", sanitize(graph), std::process::id()));
+    let kept = std::env::temp_dir().join(format!("fxhlo-crash-{}-{}.mlir", file_safe(graph), std::process::id()));
     let kept = match std::fs::copy(&module, &kept) {
         Ok(_) => kept,
-        Err(_) => module.clone(),
+        Err(_) => {
+            // The work folder then stays on disk, so that the path in the error exists.
+            std::mem::forget(dir);
+            module
+        }
     };
     let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty() && !startup_noise(l)).collect();
     let tail = if tail.is_empty() {
@@ -241,7 +248,7 @@ fn run_worker(graph: &str, mlir: &str, target: &Target, worker: &Worker) -> Resu
     };
     Err(Error::TargetCompilerCrashed {
         graph: graph.to_string(),
-        target: target_label(target),
+        target: label,
         status: describe_status(&output.status),
         module: kept,
         stderr: tail,
@@ -261,17 +268,6 @@ fn startup_noise(line: &str) -> bool {
         "hugepage_text",
     ];
     NOISE.iter().any(|n| line.contains(n))
-}
-
-fn target_label(target: &Target) -> String {
-    match &target.topology {
-        Some(t) => format!("{}:{t}", target.device),
-        None => target.device.to_string(),
-    }
-}
-
-fn sanitize(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 
 #[cfg(unix)]

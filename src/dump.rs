@@ -11,6 +11,12 @@ use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
 
+/// `name` (a graph's, from the user's model) kept to characters every file system takes in a
+/// file name: the others become `_`.
+pub(crate) fn file_safe(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' }).collect()
+}
+
 /// The folder one graph's stages are written to.
 #[derive(Debug, Clone)]
 pub struct Dump {
@@ -21,12 +27,7 @@ impl Dump {
     /// Creates `<root>/<graph>-<hash8>` for a graph whose imported IR text is `ir_text`.
     pub fn create(root: &Path, graph: &str, ir_text: &str) -> Result<Dump> {
         let hash = blake3::hash(ir_text.as_bytes()).to_hex();
-        // Graph names come from the user's model: keep them to characters every file system takes.
-        let safe: String = graph
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
-            .collect();
-        let dir = root.join(format!("{safe}-{}", &hash.as_str()[..8]));
+        let dir = root.join(format!("{}-{}", file_safe(graph), &hash.as_str()[..8]));
         std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         Ok(Dump { dir })
     }

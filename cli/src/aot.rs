@@ -3,20 +3,42 @@
 //! them with a roofline estimate from the chip's published peaks.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use fxhlo::aot::{AotCompiled, AotTarget, Worker};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{CostAnalysis, EnvConfig, TargetName};
-use fxhlo::{CompileCache, Dump, Frozen, Options, Pipeline};
+use fxhlo::{CompileCache, Dump, Frozen, Lowered, Options, Pipeline};
 
 /// Lowers `bundle` for the ahead-of-time `target` and compiles it through the process's
 /// compile cache (with `fresh`, not read from it: the cost analysis comes only from a compile).
-pub(crate) fn compile(bundle: &Bundle, target: &TargetName, dump: Option<&Dump>, fresh: bool) -> anyhow::Result<AotCompiled> {
+/// Returns the lowered module too (for `--emit`).
+pub(crate) fn compile(bundle: &Bundle, target: &TargetName, dump: Option<&Dump>, fresh: bool) -> anyhow::Result<(Lowered, AotCompiled)> {
     let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
     let pipeline = Pipeline::new(Options { device: target.clone(), ..Options::default() });
     let lowered = pipeline.lower(&bundle.graph, &Frozen::new(), dump, &aot.id)?;
     let cache = CompileCache::global();
-    Ok(pipeline.compile_ahead_of_time(&bundle.graph.name, &lowered, &aot, &cache, &Worker::from_env(), fresh)?)
+    let compiled = pipeline.compile_ahead_of_time(&bundle.graph.name, &lowered, &aot, &cache, &Worker::from_env(), fresh)?;
+    Ok((lowered, compiled))
+}
+
+/// A StableHLO file compiled as it is (no cache): its name (the file stem), the executable, its
+/// cost analysis and the time the compile took.
+fn compile_mlir(path: &Path, target: &TargetName) -> anyhow::Result<(String, Vec<u8>, CostAnalysis, Duration)> {
+    let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let start = Instant::now();
+    let (bytes, cost) = fxhlo::aot::compile_module(&name, &mlir, &aot, &Worker::from_env())?;
+    Ok((name, bytes, cost, start.elapsed()))
+}
+
+/// Writes an executable to `path` (atomically), when given.
+fn write_executable(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        fxhlo::frontend::write_atomic(path, bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// `fxhlo compile <module.mlir> --target tpu:...`: the module as it is, no cache.
@@ -24,23 +46,15 @@ pub(crate) fn compile_mlir_file(path: &Path, target: &TargetName, output: Option
     if !target.is_ahead_of_time() {
         anyhow::bail!("{}: a StableHLO file compiles for an ahead-of-time target only (--target tpu:v6e:2x2)", path.display());
     }
-    let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let start = std::time::Instant::now();
-    let (bytes, _) = fxhlo::aot::compile_module(&name, &mlir, &aot, &Worker::from_env())?;
-    if let Some(out) = output {
-        fxhlo::frontend::write_atomic(out, &bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
-    }
-    println!("`{name}` for {target}: compiled in {:.2} s; TPU executable {} bytes", start.elapsed().as_secs_f64(), bytes.len());
+    let (name, bytes, _, took) = compile_mlir(path, target)?;
+    write_executable(output, &bytes)?;
+    println!("`{name}` for {target}: compiled in {:.2} s; TPU executable {} bytes", took.as_secs_f64(), bytes.len());
     Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// `compile --target tpu:...`'s report line, after writing the executable to `output`.
 pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option<&Path>) -> anyhow::Result<String> {
-    if let Some(path) = output {
-        fxhlo::frontend::write_atomic(path, &compiled.bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
-    }
+    write_executable(output, &compiled.bytes)?;
     let how = match compiled.cached {
         None => format!("compiled in {:.2} s", compiled.compile_time.as_secs_f64()),
         Some(tier) => format!("already cached ({} tier, {:.1} ms)", crate::tier_name(tier), compiled.compile_time.as_secs_f64() * 1e3),
@@ -85,11 +99,11 @@ pub(crate) fn chip(topology: &str) -> Option<&'static Chip> {
 }
 
 /// The roofline time of one chip: the larger of compute time at peak and memory time at full
-/// bandwidth.
-pub(crate) fn roofline_seconds(cost: &CostAnalysis, chip: &Chip) -> Option<f64> {
-    let flops = cost.flops()?;
-    let bytes = cost.bytes_accessed()?;
-    Some((flops / chip.peak_flops).max(bytes / chip.hbm_bytes_per_s))
+/// bandwidth, and whether compute is the larger.
+pub(crate) fn roofline(cost: &CostAnalysis, chip: &Chip) -> Option<(f64, bool)> {
+    let compute = cost.flops()? / chip.peak_flops;
+    let memory = cost.bytes_accessed()? / chip.hbm_bytes_per_s;
+    Some((compute.max(memory), compute >= memory))
 }
 
 /// `fxhlo cost <bundle or module.mlir> --target tpu:...`: compiles (never from the cache: the
@@ -99,20 +113,16 @@ pub(crate) fn cost(path: &Path, target: &TargetName) -> anyhow::Result<String> {
         anyhow::bail!("fxhlo cost compiles for a TPU topology: --target tpu:v6e:2x2 (or v5e:2x2, v5p:2x2x1, ...), not {target}");
     }
     if path.extension().is_some_and(|e| e == "mlir") {
-        let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let start = std::time::Instant::now();
-        let (_, cost) = fxhlo::aot::compile_module(&name, &mlir, &aot, &Worker::from_env())?;
-        return Ok(cost_report(&name, &cost, start.elapsed(), target));
+        let (name, _, cost, took) = compile_mlir(path, target)?;
+        return Ok(cost_report(&name, &cost, took, target));
     }
     let bundle = crate::open(path)?;
-    let compiled = compile(&bundle, target, None, true)?;
+    let (_, compiled) = compile(&bundle, target, None, true)?;
     Ok(cost_report(&compiled.graph, &compiled.cost.unwrap_or_default(), compiled.compile_time, target))
 }
 
 /// The cost report: XLA's figures, then the roofline from the chip's peaks.
-pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: std::time::Duration, target: &TargetName) -> String {
+pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: Duration, target: &TargetName) -> String {
     let mut out = String::new();
     let fmt = |v: Option<f64>| v.map(|v| format!("{v:.6e}")).unwrap_or_else(|| "n/a".into());
     out.push_str(&format!("graph: {graph}\ntarget: {target}\n"));
@@ -134,13 +144,9 @@ pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: std::t
                 chip.peak_flops / 1e12,
                 chip.hbm_bytes_per_s / 1e9
             ));
-            match roofline_seconds(cost, chip) {
-                Some(s) => {
-                    let bound = if cost.flops().unwrap_or(0.0) / chip.peak_flops >= cost.bytes_accessed().unwrap_or(0.0) / chip.hbm_bytes_per_s {
-                        "compute-bound"
-                    } else {
-                        "memory-bound"
-                    };
+            match roofline(cost, chip) {
+                Some((s, compute_bound)) => {
+                    let bound = if compute_bound { "compute-bound" } else { "memory-bound" };
                     out.push_str(&format!("{s:.6e} s ({bound})\n"));
                 }
                 None => out.push_str("n/a (no flops or bytes in the cost analysis)\n"),

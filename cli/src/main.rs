@@ -69,10 +69,10 @@ enum Command {
         runs: usize,
     },
     /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
-    /// it into the compile cache. A `.mlir` file (a StableHLO module, from a dump or a bug
-    /// report) is compiled as it is for an ahead-of-time target, without the cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
+    /// it into the compile cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
     /// compile it for that TPU topology on this machine (no TPU needed) through the cache, and
-    /// write the TPU executable to `-o`.
+    /// write the TPU executable to `-o`. A `.mlir` file (a StableHLO module, from a dump or a
+    /// bug report) is compiled as it is for an ahead-of-time target, without the cache.
     Compile {
         bundle: PathBuf,
         /// What to print: the imported IR or the StableHLO module (as the device gets it).
@@ -96,9 +96,9 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Compile a bundle (or a StableHLO `.mlir` module) ahead of time for a TPU topology and
-    /// print XLA's cost analysis (flops,
-    /// bytes accessed, transcendentals, optimal seconds) and a roofline estimate from the
-    /// chip's published peaks. Estimates of the TPU compiler's cost model, not measurements.
+    /// print XLA's cost analysis (flops, bytes accessed, transcendentals, optimal seconds) and a
+    /// roofline estimate from the chip's published peaks. Estimates of the TPU compiler's cost
+    /// model, not measurements.
     Cost {
         bundle: PathBuf,
         /// An ahead-of-time target, such as tpu:v6e:2x2.
@@ -270,14 +270,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             if target.is_ahead_of_time() {
-                let compiled = aot::compile(&bundle, &target, dump.as_ref(), false)?;
+                let (lowered, compiled) = aot::compile(&bundle, &target, dump.as_ref(), false)?;
                 let line = aot::report(&compiled, &target, output.as_deref())?;
-                if let Some(Emit::Mlir) = emit {
-                    let lowered = fxhlo::Pipeline::new(options).lower(&bundle.graph, &Frozen::new(), None, "(printing)")?;
-                    println!("{}", lowered.mlir);
-                    eprintln!("{line}");
-                } else {
-                    println!("{line}");
+                // As with --cache: the report on stdout, or on stderr when a stage is printed.
+                match emit {
+                    None => println!("{line}"),
+                    Some(emit) => {
+                        eprintln!("{line}");
+                        match emit {
+                            Emit::Mlir => println!("{}", lowered.mlir),
+                            Emit::Ir => print!("{}", fxhlo::ir::print(&bundle.graph)),
+                        }
+                    }
                 }
                 return Ok(ExitCode::SUCCESS);
             }
