@@ -236,6 +236,7 @@ impl Client {
         let ptr = self.raw.buffer_from_host(self.raw_client, self.device, element_type, dims, byte_strides, bytes)?;
         Ok(DeviceBuffer::new(
             pjrt::Buffer::wrap(&self.client, ptr),
+            ptr,
             element_type,
             dims.to_vec(),
             self.raw,

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use pjrt_sys::PJRT_Buffer;
+
 use crate::buffer::HostTensor;
 use crate::element::ElementType;
 use crate::error::{Error, Result};
@@ -13,6 +15,9 @@ use crate::transfer::dense_len;
 /// Element type and dims are read once when the buffer is created.
 pub struct DeviceBuffer {
     buffer: pjrt::Buffer,
+    /// `buffer`'s raw pointer, kept for the C API calls of every run (`pjrt` hands it out
+    /// only through a per-call `Vec<Vec<_>>`).
+    ptr: *mut PJRT_Buffer,
     element_type: ElementType,
     dims: Vec<i64>,
     raw: RawApi,
@@ -36,8 +41,10 @@ fn no_pointer() -> Error {
 }
 
 impl DeviceBuffer {
+    /// Wraps `buffer`, whose raw pointer is `ptr`.
     pub(crate) fn new(
         buffer: pjrt::Buffer,
+        ptr: *mut PJRT_Buffer,
         element_type: ElementType,
         dims: Vec<i64>,
         raw: RawApi,
@@ -45,6 +52,7 @@ impl DeviceBuffer {
     ) -> DeviceBuffer {
         DeviceBuffer {
             buffer,
+            ptr,
             element_type,
             dims,
             raw,
@@ -61,7 +69,7 @@ impl DeviceBuffer {
         let ptr = buffer_ptr(&buffer).ok_or_else(no_pointer)?;
         let element_type = ElementType::from_pjrt(raw.buffer_element_type(ptr)?)?;
         let dims = buffer.dims();
-        Ok(DeviceBuffer::new(buffer, element_type, dims, *raw, client_id))
+        Ok(DeviceBuffer::new(buffer, ptr, element_type, dims, *raw, client_id))
     }
 
     /// The dense byte size of the buffer's contents on the host.
@@ -82,8 +90,7 @@ impl DeviceBuffer {
                 dst.len()
             )));
         }
-        let ptr = buffer_ptr(&self.buffer).ok_or_else(no_pointer)?;
-        self.raw.buffer_to_host(ptr, dst)
+        self.raw.buffer_to_host(self.ptr, dst)
     }
 
     /// Copies the buffer to a new host tensor and waits for the copy.
@@ -103,9 +110,9 @@ impl DeviceBuffer {
         &self.dims
     }
 
-    /// The underlying `pjrt` buffer.
-    pub(crate) fn pjrt(&self) -> &pjrt::Buffer {
-        &self.buffer
+    /// The raw `PJRT_Buffer`.
+    pub(crate) fn raw_ptr(&self) -> *mut PJRT_Buffer {
+        self.ptr
     }
 
     /// The `pjrt` buffer, giving up the rest.

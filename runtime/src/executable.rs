@@ -6,7 +6,7 @@ use pjrt_sys::{PJRT_Buffer, PJRT_Client, PJRT_LoadedExecutable};
 
 use crate::device_buffer::DeviceBuffer;
 use crate::error::{guard, Error, Result};
-use crate::plugin::{buffer_ptr, RawApi};
+use crate::plugin::RawApi;
 use crate::signature::Signature;
 
 /// Options for [`crate::Client::compile_with_options`]; the defaults match `compile`.
@@ -207,10 +207,7 @@ impl Executable {
             if arg.client_id() != self.client_id {
                 return Err(Error::ForeignObject("an argument buffer"));
             }
-            let ptr = buffer_ptr(arg.pjrt()).ok_or_else(|| Error::Execute {
-                message: "an argument buffer has no device pointer".to_string(),
-            })?;
-            ptrs.push(ptr);
+            ptrs.push(arg.raw_ptr());
         }
         let outputs = self
             .raw

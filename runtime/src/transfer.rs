@@ -289,10 +289,7 @@ impl crate::DeviceBuffer {
     /// reference to it, and PJRT requires the client to outlive its buffers.
     pub fn into_host_resident(self) -> Result<std::result::Result<HostResidentBuffer, Self>> {
         let len = self.byte_size()?;
-        let ptr = crate::plugin::buffer_ptr(self.pjrt()).ok_or_else(|| Error::Pjrt {
-            operation: "host pointer",
-            message: "pjrt returned a buffer without a pointer".to_string(),
-        })?;
+        let ptr = self.raw_ptr();
         let raw = self.raw();
         let Some(data) = raw.host_pointer(ptr)? else {
             return Ok(Err(self));
