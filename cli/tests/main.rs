@@ -260,12 +260,27 @@ fn an_unreadable_folder_says_permission_denied() {
     use std::os::unix::process::CommandExt;
     let dir = scratch("unreadable");
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o000)).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fxhlo"));
+    let as_root = fs::read_dir(&dir).is_ok(); // permission bits did not apply to this process
+    // As nobody, the binary must be reachable: the checkout may sit in a folder only root may
+    // enter (`mktemp -d` makes them 0700), so nobody runs a copy in a folder open to all.
+    let exe_dir = std::env::temp_dir().join(format!("fxhlo-cli-exe-{}", std::process::id()));
+    let exe = if as_root {
+        fs::create_dir_all(&exe_dir).unwrap();
+        fs::set_permissions(&exe_dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let copy = exe_dir.join("fxhlo");
+        fs::copy(env!("CARGO_BIN_EXE_fxhlo"), &copy).unwrap();
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    } else {
+        PathBuf::from(env!("CARGO_BIN_EXE_fxhlo"))
+    };
+    let mut cmd = Command::new(&exe);
     cmd.args(["import", dir.to_str().unwrap()]).env("FXHLO_CACHE", "off");
-    if fs::read_dir(&dir).is_ok() {
-        cmd.uid(65534).gid(65534); // root: permission bits did not apply to this process
+    if as_root {
+        cmd.uid(65534).gid(65534);
     }
     let out = cmd.output().expect("run fxhlo");
+    fs::remove_dir_all(&exe_dir).ok();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
