@@ -123,13 +123,22 @@ fn an_unreadable_folder_says_permission_denied() {
     let is_root = fs::read_dir(&s.0).is_ok(); // permission bits did not apply
     if is_root {
         use std::os::unix::process::CommandExt;
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        // Nobody must reach the binary: the checkout may sit in a folder only root may enter
+        // (`mktemp -d` makes them 0700), so nobody runs a copy in a folder open to all.
+        let exe_dir = std::env::temp_dir().join(format!("fxhlo-frontend-exe-{}", std::process::id()));
+        fs::create_dir_all(&exe_dir).unwrap();
+        fs::set_permissions(&exe_dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = exe_dir.join("files-test");
+        fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new(&exe)
             .args(["--exact", "files::child_opens_the_unreadable_folder", "--include-ignored", "--test-threads=1"])
             .env(CHILD_DIR, &s.0)
             .uid(65534)
             .gid(65534)
             .output()
             .expect("run this test binary as nobody");
+        fs::remove_dir_all(&exe_dir).ok();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success() && stdout.contains("1 passed"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     } else {
