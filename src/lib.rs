@@ -28,13 +28,13 @@ mod resident;
 mod session;
 mod tensor;
 
-pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
+pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
+pub use dump::Dump;
+pub use error::{Error, Result};
 pub use pipeline::{passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use session::{Compiled, Session};
-pub use dump::Dump;
-pub use error::{Error, Result};
 pub use tensor::{element_type, host_tensor};
 
 pub use fxhlo_codegen as codegen;

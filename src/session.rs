@@ -42,7 +42,11 @@ impl Session {
     }
 
     /// [`Session::new_in`] with its own compile cache instead of the process's.
-    pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Session> {
+    pub fn with_cache(
+        options: Options,
+        env: &EnvConfig,
+        cache: Arc<CompileCache>,
+    ) -> Result<Session> {
         if options.device.is_ahead_of_time() {
             return Err(Error::Options(format!(
                 "device `{}` is a topology to compile for ahead of time, with no device to run on here: \
@@ -53,7 +57,12 @@ impl Session {
         let target = Target::resolve_in(options.device.device, env)?;
         let client = Client::new_in(&target, env)?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
-        Ok(Session { pipeline: Pipeline::new(options), target, client, cache })
+        Ok(Session {
+            pipeline: Pipeline::new(options),
+            target,
+            client,
+            cache,
+        })
     }
 
     /// The compile cache this session reads and fills.
@@ -65,7 +74,12 @@ impl Session {
     /// version as PJRT reports them, and the device count.
     pub fn target_id(&self) -> String {
         let c = &self.client;
-        target_id(&c.platform_name(), &c.platform_version(), c.addressable_device_count(), self.target.topology.as_deref())
+        target_id(
+            &c.platform_name(),
+            &c.platform_version(),
+            c.addressable_device_count(),
+            self.target.topology.as_deref(),
+        )
     }
 
     /// The key of `graph` (as imported) compiled by this session with `frozen` inputs.
@@ -75,7 +89,12 @@ impl Session {
 
     /// The executable of `key` from the cache, or `mlir` compiled (and cached) on a miss; with
     /// where it came from (`None`: compiled). With `FXHLO_ERROR_ON_COMPILE` a miss is an error.
-    pub fn executable(&self, graph: &str, key: &CacheKey, mlir: &str) -> Result<(Executable, Option<Tier>)> {
+    pub fn executable(
+        &self,
+        graph: &str,
+        key: &CacheKey,
+        mlir: &str,
+    ) -> Result<(Executable, Option<Tier>)> {
         if let Some((bytes, tier)) = self.cache.get(key) {
             match self.client.load_serialized(&bytes) {
                 Ok(exe) => return Ok((exe, Some(tier))),
@@ -87,13 +106,19 @@ impl Session {
         }
         if self.cache.config().error_on_compile {
             let (_, detail) = self.cache.explain_miss(key);
-            return Err(Error::CompileRefused { graph: graph.to_string(), detail });
+            return Err(Error::CompileRefused {
+                graph: graph.to_string(),
+                detail,
+            });
         }
         let executable = self.client.compile(mlir)?;
         self.cache.count_compile();
         match executable.serialize() {
             Ok(bytes) => self.cache.put(key, bytes),
-            Err(e) => tracing::warn!(graph, "fxhlo cache: the plugin cannot serialize this executable ({e}); not cached"),
+            Err(e) => tracing::warn!(
+                graph,
+                "fxhlo cache: the plugin cannot serialize this executable ({e}); not cached"
+            ),
         }
         Ok((executable, None))
     }
@@ -126,7 +151,13 @@ impl Session {
     /// Parses a JSON trace (`origin` names it in errors), imports it and compiles it; with
     /// `dump`, each stage's output goes under that folder (see [`Dump`]). Inputs named in
     /// `frozen` are compiled in as constants (see [`Session::compile_dumped`]).
-    pub fn compile_json(&self, json: &[u8], origin: &Path, dump: Option<&Path>, frozen: &Frozen) -> Result<(Graph, Compiled)> {
+    pub fn compile_json(
+        &self,
+        json: &[u8],
+        origin: &Path,
+        dump: Option<&Path>,
+        frozen: &Frozen,
+    ) -> Result<(Graph, Compiled)> {
         let trace = fxhlo_frontend::parse_json(json, origin)?;
         let graph = fxhlo_frontend::import::import(&trace, origin)?;
         let dump = match dump {
@@ -145,15 +176,37 @@ impl Session {
     /// named in `frozen` (parameters, usually) become constants of the executable, holding the
     /// given bytes, and are not inputs of [`Compiled`]: XLA may fold them, and later changes
     /// to the tensors they came from are not seen.
-    pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
+    pub fn compile_dumped(
+        &self,
+        graph: &Graph,
+        dump: Option<&Dump>,
+        frozen: &Frozen,
+    ) -> Result<Compiled> {
         let start = Instant::now();
-        let Lowered { mlir, key, inputs, checks } = self.pipeline.lower(graph, frozen, dump, &self.target_id())?;
+        let Lowered {
+            mlir,
+            key,
+            inputs,
+            checks,
+        } = self
+            .pipeline
+            .lower(graph, frozen, dump, &self.target_id())?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
         let (executable, cached) = self.executable(&graph.name, &key, &mlir)?;
         let compile_time = start.elapsed();
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
-        Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
+        Ok(Compiled {
+            graph: graph.name.clone(),
+            executable,
+            mlir,
+            inputs,
+            checks,
+            key,
+            cached,
+            codegen_time,
+            compile_time,
+        })
     }
 }
 
@@ -182,7 +235,8 @@ impl Compiled {
     /// Runs on host tensors given in calling order (every input, weights included); checks
     /// each against the signature first.
     pub fn run(&self, session: &Session, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> = args.iter().map(|a| (a, None)).collect();
+        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> =
+            args.iter().map(|a| (a, None)).collect();
         self.run_resident(session, &mut ResidentWeights::new(args.len()), &unkept)
     }
 
@@ -198,19 +252,28 @@ impl Compiled {
         args: &[(&HostTensor, Option<WeightStamp>)],
     ) -> Result<Vec<HostTensor>> {
         if args.len() != self.inputs.len() {
-            return Err(Error::Input(format!("expected {} inputs, got {}", self.inputs.len(), args.len())));
+            return Err(Error::Input(format!(
+                "expected {} inputs, got {}",
+                self.inputs.len(),
+                args.len()
+            )));
         }
         let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
         for (i, (sig, (arg, stamp))) in self.inputs.iter().zip(args).enumerate() {
             let want = element_type(sig.ty.dtype);
             if arg.element_type != want || arg.dims != sig.ty.shape {
-                return Err(Error::Input(format!("input `{}` expects {} but got {:?}{:?}", sig.name, sig.ty, arg.element_type, arg.dims)));
+                return Err(Error::Input(format!(
+                    "input `{}` expects {} but got {:?}{:?}",
+                    sig.name, sig.ty, arg.element_type, arg.dims
+                )));
             }
             if weights.hit(i, *stamp).is_some() {
                 fresh.push(None);
                 continue;
             }
-            let buffer = session.client().upload_permuted(arg, sig.layout.as_deref())?;
+            let buffer = session
+                .client()
+                .upload_permuted(arg, sig.layout.as_deref())?;
             match stamp {
                 Some(stamp) => {
                     weights.keep(i, *stamp, buffer, Box::new(()));
@@ -226,8 +289,13 @@ impl Compiled {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
         let outputs = self.executable.run(&refs)?;
-        let mut outputs: Vec<HostTensor> = outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect::<Result<_>>()?;
-        self.checks.strip(&self.graph, &mut outputs, |t| Ok(t.bytes.iter().any(|&b| b != 0)))?;
+        let mut outputs: Vec<HostTensor> = outputs
+            .iter()
+            .map(|b| b.to_host().map_err(Error::from))
+            .collect::<Result<_>>()?;
+        self.checks.strip(&self.graph, &mut outputs, |t| {
+            Ok(t.bytes.iter().any(|&b| b != 0))
+        })?;
         Ok(outputs)
     }
 
@@ -238,7 +306,10 @@ impl Compiled {
         for sig in &self.inputs {
             let view = match &sig.weight {
                 Some(key) => bundle.weights.as_ref().and_then(|w| w.get(key)),
-                None => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
+                None => bundle
+                    .reference
+                    .as_ref()
+                    .and_then(|r| r.get(&format!("input.{}", sig.name))),
             };
             let view = view.ok_or_else(|| {
                 Error::Input(format!(

@@ -73,7 +73,8 @@ thread_local! {
 
 /// This thread's session for `options` (its device and compile options), created on first use.
 pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>> {
-    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
+    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned())
+    {
         return Ok(c);
     }
     let device = options.device.device;
@@ -83,19 +84,29 @@ pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>
         // environment that is (fxhlo/_plugin.py says why). FXHLO_PJRT_PLUGIN and FXHLO_VENV,
         // when set, choose instead; when nothing is found the runtime's own search runs.
         let files = fxhlo::runtime::plugin::plugin_files(device).to_vec();
-        env.plugin = py.import("fxhlo._plugin")?.call_method1("find", (files,))?.extract()?;
+        env.plugin = py
+            .import("fxhlo._plugin")?
+            .call_method1("find", (files,))?
+            .extract()?;
     }
     if env.venv.is_none() && env.virtual_env.is_none() {
         // Not activated (`.venv/bin/python` run directly): search the interpreter's own
         // environment, where scripts/setup.sh installs the plugins.
         env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
     }
-    let c = Rc::new(Session::new_in(options.clone(), &env).map_err(|e| error(py, "DeviceError", &e.to_string()))?);
+    let c = Rc::new(
+        Session::new_in(options.clone(), &env)
+            .map_err(|e| error(py, "DeviceError", &e.to_string()))?,
+    );
     SESSIONS.with_borrow_mut(|cs| cs.push(c.clone()));
     Ok(c)
 }
 
-pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
+pub(crate) fn insert_loaded(
+    p: &Program,
+    session: Rc<Session>,
+    exe: Loaded,
+) -> Rc<RefCell<ThreadExec>> {
     let t = Rc::new(RefCell::new(ThreadExec {
         session,
         exe,

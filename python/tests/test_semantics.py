@@ -70,6 +70,22 @@ def test_full_max_and_min(reduction):
     same_as_eager(fn, torch.tensor([4, -2, 11]), what=f"int x.{reduction}()")
 
 
+@pytest.mark.parametrize("reduction", [torch.amax, torch.amin])
+def test_reductions_over_a_dim_give_nan_for_rows_holding_one(reduction):
+    # The NaN check sits outside the reduction body (the TPU compiler crashes on a select in
+    # it): rows with a NaN anywhere, first, last or only, give NaN; the others their extreme.
+    x = torch.tensor([[NAN, 1.0, 2.0], [1.0, 2.0, NAN], [3.0, -1.0, 0.5], [NAN, NAN, NAN], [-INF, INF, 0.0]])
+    same_as_eager(lambda t: reduction(t, dim=1), x, what=f"{reduction.__name__}(dim=1)")
+    same_as_eager(lambda t: reduction(t, dim=0, keepdim=True), x, what=f"{reduction.__name__}(dim=0, keepdim)")
+    same_as_eager(lambda t: reduction(t, dim=1), x.bfloat16(), what=f"{reduction.__name__} bf16")
+
+
+def test_softmax_of_rows_with_nan_or_inf_matches_eager():
+    x = torch.tensor([[NAN, 1.0, 2.0], [1.0, 2.0, 3.0], [INF, 0.0, 1.0], [-INF, -INF, -INF]])
+    same_as_eager(lambda t: torch.softmax(t, dim=1), x, what="softmax")
+    same_as_eager(lambda t: torch.log_softmax(t, dim=1), x, what="log_softmax")
+
+
 class Lookup(torch.nn.Module):
     def __init__(self):
         super().__init__()

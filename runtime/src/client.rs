@@ -80,7 +80,10 @@ impl Client {
             plugin: target.plugin.clone(),
             message,
         };
-        let raw_client = plugin.raw.create_client(client_options(target.device)).map_err(create_error)?;
+        let raw_client = plugin
+            .raw
+            .create_client(client_options(target.device))
+            .map_err(create_error)?;
         // `wrap` takes ownership: the client is destroyed when the last `pjrt::Client` drops.
         let client = pjrt::Client::wrap(&plugin.api, raw_client);
         let device = plugin.raw.first_device(raw_client).map_err(create_error)?;
@@ -224,7 +227,12 @@ impl Client {
     /// The bytes are read once, during the call (no staging copy): the caller may reuse them
     /// as soon as this returns. `bytes.len()` must be the dense size of `dims`. Booleans are
     /// one byte each and must be 0 or 1.
-    pub fn upload_bytes(&self, element_type: ElementType, dims: &[i64], bytes: &[u8]) -> Result<DeviceBuffer> {
+    pub fn upload_bytes(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        bytes: &[u8],
+    ) -> Result<DeviceBuffer> {
         self.upload_strided(element_type, dims, None, bytes)
     }
 
@@ -232,8 +240,21 @@ impl Client {
     /// `sum(i[k] * byte_strides[k])` in `bytes`, and the plugin gathers it into its own layout
     /// as it copies (one pass, instead of making the view dense first). Checked to stay inside
     /// `bytes`.
-    pub fn upload_strided(&self, element_type: ElementType, dims: &[i64], byte_strides: Option<&[i64]>, bytes: &[u8]) -> Result<DeviceBuffer> {
-        let ptr = self.raw.buffer_from_host(self.raw_client, self.device, element_type, dims, byte_strides, bytes)?;
+    pub fn upload_strided(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        bytes: &[u8],
+    ) -> Result<DeviceBuffer> {
+        let ptr = self.raw.buffer_from_host(
+            self.raw_client,
+            self.device,
+            element_type,
+            dims,
+            byte_strides,
+            bytes,
+        )?;
         Ok(DeviceBuffer::new(
             pjrt::Buffer::wrap(&self.client, ptr),
             ptr,

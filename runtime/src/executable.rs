@@ -84,7 +84,10 @@ impl RawApi {
         mlir: &str,
         options: &[u8],
     ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
-        let f = self.table().PJRT_Client_Compile.ok_or("the plugin does not implement PJRT_Client_Compile")?;
+        let f = self
+            .table()
+            .PJRT_Client_Compile
+            .ok_or("the plugin does not implement PJRT_Client_Compile")?;
         let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Client_Compile_Args::new();
         args.client = client;
@@ -158,7 +161,9 @@ impl RawApi {
             for &p in outputs.iter().filter(|p| !p.is_null()) {
                 self.destroy_buffer(p);
             }
-            return Err(finished.err().unwrap_or_else(|| "the plugin returned fewer outputs than the executable has".into()));
+            return Err(finished.err().unwrap_or_else(|| {
+                "the plugin returned fewer outputs than the executable has".into()
+            }));
         }
         if let Err(message) = finished {
             for &p in &outputs {
@@ -215,7 +220,10 @@ impl Executable {
             .map_err(|message| Error::Execute { message })?;
         let client = self.loaded.client();
         // Every output is wrapped (owned) before any can fail, so none leaks.
-        let outputs: Vec<pjrt::Buffer> = outputs.into_iter().map(|p| pjrt::Buffer::wrap(client, p)).collect();
+        let outputs: Vec<pjrt::Buffer> = outputs
+            .into_iter()
+            .map(|p| pjrt::Buffer::wrap(client, p))
+            .collect();
         let results = outputs
             .into_iter()
             .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))

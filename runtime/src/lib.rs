@@ -44,9 +44,9 @@ pub use element::{Element, ElementType};
 pub use env::EnvConfig;
 pub use error::{Error, Result};
 pub use executable::{CompileOptions, Executable};
-pub use transfer::HostResidentBuffer;
 /// The half-precision types [`HostTensor::from_f16`] / [`HostTensor::from_bf16`] take.
 pub use half::{bf16, f16};
+pub use transfer::HostResidentBuffer;
 
 #[cfg(test)]
 pub(crate) mod test_util {

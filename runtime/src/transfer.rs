@@ -26,10 +26,23 @@ pub(crate) fn dense_len(element_type: ElementType, dims: &[i64]) -> Result<usize
 
 /// Checks that a strided view of `dims` with `byte_strides` (non-negative) stays inside `len`
 /// bytes, with checked arithmetic.
-fn check_strided(element_type: ElementType, dims: &[i64], byte_strides: &[i64], len: usize) -> Result<()> {
-    let bad = |why: String| Error::InvalidTensor(format!("strided {element_type} view {dims:?} with byte strides {byte_strides:?}: {why}"));
+fn check_strided(
+    element_type: ElementType,
+    dims: &[i64],
+    byte_strides: &[i64],
+    len: usize,
+) -> Result<()> {
+    let bad = |why: String| {
+        Error::InvalidTensor(format!(
+            "strided {element_type} view {dims:?} with byte strides {byte_strides:?}: {why}"
+        ))
+    };
     if byte_strides.len() != dims.len() {
-        return Err(bad(format!("{} strides for {} dims", byte_strides.len(), dims.len())));
+        return Err(bad(format!(
+            "{} strides for {} dims",
+            byte_strides.len(),
+            dims.len()
+        )));
     }
     if dims.contains(&0) {
         return Ok(());
@@ -39,9 +52,14 @@ fn check_strided(element_type: ElementType, dims: &[i64], byte_strides: &[i64], 
         if d < 0 || s < 0 {
             return Err(bad("negative dimension or stride".into()));
         }
-        last = (d - 1).checked_mul(s).and_then(|x| last.checked_add(x)).ok_or_else(|| bad("offset overflows".into()))?;
+        last = (d - 1)
+            .checked_mul(s)
+            .and_then(|x| last.checked_add(x))
+            .ok_or_else(|| bad("offset overflows".into()))?;
     }
-    let end = last.checked_add(element_type.byte_size() as i64).ok_or_else(|| bad("offset overflows".into()))?;
+    let end = last
+        .checked_add(element_type.byte_size() as i64)
+        .ok_or_else(|| bad("offset overflows".into()))?;
     if end as u64 > len as u64 {
         return Err(bad(format!("reaches byte {end} of {len}")));
     }
@@ -64,9 +82,14 @@ impl RawApi {
 
     /// Creates a client with the plugin-specific integer `options` (name, value), and keeps the
     /// raw pointer `pjrt` 0.2.0 does not expose.
-    pub(crate) fn create_client(&self, options: &[(&str, i64)]) -> std::result::Result<*mut PJRT_Client, String> {
+    pub(crate) fn create_client(
+        &self,
+        options: &[(&str, i64)],
+    ) -> std::result::Result<*mut PJRT_Client, String> {
         let api = self.table();
-        let f = api.PJRT_Client_Create.ok_or("the plugin does not implement PJRT_Client_Create")?;
+        let f = api
+            .PJRT_Client_Create
+            .ok_or("the plugin does not implement PJRT_Client_Create")?;
         let named: Vec<pjrt_sys::PJRT_NamedValue> = options
             .iter()
             .map(|&(name, value)| {
@@ -94,7 +117,10 @@ impl RawApi {
     }
 
     /// The first addressable device of `client` (where uploads go).
-    pub(crate) fn first_device(&self, client: *mut PJRT_Client) -> std::result::Result<*mut PJRT_Device, String> {
+    pub(crate) fn first_device(
+        &self,
+        client: *mut PJRT_Client,
+    ) -> std::result::Result<*mut PJRT_Device, String> {
         let api = self.table();
         let f = api
             .PJRT_Client_AddressableDevices
@@ -158,9 +184,12 @@ impl RawApi {
             Some(strides) => check_strided(element_type, dims, strides, bytes.len())?,
         }
         let up = |m: String| transfer_error("host-to-device", m);
-        let f = self.table().PJRT_Client_BufferFromHostBuffer.ok_or_else(|| {
-            up("the plugin does not implement PJRT_Client_BufferFromHostBuffer".into())
-        })?;
+        let f = self
+            .table()
+            .PJRT_Client_BufferFromHostBuffer
+            .ok_or_else(|| {
+                up("the plugin does not implement PJRT_Client_BufferFromHostBuffer".into())
+            })?;
         let mut args = pjrt_sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = client;
         args.data = bytes.as_ptr() as *const c_void;
@@ -205,11 +234,16 @@ impl RawApi {
     /// Where `buffer`'s contents are in this process's memory, if they are in host memory
     /// (the CPU plugin), after waiting until the buffer is ready; `None` on other devices.
     pub(crate) fn host_pointer(&self, buffer: *mut PJRT_Buffer) -> Result<Option<*mut u8>> {
-        let fail = |m: String| Error::Pjrt { operation: "host pointer", message: m };
+        let fail = |m: String| Error::Pjrt {
+            operation: "host pointer",
+            message: m,
+        };
         let api = self.table();
-        let (Some(on_cpu), Some(unsafe_ptr), Some(ready)) =
-            (api.PJRT_Buffer_IsOnCpu, api.PJRT_Buffer_UnsafePointer, api.PJRT_Buffer_ReadyEvent)
-        else {
+        let (Some(on_cpu), Some(unsafe_ptr), Some(ready)) = (
+            api.PJRT_Buffer_IsOnCpu,
+            api.PJRT_Buffer_UnsafePointer,
+            api.PJRT_Buffer_ReadyEvent,
+        ) else {
             return Ok(None);
         };
         let mut cpu = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
@@ -222,11 +256,13 @@ impl RawApi {
         }
         let mut ready_args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
         ready_args.buffer = buffer;
-        self.check(unsafe { ready(&mut ready_args) }).map_err(fail)?;
+        self.check(unsafe { ready(&mut ready_args) })
+            .map_err(fail)?;
         self.await_event(ready_args.event).map_err(fail)?;
         let mut pointer = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
         pointer.buffer = buffer;
-        self.check(unsafe { unsafe_ptr(&mut pointer) }).map_err(fail)?;
+        self.check(unsafe { unsafe_ptr(&mut pointer) })
+            .map_err(fail)?;
         Ok(Some(pointer.buffer_pointer as *mut u8))
     }
 
@@ -297,6 +333,11 @@ impl crate::DeviceBuffer {
         // The wrapper would destroy the buffer and release its client reference on drop: keep
         // both (the client reference is what keeps the client alive, see above).
         std::mem::forget(self.into_pjrt());
-        Ok(Ok(HostResidentBuffer { buffer: ptr, data, len, raw }))
+        Ok(Ok(HostResidentBuffer {
+            buffer: ptr,
+            data,
+            len,
+            raw,
+        }))
     }
 }
