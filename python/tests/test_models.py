@@ -99,3 +99,32 @@ def test_a_deep_cnn_with_outputs_of_scale_50_passes_under_the_float64_rule(tmp_p
     save_file(ref, str(bundle / "reference.safetensors"))
     code, last = _run_check(fxhlo_cli, bundle)
     assert code == 1 and last.startswith("check: FAIL"), last
+
+
+def _to_dtype(model, args, dtype):
+    import torch
+
+    if dtype == "f32":
+        return model, args
+    return model.to(torch.bfloat16), tuple(a.to(torch.bfloat16) if a.is_floating_point() else a for a in args)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_model_compiles_ahead_of_time_for_tpu_v6e_and_v5e(name, dtype, tmp_path, fxhlo_cli):
+    """The TPU compiler (libtpu, no TPU needed) accepts every larger model in f32 and bf16: a
+    rejection or a crash of the compiler fails the test."""
+    model, args = _to_dtype(*MODELS[name](**CONFIGS[name]), dtype)
+    bundle = fxhlo.export(model, args, tmp_path / f"{name}_{dtype}.fxt", name=f"{name}_{dtype}", source_root=ROOT)
+    env = dict(os.environ, FXHLO_CACHE="off", NO_COLOR="1")
+    for target in ["tpu:v6e:2x2", "tpu:v5e:2x2"]:
+        exe = tmp_path / f"{target.replace(':', '_')}.tpu"
+        try:
+            proc = subprocess.run([str(fxhlo_cli), "compile", str(bundle), "--target", target, "-o", str(exe)],
+                                  capture_output=True, text=True, env=env, cwd=ROOT, timeout=CLI_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{name} {dtype}: `fxhlo compile --target {target}` ran past {CLI_TIMEOUT_S} s")
+        print(f"{name} {dtype} {target}: {proc.stdout.strip().splitlines()[-1][:100] if proc.stdout.strip() else ''}")
+        assert proc.returncode == 0, f"{name} {dtype} for {target}: exit {proc.returncode}\n{proc.stderr}"
+        # A real TPU executable carries the program and its constants: far more than a header.
+        assert exe.stat().st_size > 100_000, f"{name} {dtype} for {target}: {exe.stat().st_size} bytes"
