@@ -6,8 +6,8 @@
 //! disk for a bug report. Executables go through the [`CompileCache`] like any other target.
 //!
 //! The worker is `fxhlo aot-worker` (the CLI binary), or whatever [`Worker`] says: the Python
-//! extension runs its own interpreter with `-m fxhlo._aot_worker`, which calls
-//! [`worker_main`] from the same code.
+//! extension runs its own interpreter on `fxhlo/_aot_worker.py`, which loads the extension and
+//! calls [`worker_main`] from the same code.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -103,8 +103,8 @@ fn package_version(plugin: &Path) -> Option<String> {
 pub struct Worker {
     /// The program (the `fxhlo` binary, or a Python interpreter).
     pub program: PathBuf,
-    /// Arguments before the worker's (`aot-worker` for the binary; `-m fxhlo._aot_worker` for
-    /// Python).
+    /// Arguments before the worker's (`aot-worker` for the binary; the worker script and the
+    /// extension's path for Python).
     pub args: Vec<OsString>,
 }
 
@@ -195,6 +195,33 @@ impl Pipeline {
             compile_time: start.elapsed(),
         })
     }
+}
+
+/// Imports a trace (the exporter's JSON, as the Python backend hands it over) and compiles it
+/// ahead of time for `options.device` (a target with a topology) through the process's
+/// compile cache; `dump` and `frozen` as in [`crate::Session::compile_json`]; `env` says where
+/// to find the plugin.
+pub fn compile_json_ahead_of_time(
+    json: &[u8],
+    origin: &Path,
+    dump: Option<&Path>,
+    frozen: &crate::Frozen,
+    options: crate::Options,
+    env: &EnvConfig,
+    worker: &Worker,
+) -> Result<AotCompiled> {
+    let target = AotTarget::resolve(&options.device, env)?;
+    let (graph, dump) = crate::session::import_json(json, origin, dump)?;
+    let pipeline = Pipeline::new(options);
+    let lowered = pipeline.lower(&graph, frozen, dump.as_ref(), &target.id)?;
+    pipeline.compile_ahead_of_time(
+        &graph.name,
+        &lowered,
+        &target,
+        &CompileCache::global(),
+        worker,
+        false,
+    )
 }
 
 /// Compiles a StableHLO module (text) for an ahead-of-time target in the worker, bypassing the

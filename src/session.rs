@@ -158,16 +158,7 @@ impl Session {
         dump: Option<&Path>,
         frozen: &Frozen,
     ) -> Result<(Graph, Compiled)> {
-        let trace = fxhlo_frontend::parse_json(json, origin)?;
-        let graph = fxhlo_frontend::import::import(&trace, origin)?;
-        let dump = match dump {
-            Some(root) => {
-                let d = Dump::create(root, &graph.name, &fxhlo_ir::print(&graph))?;
-                d.write(0, "trace", "json", json)?;
-                Some(d)
-            }
-            None => None,
-        };
+        let (graph, dump) = import_json(json, origin, dump)?;
         let compiled = self.compile_dumped(&graph, dump.as_ref(), frozen)?;
         Ok((graph, compiled))
     }
@@ -323,4 +314,24 @@ impl Compiled {
         }
         self.run(session, &args)
     }
+}
+
+/// Imports a trace (the exporter's JSON; `origin` names it in errors) and, with a `dump`
+/// root, opens the graph's dump folder with the trace as its first stage.
+pub(crate) fn import_json(
+    json: &[u8],
+    origin: &Path,
+    dump: Option<&Path>,
+) -> Result<(Graph, Option<Dump>)> {
+    let trace = fxhlo_frontend::parse_json(json, origin)?;
+    let graph = fxhlo_frontend::import::import(&trace, origin)?;
+    let dump = match dump {
+        Some(root) => {
+            let d = Dump::create(root, &graph.name, &fxhlo_ir::print(&graph))?;
+            d.write(0, "trace", "json", json)?;
+            Some(d)
+        }
+        None => None,
+    };
+    Ok((graph, dump))
 }

@@ -270,7 +270,7 @@ fn tpu_without_a_tpu_fails_in_under_a_second_and_says_how_to_compile_ahead_of_ti
     let start = Instant::now();
     let out = fxhlo(
         &["run", bundle.to_str().unwrap(), "--device", "tpu"],
-        &[("FXHLO_TPU_DEV_DIR", dev.to_str().unwrap())],
+        &[("FXHLO_DEV_DIR", dev.to_str().unwrap())],
     );
     let took = start.elapsed();
     println!("failed after {:.0} ms", took.as_secs_f64() * 1e3);

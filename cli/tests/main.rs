@@ -88,7 +88,7 @@ fn run_check_fails_when_the_reference_differs() {
     fs::remove_dir_all(dir).ok();
 }
 
-/// The preflight looks in the folder `FXHLO_TPU_DEV_DIR` names: an empty one is a machine
+/// The preflight looks in the folder `FXHLO_DEV_DIR` names: an empty one is a machine
 /// without a TPU, so this holds on a TPU host too.
 #[test]
 fn tpu_on_a_machine_without_one_fails_at_once() {
@@ -99,7 +99,7 @@ fn tpu_on_a_machine_without_one_fails_at_once() {
     let start = std::time::Instant::now();
     let out = fxhlo(
         &["run", fixture().to_str().unwrap(), "--device", "tpu"],
-        &[("FXHLO_TPU_DEV_DIR", dev.to_str().unwrap())],
+        &[("FXHLO_DEV_DIR", dev.to_str().unwrap())],
     );
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -115,7 +115,7 @@ fn tpu_on_a_machine_without_one_fails_at_once() {
     // A device node there lets `tpu` through the preflight to plugin discovery.
     fs::write(dev.join("accel0"), b"").unwrap();
     let env = [
-        ("FXHLO_TPU_DEV_DIR", dev.to_str().unwrap()),
+        ("FXHLO_DEV_DIR", dev.to_str().unwrap()),
         ("FXHLO_PJRT_PLUGIN", "/nonexistent/libtpu.so"),
     ];
     let out = fxhlo(

@@ -238,12 +238,14 @@ impl<'a> Importer<'a, '_> {
                 Some(m) => results.push(self.tensor_type(spec.name, m)?),
                 // Every IR value is a tensor; ops returning None (training-only variants)
                 // have no inference use, so they are refused here with their name.
-                None => return Err(self.err(
-                    spec,
-                    format!(
+                None => {
+                    return Err(self.err(
+                        spec,
+                        format!(
                         "result {i} is None; fxhlo supports only ops whose results are all tensors"
                     ),
-                )),
+                    ))
+                }
             }
         }
         if results.is_empty() {

@@ -15,8 +15,9 @@ import os
 # and only when the user has not chosen a level.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from .backend import OPTIONS, BackendOptions, CompiledGraph, compiled_graphs, fxhlo_backend, register
-from .errors import (CompileError, DeviceError, ExecutionError, FallbackWarning, FxhloError, OptionsError,
+from .backend import (OPTIONS, BackendOptions, CompiledGraph, ahead_of_time_compiles, compiled_graphs, fxhlo_backend,
+                      register)
+from .errors import (AheadOfTimeWarning, CompileError, DeviceError, ExecutionError, FallbackWarning, FxhloError, OptionsError,
                      UnsupportedOpsError)
 from .export import Capture, CapturedInput, ExportError, capture, export
 
@@ -53,7 +54,7 @@ def warmup(compiled, examples) -> dict:
 
 
 __all__ = [
-    "OPTIONS", "BackendOptions", "Capture", "CapturedInput", "CompileError", "CompiledGraph", "DeviceError",
+    "OPTIONS", "AheadOfTimeWarning", "BackendOptions", "Capture", "CapturedInput", "CompileError", "CompiledGraph", "DeviceError",
     "ExecutionError", "ExportError", "FallbackWarning", "FxhloError", "OptionsError", "UnsupportedOpsError",
-    "cache_stats", "capture", "compiled_graphs", "export", "fxhlo_backend", "register", "warmup",
+    "ahead_of_time_compiles", "cache_stats", "capture", "compiled_graphs", "export", "fxhlo_backend", "register", "warmup",
 ]

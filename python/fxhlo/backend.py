@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import re
 import os
 import sys
 import warnings
@@ -35,14 +36,19 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
 from . import export as _export
-from .errors import CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
+from .errors import AheadOfTimeWarning, CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
 
 DEVICES = ("cpu", "cuda", "tpu")
 FALLBACKS = ("error", "eager")
+# `tpu:<topology>`: compile ahead of time for a TPU slice this machine does not have.
+_TOPOLOGY = re.compile(r"tpu:[^\s:][^\s]*")
 
 OPTIONS = {
-    "device": f"where the graph runs: one of {', '.join(DEVICES)} (default cpu). Inputs and "
-              "outputs stay torch tensors on the device they are on in PyTorch.",
+    "device": f"where the graph runs: one of {', '.join(DEVICES)} (default cpu); or tpu:<topology> "
+              "(tpu:v6e:2x2, tpu:v5e:2x2, tpu:v5p:2x2x1) to compile ahead of time for a TPU slice on "
+              "any machine: the executable goes to the compile cache and calls run in eager PyTorch "
+              "here, with one AheadOfTimeWarning per graph. Inputs and outputs stay torch tensors on "
+              "the device they are on in PyTorch.",
     "freeze": "True to compile parameters and buffers into the executable as constants, so passes "
               "may fold them (default False). A frozen graph does not see later weight updates.",
     "dump": "a folder; each compiled graph writes its stages there (trace, IR, StableHLO) under "
@@ -67,6 +73,11 @@ class BackendOptions:
     fallback: str = "error"
     check_indices: bool = False
 
+    @property
+    def ahead_of_time(self) -> bool:
+        """The device is a TPU topology to compile for, not a device to run on."""
+        return ":" in self.device
+
     def compile_options(self) -> str:
         """The options that change the executable, as the JSON of Rust's ``fxhlo::Options`` (one
         type for the CLI, Rust users and this backend). ``freeze`` travels as the frozen tensors
@@ -88,8 +99,9 @@ class BackendOptions:
             valid = "\n".join(f"  {k}: {v}" for k, v in OPTIONS.items())
             raise OptionsError(f"unknown fxhlo option(s) {', '.join(map(repr, unknown))}; valid options are:\n{valid}")
         device = options.get("device", "cpu")
-        if device not in DEVICES:
-            raise OptionsError(f"fxhlo option device={device!r}: valid devices are {', '.join(DEVICES)}")
+        if device not in DEVICES and not (isinstance(device, str) and _TOPOLOGY.fullmatch(device)):
+            raise OptionsError(f"fxhlo option device={device!r}: valid devices are {', '.join(DEVICES)}, "
+                               "or tpu:<topology> such as tpu:v6e:2x2 to compile ahead of time")
         freeze = options.get("freeze", False)
         if not isinstance(freeze, bool):
             raise OptionsError(f"fxhlo option freeze={freeze!r}: must be True or False")
@@ -405,8 +417,10 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         text = _export.to_json(trace).encode()
         constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
         frozen = _frozen(trace, inputs, constants) if opts.freeze else None
-        exe = _native.compile(text, f"<{name}>", opts.compile_options(), None if opts.dump is None else str(opts.dump),
-                              frozen)
+        dump = None if opts.dump is None else str(opts.dump)
+        if opts.ahead_of_time:
+            return _compile_ahead_of_time(opts, name, text, dump, frozen, fw_gm)
+        exe = _native.compile(text, f"<{name}>", opts.compile_options(), dump, frozen)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":
@@ -418,6 +432,38 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
                       FallbackWarning, stacklevel=2)
         return make_boxed_func(fw_gm.forward)
     return CompiledGraph(exe, constants, OutputLayout.of(fw_gm))
+
+
+_ahead_of_time: list[dict] = []
+
+
+def ahead_of_time_compiles() -> list[dict]:
+    """What each graph compiled ahead of time in this process (``device="tpu:<topology>"``)
+    gave, oldest first: ``graph``, ``target``, ``key`` (the compile cache key, hex), ``size``
+    (bytes of the executable), ``seconds``, ``cached`` (``"memory"``, ``"disk"`` or None when
+    compiled now) and, when compiled now, ``cost`` (XLA's cost analysis: ``flops``,
+    ``bytes accessed``, ``transcendentals``, ``optimal_seconds``, ...)."""
+    return list(_ahead_of_time)
+
+
+def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, dump, frozen, fw_gm):
+    """Compiles the graph for ``opts.device`` in a worker process (a crash of the TPU compiler
+    raises CompileError, this process lives on) into the compile cache, and returns the eager
+    graph for calls on this machine."""
+    from . import _native
+
+    # FXHLO_AOT_WORKER names another worker program (the `fxhlo` binary), as for the CLI.
+    program = os.environ.get("FXHLO_AOT_WORKER")
+    worker = ([program, "aot-worker"] if program
+              else [sys.executable, str(Path(__file__).with_name("_aot_worker.py")), _native.__file__])
+    result = _native.compile_ahead_of_time(text, f"<{name}>", opts.compile_options(), worker, dump, frozen)
+    _ahead_of_time.append(result)
+    how = f"from the compile cache ({result['cached']} tier)" if result["cached"] else f"in {result['seconds']:.2f} s"
+    warnings.warn(
+        f"fxhlo: graph {name} compiled ahead of time for {result['target']} {how}: {result['size']} bytes, cache key "
+        f"{result['key'][:16]}; this machine cannot run it, so calls run in eager PyTorch here "
+        "(fxhlo.ahead_of_time_compiles() lists every such graph)", AheadOfTimeWarning, stacklevel=2)
+    return make_boxed_func(fw_gm.forward)
 
 
 def _frozen(trace: dict, inputs: list, constants: list) -> dict:

@@ -37,3 +37,9 @@ class ExecutionError(FxhloError):
 
 class FallbackWarning(UserWarning):
     """A graph runs in eager PyTorch instead of through fxhlo (``fallback="eager"``)."""
+
+
+class AheadOfTimeWarning(UserWarning):
+    """A graph was compiled ahead of time for a target this machine cannot run
+    (``device="tpu:v6e:2x2"``): the executable is in the compile cache, and calls run in eager
+    PyTorch here. Warned once per graph."""

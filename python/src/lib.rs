@@ -377,23 +377,7 @@ fn compile(
     let options =
         fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let session = session(py, &options)?;
-    let mut values = fxhlo::Frozen::new();
-    if let Some(frozen) = frozen {
-        for (name, t) in frozen.iter() {
-            let name: String = name.extract()?;
-            let mut dense = t.clone();
-            if !dense.getattr("is_cpu")?.is_truthy()? {
-                dense = dense.call_method0("cpu")?;
-            }
-            dense = dense.call_method0("contiguous")?;
-            let len: usize = dense.getattr("nbytes")?.extract()?;
-            // SAFETY: `dense` is a live contiguous CPU tensor of `len` bytes, copied at once.
-            values.insert(
-                name,
-                unsafe { tensor_bytes(data_ptr(&dense)?, len) }.to_vec(),
-            );
-        }
-    }
+    let values = frozen_values(frozen)?;
     let (graph, compiled) = session
         .compile_json(trace_json, origin.as_ref(), dump.as_deref(), &values)
         .map_err(|e| compile_error(py, &e))?;
@@ -444,6 +428,100 @@ fn compile(
     Ok(Executable { program })
 }
 
+/// The bytes of each frozen tensor (input name -> tensor), copied out of PyTorch.
+fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> {
+    let mut values = fxhlo::Frozen::new();
+    if let Some(frozen) = frozen {
+        for (name, t) in frozen.iter() {
+            let name: String = name.extract()?;
+            let mut dense = t.clone();
+            if !dense.getattr("is_cpu")?.is_truthy()? {
+                dense = dense.call_method0("cpu")?;
+            }
+            dense = dense.call_method0("contiguous")?;
+            let len: usize = dense.getattr("nbytes")?.extract()?;
+            // SAFETY: `dense` is a live contiguous CPU tensor of `len` bytes, copied at once.
+            values.insert(
+                name,
+                unsafe { tensor_bytes(data_ptr(&dense)?, len) }.to_vec(),
+            );
+        }
+    }
+    Ok(values)
+}
+
+/// Compiles a trace ahead of time for the target in `options` (`{"device": "tpu:v6e:2x2"}`)
+/// through the compile cache, in a worker process started as `worker` (program and arguments;
+/// `fxhlo/_aot_worker.py` under this interpreter), so that a crash of the target's compiler
+/// raises `CompileError` instead of ending this process. Returns a dict: `graph`, `target`,
+/// `key` (hex), `size` (bytes of the executable), `seconds`, `cached` (`"memory"`, `"disk"`
+/// or None when compiled now) and, when compiled now, `cost` (XLA's cost analysis, a dict).
+#[pyfunction]
+#[pyo3(signature = (trace_json, origin, options, worker, dump = None, frozen = None))]
+fn compile_ahead_of_time<'py>(
+    py: Python<'py>,
+    trace_json: &[u8],
+    origin: &str,
+    options: &str,
+    worker: Vec<String>,
+    dump: Option<PathBuf>,
+    frozen: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let options =
+        fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let Some((program, args)) = worker.split_first() else {
+        return Err(PyValueError::new_err(
+            "worker: give the program and its arguments",
+        ));
+    };
+    let worker = fxhlo::aot::Worker {
+        program: program.into(),
+        args: args.iter().map(Into::into).collect(),
+    };
+    let values = frozen_values(frozen)?;
+    let env = state::plugin_env(py, options.device.device)?;
+    let target = options.device.to_string();
+    let compiled = py
+        .detach(|| {
+            fxhlo::aot::compile_json_ahead_of_time(
+                trace_json,
+                origin.as_ref(),
+                dump.as_deref(),
+                &values,
+                options,
+                &env,
+                &worker,
+            )
+        })
+        .map_err(|e| compile_error(py, &e))?;
+    let d = PyDict::new(py);
+    d.set_item("graph", &compiled.graph)?;
+    d.set_item("target", target)?;
+    d.set_item("key", compiled.key.hex())?;
+    d.set_item("size", compiled.bytes.len())?;
+    d.set_item("seconds", compiled.compile_time.as_secs_f64())?;
+    let cached = compiled.cached.map(|t| match t {
+        fxhlo::Tier::Memory => "memory",
+        fxhlo::Tier::Disk => "disk",
+    });
+    d.set_item("cached", cached)?;
+    if let Some(cost) = &compiled.cost {
+        let c = PyDict::new(py);
+        for (k, v) in &cost.properties {
+            c.set_item(k, v)?;
+        }
+        d.set_item("cost", c)?;
+    }
+    Ok(d)
+}
+
+/// The ahead-of-time worker (`fxhlo/_aot_worker.py` calls this with its arguments): the same
+/// code as `fxhlo aot-worker`. Returns the process exit status.
+#[pyfunction]
+fn aot_worker(args: Vec<String>) -> i32 {
+    fxhlo::aot::worker_main(&args)
+}
+
 /// The process's compile cache counters (`fxhlo.cache_stats()`): `compiles` (PJRT compiles
 /// done because the cache missed), `memory_hits`, `disk_hits`, `misses_by_reason` (a dict),
 /// `bytes_on_disk`, `entries_on_disk`, and `dir` and `mode`.
@@ -490,6 +568,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Executable>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
+    m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -77,7 +77,21 @@ pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>
     {
         return Ok(c);
     }
-    let device = options.device.device;
+    let env = plugin_env(py, options.device.device)?;
+    let c = Rc::new(
+        Session::new_in(options.clone(), &env)
+            .map_err(|e| error(py, "DeviceError", &e.to_string()))?,
+    );
+    SESSIONS.with_borrow_mut(|cs| cs.push(c.clone()));
+    Ok(c)
+}
+
+/// The environment in which to look for `device`'s plugin: the process's, with the plugin this
+/// interpreter imports when the environment does not choose one.
+pub(crate) fn plugin_env(
+    py: Python<'_>,
+    device: fxhlo::runtime::DeviceKind,
+) -> PyResult<EnvConfig> {
     let mut env = EnvConfig::from_env();
     if env.plugin.is_none() && env.venv.is_none() {
         // The plugin this interpreter imports: the one pip installed with fxhlo, in whatever
@@ -94,12 +108,7 @@ pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>
         // environment, where scripts/setup.sh installs the plugins.
         env.virtual_env = Some(py.import("sys")?.getattr("prefix")?.extract()?);
     }
-    let c = Rc::new(
-        Session::new_in(options.clone(), &env)
-            .map_err(|e| error(py, "DeviceError", &e.to_string()))?,
-    );
-    SESSIONS.with_borrow_mut(|cs| cs.push(c.clone()));
-    Ok(c)
+    Ok(env)
 }
 
 pub(crate) fn insert_loaded(

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::buffer::HostTensor;
-use crate::device::{tpu_preflight, DeviceKind, Target};
+use crate::device::{cuda_preflight, tpu_preflight, DeviceKind, Target};
 use crate::device_buffer::DeviceBuffer;
 use crate::element::ElementType;
 use crate::env::EnvConfig;
@@ -63,16 +63,19 @@ impl Client {
     /// Loads the target's plugin and creates a client.
     ///
     /// For `tpu`, [`tpu_preflight`] runs first, so a machine without a TPU fails at once
-    /// instead of hanging in `libtpu`. Errors: the plugin file is missing, is not a PJRT
+    /// instead of hanging in `libtpu`; for `cuda`, [`cuda_preflight`]. Errors: the plugin file is missing, is not a PJRT
     /// plugin, has an incompatible C API version, or the plugin refuses to create a client.
     pub fn new(target: &Target) -> Result<Client> {
         Client::new_in(target, &EnvConfig::from_env())
     }
 
-    /// [`Client::new`] with explicit settings (only `tpu_force` is used).
+    /// [`Client::new`] with explicit settings (only the preflight's `tpu_force` and
+    /// `dev_dir` are used).
     pub fn new_in(target: &Target, env: &EnvConfig) -> Result<Client> {
-        if target.device == DeviceKind::Tpu {
-            tpu_preflight(env)?;
+        match target.device {
+            DeviceKind::Tpu => tpu_preflight(env)?,
+            DeviceKind::Cuda => cuda_preflight(env)?,
+            DeviceKind::Cpu => {}
         }
         let plugin = plugin::load(&target.plugin)?;
         let start = Instant::now();

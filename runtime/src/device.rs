@@ -188,8 +188,10 @@ impl Target {
     pub fn resolve_in(device: DeviceKind, env: &EnvConfig) -> Result<Target> {
         // Without a TPU, "no TPU here" is the answer the user needs, whether or not libtpu is
         // installed.
-        if device == DeviceKind::Tpu {
-            tpu_preflight(env)?;
+        match device {
+            DeviceKind::Tpu => tpu_preflight(env)?,
+            DeviceKind::Cuda => cuda_preflight(env)?,
+            DeviceKind::Cpu => {}
         }
         let plugin = plugin::discover(device, env)?;
         tracing::debug!(%device, plugin = %plugin.display(), "resolved PJRT target");
@@ -207,7 +209,7 @@ impl fmt::Display for Target {
     }
 }
 
-/// Where TPU device nodes live unless [`EnvConfig::tpu_dev_dir`] says otherwise.
+/// Where TPU device nodes live unless [`EnvConfig::dev_dir`] says otherwise.
 const DEV: &str = "/dev";
 
 /// Fails at once unless this machine has a TPU (or `FXHLO_TPU_FORCE` says to skip the check).
@@ -216,23 +218,54 @@ const DEV: &str = "/dev";
 /// 30 times per key, which takes many minutes before it fails. A TPU VM exposes its chips as
 /// `/dev/accel*` (v2-v4) or `/dev/vfio/<n>` (v5e and later; `/dev/vfio/vfio` is the VFIO
 /// control node present on any machine with VFIO and does not count). The folder looked in is
-/// `env.tpu_dev_dir` (`FXHLO_TPU_DEV_DIR`), `/dev` by default: tests pass a folder of their
+/// `env.dev_dir` (`FXHLO_DEV_DIR`), `/dev` by default: tests pass a folder of their
 /// own, so that they do not depend on the machine they run on.
 pub fn tpu_preflight(env: &EnvConfig) -> Result<()> {
     if env.tpu_force {
         tracing::debug!("{FXHLO_TPU_FORCE} set: skipping the TPU preflight");
         return Ok(());
     }
-    let dev = env
-        .tpu_dev_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEV));
+    let dev = env.dev_dir.clone().unwrap_or_else(|| PathBuf::from(DEV));
     let nodes = tpu_device_nodes(&dev);
     if nodes.is_empty() {
         return Err(Error::NoTpu { dev });
     }
     tracing::debug!(?nodes, "TPU device nodes found");
     Ok(())
+}
+
+/// Fails at once unless this machine has an NVIDIA GPU: its device nodes `/dev/nvidia<n>`
+/// (or `/dev/dxg`, how WSL exposes a GPU). Without one the CUDA plugin would fail later with a
+/// driver message that does not say what is missing. Looks in `env.dev_dir` like
+/// [`tpu_preflight`].
+pub fn cuda_preflight(env: &EnvConfig) -> Result<()> {
+    let dev = env.dev_dir.clone().unwrap_or_else(|| PathBuf::from(DEV));
+    let nodes = gpu_device_nodes(&dev);
+    if nodes.is_empty() {
+        return Err(Error::NoGpu { dev });
+    }
+    tracing::debug!(?nodes, "GPU device nodes found");
+    Ok(())
+}
+
+/// The NVIDIA GPU device nodes under `dev`: `nvidia<n>` (not `nvidiactl`, `nvidia-uvm`, which
+/// a driver without a GPU may leave), or `dxg`.
+pub(crate) fn gpu_device_nodes(dev: &Path) -> Vec<PathBuf> {
+    let mut nodes: Vec<PathBuf> = std::fs::read_dir(dev)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let gpu = name
+                .strip_prefix("nvidia")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            gpu || name == "dxg"
+        })
+        .map(|e| e.path())
+        .collect();
+    nodes.sort();
+    nodes
 }
 
 /// The TPU device nodes under `dev` (normally `/dev`), sorted.
@@ -313,7 +346,7 @@ mod tests {
     fn preflight_looks_in_the_configured_folder() {
         let dev = crate::test_util::TempDir::new("tpu-preflight");
         let env = EnvConfig {
-            tpu_dev_dir: Some(dev.path().to_path_buf()),
+            dev_dir: Some(dev.path().to_path_buf()),
             ..EnvConfig::default()
         };
         let err = tpu_preflight(&env).err();
@@ -323,6 +356,27 @@ mod tests {
         );
         std::fs::write(dev.path().join("accel0"), b"").ok();
         assert!(tpu_preflight(&env).is_ok());
+    }
+
+    #[test]
+    fn gpu_nodes_are_numbered_nvidia_nodes_or_dxg() {
+        let dev = crate::test_util::TempDir::new("gpu-nodes");
+        for name in ["nvidiactl", "nvidia-uvm", "nvidia-modeset", "null"] {
+            std::fs::write(dev.path().join(name), b"").ok();
+        }
+        assert!(gpu_device_nodes(dev.path()).is_empty());
+        let env = EnvConfig {
+            dev_dir: Some(dev.path().to_path_buf()),
+            ..EnvConfig::default()
+        };
+        assert!(matches!(cuda_preflight(&env), Err(Error::NoGpu { .. })));
+        std::fs::write(dev.path().join("nvidia0"), b"").ok();
+        std::fs::write(dev.path().join("nvidia1"), b"").ok();
+        assert_eq!(
+            gpu_device_nodes(dev.path()),
+            vec![dev.path().join("nvidia0"), dev.path().join("nvidia1")]
+        );
+        assert!(cuda_preflight(&env).is_ok());
     }
 
     #[test]

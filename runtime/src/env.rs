@@ -6,7 +6,7 @@
 //! | `FXHLO_VENV`         | The Python virtual environment to search for plugins (only that one).|
 //! | `VIRTUAL_ENV`        | Set by `activate`; searched before the `.venv` folders found by walking up from the current directory and the executable. |
 //! | `FXHLO_TPU_FORCE`    | `1`/`true`: skip the TPU device-node preflight (see [`crate::device`]). |
-//! | `FXHLO_TPU_DEV_DIR`  | The folder the TPU preflight looks in for device nodes instead of `/dev` (for tests: an empty folder means "no TPU" on any machine). |
+//! | `FXHLO_DEV_DIR`  | The folder the TPU and CUDA preflights look in for device nodes instead of `/dev` (for tests: an empty folder means "no TPU, no GPU" on any machine). |
 //!
 //! Nothing else in the crate calls `std::env::var`: the rest of the crate works on an
 //! [`EnvConfig`] value, so tests can pass explicit settings instead of mutating the process
@@ -26,7 +26,7 @@ pub const FXHLO_TPU_FORCE: &str = "FXHLO_TPU_FORCE";
 /// The folder the TPU preflight looks in for `accel*` and `vfio/<n>` device nodes instead of
 /// `/dev`. Meant for tests, which point it at a folder they made (empty: no TPU; with a file
 /// `accel0`: a TPU) so that they hold on any machine, TPU hosts included.
-pub const FXHLO_TPU_DEV_DIR: &str = "FXHLO_TPU_DEV_DIR";
+pub const FXHLO_DEV_DIR: &str = "FXHLO_DEV_DIR";
 
 /// The environment settings the runtime uses, read once by [`EnvConfig::from_env`] or built
 /// by hand (tests, embedders that take settings from elsewhere).
@@ -40,8 +40,8 @@ pub struct EnvConfig {
     pub virtual_env: Option<PathBuf>,
     /// [`FXHLO_TPU_FORCE`], parsed as a flag.
     pub tpu_force: bool,
-    /// [`FXHLO_TPU_DEV_DIR`]: where the TPU preflight looks for device nodes; `None` is `/dev`.
-    pub tpu_dev_dir: Option<PathBuf>,
+    /// [`FXHLO_DEV_DIR`]: where the TPU and CUDA preflights look for device nodes; `None` is `/dev`.
+    pub dev_dir: Option<PathBuf>,
     /// Where the upward search for a `.venv` folder starts: the current directory and the
     /// folder of the running executable.
     pub search_from: Vec<PathBuf>,
@@ -65,7 +65,7 @@ impl EnvConfig {
             venv: path_var(FXHLO_VENV),
             virtual_env: path_var(VIRTUAL_ENV),
             tpu_force: std::env::var(FXHLO_TPU_FORCE).is_ok_and(|v| is_truthy(&v)),
-            tpu_dev_dir: path_var(FXHLO_TPU_DEV_DIR),
+            dev_dir: path_var(FXHLO_DEV_DIR),
             search_from,
         }
     }

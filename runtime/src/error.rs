@@ -82,7 +82,20 @@ pub enum Error {
         dev = dev.display()
     )]
     NoTpu {
-        /// The folder searched (`/dev`, or `FXHLO_TPU_DEV_DIR`).
+        /// The folder searched (`/dev`, or `FXHLO_DEV_DIR`).
+        dev: PathBuf,
+    },
+
+    /// `cuda` was asked for on a machine without an NVIDIA GPU.
+    #[error(
+        "no NVIDIA GPU found on this machine: none of its device nodes ({dev}/nvidia0, \
+         {dev}/nvidia1, ..., or {dev}/dxg under WSL) exist. Use a machine with an NVIDIA GPU and \
+         its driver, or another device (`cpu`; for TPUs without one, compile ahead of time with \
+         target `tpu:v6e:2x2`)",
+        dev = dev.display()
+    )]
+    NoGpu {
+        /// The folder searched (`/dev`, or `FXHLO_DEV_DIR`).
         dev: PathBuf,
     },
 

@@ -38,7 +38,7 @@ mod transfer;
 pub use aot::{AotCompiler, AotExecutable, CostAnalysis};
 pub use buffer::HostTensor;
 pub use client::Client;
-pub use device::{tpu_preflight, DeviceKind, Target, TargetName};
+pub use device::{cuda_preflight, tpu_preflight, DeviceKind, Target, TargetName};
 pub use device_buffer::DeviceBuffer;
 pub use element::{Element, ElementType};
 pub use env::EnvConfig;

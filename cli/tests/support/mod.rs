@@ -11,7 +11,7 @@ pub fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
     for var in [
         "FXHLO_PJRT_PLUGIN",
         "FXHLO_TPU_FORCE",
-        "FXHLO_TPU_DEV_DIR",
+        "FXHLO_DEV_DIR",
         "FXHLO_CACHE_DIR",
         "FXHLO_CACHE_MAX_BYTES",
         "FXHLO_ERROR_ON_COMPILE",

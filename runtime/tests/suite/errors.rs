@@ -57,6 +57,9 @@ const CHILD_MARKER: &str = "FXHLO_RUNTIME_TEST_CHILD";
 #[test]
 fn missing_plugin_from_process_environment() {
     let exe = std::env::current_exe().expect("test binary path");
+    // A (fake) GPU, so that `cuda` gets past its preflight to plugin discovery.
+    let dev = scratch("child-dev");
+    std::fs::write(dev.join("nvidia0"), b"").expect("fake nvidia0");
     let out = Command::new(exe)
         .args([
             "--exact",
@@ -66,8 +69,10 @@ fn missing_plugin_from_process_environment() {
         ])
         .env(CHILD_MARKER, "1")
         .env("FXHLO_PJRT_PLUGIN", "/nonexistent.so")
+        .env("FXHLO_DEV_DIR", &dev)
         .output()
         .expect("run the child test");
+    let _ = std::fs::remove_dir_all(&dev);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -144,7 +149,7 @@ fn tpu_without_a_tpu_fails_at_once() {
     let dev = scratch("tpu-dev-empty");
     let env = EnvConfig {
         tpu_force: false,
-        tpu_dev_dir: Some(dev.clone()),
+        dev_dir: Some(dev.clone()),
         ..EnvConfig::default()
     };
     let start = Instant::now();
@@ -180,7 +185,7 @@ fn tpu_with_a_device_node_passes_the_preflight() {
     let dev = scratch("tpu-dev-accel");
     std::fs::write(dev.join("accel0"), b"").expect("fake accel0");
     let env = EnvConfig {
-        tpu_dev_dir: Some(dev.clone()),
+        dev_dir: Some(dev.clone()),
         plugin: Some("/nonexistent/libtpu.so".into()),
         ..EnvConfig::default()
     };
@@ -196,12 +201,48 @@ fn tpu_with_a_device_node_passes_the_preflight() {
     let _ = std::fs::remove_dir_all(dev);
 }
 
+/// Like the TPU preflight: the folder is injected, so this holds on a GPU host too.
+#[test]
+fn cuda_without_a_gpu_fails_at_once() {
+    let dev = scratch("cuda-dev-empty");
+    // A driver installed without a GPU leaves its control nodes: not a GPU.
+    std::fs::write(dev.join("nvidiactl"), b"").expect("nvidiactl");
+    let env = EnvConfig {
+        dev_dir: Some(dev.clone()),
+        ..EnvConfig::default()
+    };
+    let start = Instant::now();
+    let target = Target::new(DeviceKind::Cuda, cpu_target().plugin);
+    let err = Client::new_in(&target, &env).err();
+    let elapsed = start.elapsed();
+    println!("cuda without a GPU failed in {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert!(
+        matches!(&err, Some(Error::NoGpu { dev: d }) if *d == dev),
+        "{err:?}"
+    );
+    let msg = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        msg.contains("no NVIDIA GPU found") && msg.contains(&format!("{}/nvidia0", dev.display())),
+        "{msg}"
+    );
+    assert!(matches!(
+        Target::resolve_in(DeviceKind::Cuda, &env),
+        Err(Error::NoGpu { .. })
+    ));
+    let _ = std::fs::remove_dir_all(dev);
+}
+
 #[test]
 fn cuda_without_a_plugin_is_a_clear_error() {
     let venv = scratch("cuda-venv");
     std::fs::create_dir_all(venv.join("lib/python3.11/site-packages")).expect("venv");
+    // A (fake) GPU, so that the preflight lets `cuda` through to plugin discovery.
+    let dev = scratch("cuda-dev-gpu");
+    std::fs::write(dev.join("nvidia0"), b"").expect("fake nvidia0");
     let env = EnvConfig {
         venv: Some(venv.clone()),
+        dev_dir: Some(dev.clone()),
         ..EnvConfig::default()
     };
     match Target::resolve_in(DeviceKind::Cuda, &env) {
@@ -219,6 +260,7 @@ fn cuda_without_a_plugin_is_a_clear_error() {
         }
     }
     let _ = std::fs::remove_dir_all(venv);
+    let _ = std::fs::remove_dir_all(dev);
 }
 
 fn compile_err(mlir: &str) -> String {
