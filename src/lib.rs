@@ -26,6 +26,7 @@ mod error;
 mod pipeline;
 mod resident;
 mod session;
+mod sharding;
 mod tensor;
 
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
@@ -35,6 +36,7 @@ pub use error::{Error, Result};
 pub use pipeline::{passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use session::{Compiled, Session};
+pub use sharding::{SplitRule, TensorParallel};
 pub use tensor::{element_type, host_tensor};
 
 pub use fxhlo_codegen as codegen;

@@ -9,6 +9,7 @@ use fxhlo_runtime::TargetName;
 
 use crate::cache::CacheKey;
 use crate::dump::Dump;
+use crate::sharding::TensorParallel;
 use crate::{Error, Result};
 pub use fxhlo_codegen::Frozen;
 
@@ -27,6 +28,9 @@ pub struct Options {
     /// the device clamp them silently as XLA does. Off by default: it costs a reduction per
     /// index tensor.
     pub check_indices: bool,
+    /// Split the weights a plan names across devices and run the graph as one SPMD program
+    /// over them (see [`TensorParallel`]); `None`: one device.
+    pub tensor_parallel: Option<TensorParallel>,
 }
 
 impl Default for Options {
@@ -34,6 +38,7 @@ impl Default for Options {
         Options {
             device: TargetName::default(),
             check_indices: false,
+            tensor_parallel: None,
         }
     }
 }
@@ -58,12 +63,23 @@ impl Options {
     /// Everything in these options that changes the executable, as stable text: part of the
     /// cache key (dump settings and logging are not options, so they never are).
     pub fn fingerprint(&self) -> String {
+        let tp = match &self.tensor_parallel {
+            Some(tp) => serde_json::to_string(tp).unwrap_or_default(),
+            None => "none".into(),
+        };
         format!(
-            "device={} check_indices={} {}",
+            "device={} check_indices={} tensor_parallel={tp} {}",
             self.device,
             self.check_indices,
             passes_text(&self.passes())
         )
+    }
+
+    /// The devices one run of the executable uses: the tensor-parallel plan's, else 1.
+    pub fn devices(&self) -> usize {
+        self.tensor_parallel
+            .as_ref()
+            .map_or(1, |tp| tp.devices.max(1))
     }
 }
 
@@ -149,14 +165,22 @@ impl Pipeline {
                 }
             }
         }
-        // Weights the device keeps get the layout its kernels want (see codegen::layout).
+        let shardings = match &self.options.tensor_parallel {
+            Some(tp) => Some(tp.resolve(&optimized)?),
+            None => None,
+        };
+        let split = |id| shardings.as_ref().and_then(|s| s.split.get(&id).copied());
+        // Weights the device keeps get the layout its kernels want (see codegen::layout);
+        // split ones keep their own, so that a shard is a plain slice of the host tensor.
         let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
             Op::Input { kind, .. } => {
-                *kind != InputKind::UserInput && !frozen.contains_key(&*optimized.node(id).name)
+                *kind != InputKind::UserInput
+                    && !frozen.contains_key(&*optimized.node(id).name)
+                    && split(id).is_none()
             }
             _ => false,
         });
-        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts);
+        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts, shardings.as_ref());
         if let (Some(d), Err(e)) = (dump, &lowered) {
             // The reason compilation stopped is part of what a reader of the dump wants.
             d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
@@ -181,6 +205,7 @@ impl Pipeline {
                     weight,
                     ty: n.results[0].clone(),
                     layout: layouts.get(&id).cloned(),
+                    split: split(id),
                 }
             })
             .collect();
@@ -259,6 +284,9 @@ pub struct InputSignature {
     /// When set, the executable takes this input permuted: pass `permute(layout)` of it (the
     /// device layout of a resident weight, see `codegen::layout`).
     pub layout: Option<Vec<usize>>,
+    /// With a tensor-parallel plan: the dimension this input is split along, device `d`
+    /// taking the `d`-th of `devices` equal slices; `None`: every device takes all of it.
+    pub split: Option<usize>,
 }
 
 #[cfg(test)]

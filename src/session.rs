@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::Graph;
-use fxhlo_runtime::{Client, DeviceBuffer, EnvConfig, Executable, HostTensor, Target};
+use fxhlo_runtime::{
+    Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostTensor, Target,
+};
 
 use crate::cache::{target_id, CacheKey, CompileCache, Tier};
 use crate::dump::Dump;
@@ -55,7 +57,7 @@ impl Session {
             )));
         }
         let target = Target::resolve_in(options.device.device, env)?;
-        let client = Client::new_in(&target, env)?;
+        let client = Client::with_devices(&target, env, options.devices())?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
         Ok(Session {
             pipeline: Pipeline::new(options),
@@ -111,7 +113,15 @@ impl Session {
                 detail,
             });
         }
-        let executable = self.client.compile(mlir)?;
+        let devices = self.pipeline.options().devices();
+        let executable = self.client.compile_with_options(
+            mlir,
+            &CompileOptions {
+                num_partitions: devices as i64,
+                use_spmd_partitioning: devices > 1,
+                ..CompileOptions::default()
+            },
+        )?;
         self.cache.count_compile();
         match executable.serialize() {
             Ok(bytes) => self.cache.put(key, bytes),
@@ -249,8 +259,7 @@ impl Compiled {
                 args.len()
             )));
         }
-        let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
-        for (i, (sig, (arg, stamp))) in self.inputs.iter().zip(args).enumerate() {
+        for (sig, (arg, _)) in self.inputs.iter().zip(args) {
             let want = element_type(sig.ty.dtype);
             if arg.element_type != want || arg.dims != sig.ty.shape {
                 return Err(Error::Input(format!(
@@ -258,6 +267,14 @@ impl Compiled {
                     sig.name, sig.ty, arg.element_type, arg.dims
                 )));
             }
+        }
+        let devices = session.options().devices();
+        if devices > 1 {
+            let args: Vec<&HostTensor> = args.iter().map(|(a, _)| *a).collect();
+            return self.run_partitioned(session, &args, devices);
+        }
+        let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
+        for (i, (sig, (arg, stamp))) in self.inputs.iter().zip(args).enumerate() {
             if weights.hit(i, *stamp).is_some() {
                 fresh.push(None);
                 continue;
@@ -281,6 +298,51 @@ impl Compiled {
             .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
         let outputs = self.executable.run(&refs)?;
         let mut outputs: Vec<HostTensor> = outputs
+            .iter()
+            .map(|b| b.to_host().map_err(Error::from))
+            .collect::<Result<_>>()?;
+        self.checks.strip(&self.graph, &mut outputs, |t| {
+            Ok(t.bytes.iter().any(|&b| b != 0))
+        })?;
+        Ok(outputs)
+    }
+
+    /// A tensor-parallel run over `devices`: device `d` gets the `d`-th slice of each split
+    /// input (uploaded as a strided view of the host tensor, no copy on the host) and all of
+    /// the others; the results are replicated, so device 0's are returned. Weights are uploaded
+    /// on every call (no residency across devices yet).
+    fn run_partitioned(
+        &self,
+        session: &Session,
+        args: &[&HostTensor],
+        devices: usize,
+    ) -> Result<Vec<HostTensor>> {
+        let client = session.client();
+        let mut per_device: Vec<Vec<DeviceBuffer>> = (0..devices)
+            .map(|_| Vec::with_capacity(args.len()))
+            .collect();
+        for (sig, arg) in self.inputs.iter().zip(args) {
+            for (d, list) in per_device.iter_mut().enumerate() {
+                let buffer = match sig.split {
+                    Some(dim) => {
+                        let (dims, strides, range) = shard_view(arg, dim, devices, d)?;
+                        client.upload_strided_to(
+                            d,
+                            arg.element_type,
+                            &dims,
+                            Some(&strides),
+                            &arg.bytes[range],
+                        )?
+                    }
+                    None => client.upload_permuted_to(d, arg, sig.layout.as_deref())?,
+                };
+                list.push(buffer);
+            }
+        }
+        let refs: Vec<Vec<&DeviceBuffer>> = per_device.iter().map(|l| l.iter().collect()).collect();
+        let outputs = self.executable.run_partitioned(&refs)?;
+        let first = outputs.into_iter().next().unwrap_or_default();
+        let mut outputs: Vec<HostTensor> = first
             .iter()
             .map(|b| b.to_host().map_err(Error::from))
             .collect::<Result<_>>()?;
@@ -334,4 +396,32 @@ pub(crate) fn import_json(
         None => None,
     };
     Ok((graph, dump))
+}
+
+/// Device `d`'s slice of `t` split along `dim` into `n` equal parts, as a strided view: its
+/// dims, its byte strides, and the byte range of `t.bytes` it lies in (from its first element
+/// to the end of the tensor; the strides keep reads inside the slice).
+fn shard_view(
+    t: &HostTensor,
+    dim: usize,
+    n: usize,
+    d: usize,
+) -> Result<(Vec<i64>, Vec<i64>, std::ops::Range<usize>)> {
+    let size = t.dims.get(dim).copied().unwrap_or(0);
+    if n == 0 || size % n as i64 != 0 {
+        return Err(Error::Input(format!(
+            "dim {dim} of {:?} does not split into {n} equal parts",
+            t.dims
+        )));
+    }
+    let esize = t.element_type.byte_size() as i64;
+    let mut strides = vec![esize; t.dims.len()];
+    for i in (0..t.dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * t.dims[i + 1].max(1);
+    }
+    let part = size / n as i64;
+    let mut dims = t.dims.clone();
+    dims[dim] = part;
+    let start = (d as i64 * part * strides[dim]) as usize;
+    Ok((dims, strides, start..t.bytes.len()))
 }

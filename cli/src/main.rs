@@ -4,7 +4,7 @@
 mod aot;
 mod cache;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -12,7 +12,9 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor, TargetName};
-use fxhlo::{CacheConfig, CacheMode, CompileCache, Compiled, Frozen, Options, Session, Tier};
+use fxhlo::{
+    CacheConfig, CacheMode, CompileCache, Compiled, Frozen, Options, Session, TensorParallel, Tier,
+};
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
 const FXHLO_LOG: &str = "FXHLO_LOG";
@@ -44,6 +46,16 @@ enum Command {
         /// device clamps it otherwise, as XLA does).
         #[arg(long)]
         check_indices: bool,
+        /// Run over this many devices with tensor parallelism (SPMD): the Megatron-style plan
+        /// (attention's qkv and the MLP's fc1 column-parallel, the output projections
+        /// row-parallel), or the plan in `--plan`. On `cpu` the plugin makes the devices.
+        #[arg(long, value_name = "DEVICES")]
+        tensor_parallel: Option<usize>,
+        /// A tensor-parallel plan as JSON: `{"devices": 2, "split": [{"weights": "*.fc1.weight",
+        /// "dim": 0}]}` (weight key patterns, `*` any run of characters; unmatched weights are
+        /// replicated).
+        #[arg(long, value_name = "FILE")]
+        plan: Option<PathBuf>,
     },
     /// Import a bundle (validating everything) and print its IR or Graphviz DOT.
     Import {
@@ -167,6 +179,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// The plan of `--plan` (its `devices` overridden by `--tensor-parallel` when both are given),
+/// or the Megatron-style plan over `--tensor-parallel` devices, or none.
+fn tensor_parallel_plan(
+    devices: Option<usize>,
+    plan: Option<&Path>,
+) -> anyhow::Result<Option<TensorParallel>> {
+    let mut tp = match plan {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let tp: TensorParallel = serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!("{}: not a tensor-parallel plan: {e}", path.display())
+            })?;
+            Some(tp)
+        }
+        None => devices.map(TensorParallel::megatron),
+    };
+    if let (Some(tp), Some(n)) = (tp.as_mut(), devices) {
+        tp.devices = n;
+    }
+    Ok(tp)
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run {
@@ -174,12 +209,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             device,
             check,
             check_indices,
+            tensor_parallel,
+            plan,
         } => {
             let bundle = open(&bundle)?;
             let device = device_kind(device);
             let session = Session::new(Options {
                 device: device.into(),
                 check_indices,
+                tensor_parallel: tensor_parallel_plan(tensor_parallel, plan.as_deref())?,
             })?;
             let compiled = session.compile(&bundle.graph)?;
             println!(

@@ -11,19 +11,21 @@ mod error;
 pub mod layout;
 pub mod lower;
 mod region;
+pub mod sharding;
 
 use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
 use melior::dialect::{func, DialectHandle};
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
-use melior::ir::operation::{OperationLike, OperationPrintingFlags};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationPrintingFlags};
 use melior::ir::r#type::FunctionType;
-use melior::ir::{Block, Location, Module, Region, RegionLike, Value};
+use melior::ir::{Attribute, Block, Identifier, Location, Module, Region, RegionLike, Value};
 use melior::Context;
 
 pub use emit::mlir_type_text;
 pub use error::{Error, Result, UnsupportedOp};
 pub use layout::{input_layouts, InputLayouts};
+pub use sharding::InputShardings;
 
 use emit::Emitter;
 
@@ -48,7 +50,7 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
 
 /// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
 pub fn lower(graph: &Graph) -> Result<String> {
-    lower_with(graph, &Frozen::new(), &InputLayouts::new())
+    lower_with(graph, &Frozen::new(), &InputLayouts::new(), None)
 }
 
 /// Frozen inputs: the bytes of each input (by node name) that becomes a constant of the
@@ -57,8 +59,15 @@ pub type Frozen = std::collections::HashMap<String, Vec<u8>>;
 
 /// [`lower`], with the inputs named in `frozen` compiled in as `stablehlo.constant`s (so XLA
 /// may fold them) and dropped from `@main`'s parameters, which keep the order of the rest;
-/// and the inputs in `layouts` declared permuted (see [`layout`]; frozen ones excepted).
-pub fn lower_with(graph: &Graph, frozen: &Frozen, layouts: &InputLayouts) -> Result<String> {
+/// the inputs in `layouts` declared permuted (see [`layout`]; frozen ones excepted); and with
+/// `shardings`, every parameter and result annotated for an SPMD compile over that many
+/// devices (see [`sharding`]; a split input must not also have a layout).
+pub fn lower_with(
+    graph: &Graph,
+    frozen: &Frozen,
+    layouts: &InputLayouts,
+    shardings: Option<&InputShardings>,
+) -> Result<String> {
     let unsupported = unsupported_ops(graph)?;
     if !unsupported.is_empty() {
         return Err(Error::Unsupported {
@@ -74,7 +83,7 @@ pub fn lower_with(graph: &Graph, frozen: &Frozen, layouts: &InputLayouts) -> Res
     ctx.set_allow_unregistered_dialects(true);
 
     let module_loc = Location::new(&ctx, &graph.name, 0, 0);
-    let module = Module::new(module_loc);
+    let mut module = Module::new(module_loc);
     for name in frozen.keys() {
         if !graph
             .inputs()
@@ -117,12 +126,43 @@ pub fn lower_with(graph: &Graph, frozen: &Frozen, layouts: &InputLayouts) -> Res
     let region = Region::new();
     region.append_block(block);
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
+    let mut attributes = Vec::new();
+    if let Some(s) = shardings {
+        let dict = |text: String| format!("{{mhlo.sharding = \"{text}\"}}");
+        let args: Vec<String> = params
+            .iter()
+            .map(|&id| dict(s.sharding_text(s.split.get(&id).copied(), declared(id).rank())))
+            .collect();
+        let results: Vec<String> = graph
+            .outputs()
+            .iter()
+            .map(|_| dict(s.sharding_text(None, 0)))
+            .collect();
+        for (name, list) in [("arg_attrs", args), ("res_attrs", results)] {
+            let text = format!("[{}]", list.join(", "));
+            let attr = Attribute::parse(&ctx, &text).ok_or_else(|| Error::Internal {
+                node: graph.name.clone(),
+                message: format!("cannot parse the sharding attributes {text}"),
+            })?;
+            attributes.push((Identifier::new(&ctx, name), attr));
+        }
+        let partitions =
+            Attribute::parse(&ctx, &format!("{} : i32", s.devices)).ok_or_else(|| {
+                Error::Internal {
+                    node: graph.name.clone(),
+                    message: "cannot build mhlo.num_partitions".into(),
+                }
+            })?;
+        module
+            .as_operation_mut()
+            .set_attribute("mhlo.num_partitions", partitions);
+    }
     let main = func::func(
         &ctx,
         StringAttribute::new(&ctx, "main"),
         TypeAttribute::new(fn_type.into()),
         region,
-        &[],
+        &attributes,
         module_loc,
     );
     module.body().append_operation(main);

@@ -26,9 +26,10 @@ pub struct Client {
     target: Target,
     client: pjrt::Client,
     raw: RawApi,
-    /// The raw client and its first addressable device, for [`Client::upload_bytes`].
+    /// The raw client and its addressable devices (never empty; uploads go to the first
+    /// unless a partitioned run says otherwise), for [`Client::upload_bytes`].
     raw_client: *mut pjrt_sys::PJRT_Client,
-    device: *mut pjrt_sys::PJRT_Device,
+    devices: Vec<*mut pjrt_sys::PJRT_Device>,
     id: u64,
     api_version: (i32, i32),
     platform_name: String,
@@ -52,10 +53,12 @@ impl std::fmt::Debug for Client {
 /// count: on a 2-core machine four pool threads and the caller fought over two cores (measured:
 /// BERT-style encoder 15.8 -> 11.6 ms, ResNet-18 b1 52 -> 43 ms with one device). Other
 /// plugins reject options they do not know, so they get none.
-fn client_options(device: DeviceKind) -> &'static [(&'static str, i64)] {
+///
+/// `cpu_devices` asks the CPU plugin for that many devices instead (SPMD runs over N devices).
+fn client_options(device: DeviceKind, cpu_devices: usize) -> Vec<(&'static str, i64)> {
     match device {
-        DeviceKind::Cpu => &[("cpu_device_count", 1)],
-        DeviceKind::Cuda | DeviceKind::Tpu => &[],
+        DeviceKind::Cpu => vec![("cpu_device_count", cpu_devices.max(1) as i64)],
+        DeviceKind::Cuda | DeviceKind::Tpu => Vec::new(),
     }
 }
 
@@ -72,6 +75,12 @@ impl Client {
     /// [`Client::new`] with explicit settings (only the preflight's `tpu_force` and
     /// `dev_dir` are used).
     pub fn new_in(target: &Target, env: &EnvConfig) -> Result<Client> {
+        Client::with_devices(target, env, 1)
+    }
+
+    /// [`Client::new_in`] with at least `devices` addressable devices: the CPU plugin is asked
+    /// for that many; other plugins have the machine's, and fewer than `devices` is an error.
+    pub fn with_devices(target: &Target, env: &EnvConfig, devices: usize) -> Result<Client> {
         match target.device {
             DeviceKind::Tpu => tpu_preflight(env)?,
             DeviceKind::Cuda => cuda_preflight(env)?,
@@ -85,11 +94,17 @@ impl Client {
         };
         let raw_client = plugin
             .raw
-            .create_client(client_options(target.device))
+            .create_client(&client_options(target.device, devices))
             .map_err(create_error)?;
         // `wrap` takes ownership: the client is destroyed when the last `pjrt::Client` drops.
         let client = pjrt::Client::wrap(&plugin.api, raw_client);
-        let device = plugin.raw.first_device(raw_client).map_err(create_error)?;
+        let all = plugin.raw.devices(raw_client).map_err(create_error)?;
+        if all.len() < devices {
+            return Err(create_error(format!(
+                "{devices} devices were asked for, the plugin has {}",
+                all.len()
+            )));
+        }
         let platform_name = guard("platform name", || client.platform_name().into_owned())?;
         let platform_version = guard("platform version", || {
             client.platform_version().into_owned()
@@ -113,7 +128,7 @@ impl Client {
             client,
             raw: plugin.raw,
             raw_client,
-            device,
+            devices: all,
             id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
             api_version: plugin.version,
             platform_name,
@@ -139,7 +154,7 @@ impl Client {
     /// How many devices the client addresses (fxhlo runs on the first; on the CPU plugin it
     /// asks for exactly one, see `client_options`).
     pub fn addressable_device_count(&self) -> usize {
-        self.client.addressable_devices().len()
+        self.devices.len()
     }
 
     /// The PJRT C API version the plugin implements, `(major, minor)`.
@@ -203,6 +218,16 @@ impl Client {
     /// `perm[i]`, what [`HostTensor::permuted`] gives), gathered by the plugin while it copies
     /// instead of being made dense in that order first.
     pub fn upload_permuted(&self, t: &HostTensor, perm: Option<&[usize]>) -> Result<DeviceBuffer> {
+        self.upload_permuted_to(0, t, perm)
+    }
+
+    /// [`Client::upload_permuted`] to the addressable device `device` (0 is the first).
+    pub fn upload_permuted_to(
+        &self,
+        device: usize,
+        t: &HostTensor,
+        perm: Option<&[usize]>,
+    ) -> Result<DeviceBuffer> {
         t.validate()?;
         let normalized: Vec<u8>;
         let bytes = if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
@@ -213,7 +238,7 @@ impl Client {
             &t.bytes
         };
         let Some(perm) = perm else {
-            return self.upload_bytes(t.element_type, &t.dims, bytes);
+            return self.upload_strided_to(device, t.element_type, &t.dims, None, bytes);
         };
         crate::buffer::check_permutation(perm, t.dims.len())?;
         // Row-major byte strides of `t`, read in the permuted order.
@@ -223,7 +248,7 @@ impl Client {
         }
         let dims: Vec<i64> = perm.iter().map(|&p| t.dims[p]).collect();
         let byte_strides: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
-        self.upload_strided(t.element_type, &dims, Some(&byte_strides), bytes)
+        self.upload_strided_to(device, t.element_type, &dims, Some(&byte_strides), bytes)
     }
 
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.
@@ -250,9 +275,27 @@ impl Client {
         byte_strides: Option<&[i64]>,
         bytes: &[u8],
     ) -> Result<DeviceBuffer> {
+        self.upload_strided_to(0, element_type, dims, byte_strides, bytes)
+    }
+
+    /// [`Client::upload_strided`] to the addressable device `device` (0 is the first).
+    pub fn upload_strided_to(
+        &self,
+        device: usize,
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        bytes: &[u8],
+    ) -> Result<DeviceBuffer> {
+        let device = *self.devices.get(device).ok_or_else(|| {
+            Error::InvalidTensor(format!(
+                "device {device} does not exist: the client has {}",
+                self.devices.len()
+            ))
+        })?;
         let ptr = self.raw.buffer_from_host(
             self.raw_client,
-            self.device,
+            device,
             element_type,
             dims,
             byte_strides,

@@ -125,40 +125,56 @@ impl RawApi {
         Ok(args.loaded_executable)
     }
 
-    /// Runs `exe` on one device with `args` (none donated) and waits; `num_outputs` buffers.
+    /// Runs `exe` with one argument list per device (`args[d]` for device `d`; one list for a
+    /// single-device executable), none donated, and waits; `num_outputs` buffers per device.
     fn execute(
         &self,
         exe: *mut PJRT_LoadedExecutable,
-        args: &[*mut PJRT_Buffer],
+        args: &[&[*mut PJRT_Buffer]],
         num_outputs: usize,
-    ) -> std::result::Result<Vec<*mut PJRT_Buffer>, String> {
+    ) -> std::result::Result<Vec<Vec<*mut PJRT_Buffer>>, String> {
         let f = self
             .table()
             .PJRT_LoadedExecutable_Execute
             .ok_or("the plugin does not implement PJRT_LoadedExecutable_Execute")?;
-        let keep: Vec<i64> = (0..args.len() as i64).collect();
+        let num_args = args.first().map_or(0, |a| a.len());
+        if args.iter().any(|a| a.len() != num_args) {
+            return Err("every device needs the same number of arguments".into());
+        }
+        let keep: Vec<i64> = (0..num_args as i64).collect();
         let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
         options.non_donatable_input_indices = keep.as_ptr();
         options.num_non_donatable_input_indices = keep.len();
-        let argument_list: *const *mut PJRT_Buffer = args.as_ptr();
-        let mut outputs: Vec<*mut PJRT_Buffer> = vec![std::ptr::null_mut(); num_outputs];
-        let output_list: *mut *mut PJRT_Buffer = outputs.as_mut_ptr();
-        let mut done: *mut pjrt_sys::PJRT_Event = std::ptr::null_mut();
+        let argument_lists: Vec<*const *mut PJRT_Buffer> =
+            args.iter().map(|a| a.as_ptr()).collect();
+        let mut outputs: Vec<Vec<*mut PJRT_Buffer>> =
+            vec![vec![std::ptr::null_mut(); num_outputs]; args.len()];
+        let output_lists: Vec<*mut *mut PJRT_Buffer> =
+            outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
+        let mut done: Vec<*mut pjrt_sys::PJRT_Event> = vec![std::ptr::null_mut(); args.len()];
         let mut call = pjrt_sys::PJRT_LoadedExecutable_Execute_Args::new();
         call.executable = exe;
         call.options = &mut options;
-        call.num_devices = 1;
-        call.num_args = args.len();
-        call.argument_lists = &argument_list;
-        call.output_lists = &output_list;
-        call.device_complete_events = &mut done;
-        // SAFETY: `exe` and every argument buffer are live on one client; the argument and
-        // output lists hold one device's `num_args` / `num_outputs` entries (the output count
-        // the plugin reported for `exe`) and outlive the call.
+        call.num_devices = args.len();
+        call.num_args = num_args;
+        call.argument_lists = argument_lists.as_ptr();
+        call.output_lists = output_lists.as_ptr();
+        call.device_complete_events = done.as_mut_ptr();
+        // SAFETY: `exe` and every argument buffer are live on one client; there is one argument
+        // list of `num_args` and one output list of `num_outputs` entries (the output count the
+        // plugin reported for `exe`) per device, and one event slot per device, all outliving
+        // the call.
         self.check(unsafe { f(&mut call) })?;
-        let finished = self.await_event(done);
-        if outputs.iter().any(|p| p.is_null()) {
-            for &p in outputs.iter().filter(|p| !p.is_null()) {
+        let mut finished = Ok(());
+        for event in done {
+            let r = self.await_event(event);
+            if finished.is_ok() {
+                finished = r;
+            }
+        }
+        let all = || outputs.iter().flatten().copied();
+        if all().any(|p| p.is_null()) {
+            for p in all().filter(|p| !p.is_null()) {
                 self.destroy_buffer(p);
             }
             return Err(finished.err().unwrap_or_else(|| {
@@ -166,7 +182,7 @@ impl RawApi {
             }));
         }
         if let Err(message) = finished {
-            for &p in &outputs {
+            for p in all() {
                 self.destroy_buffer(p);
             }
             return Err(message);
@@ -216,18 +232,13 @@ impl Executable {
         }
         let outputs = self
             .raw
-            .execute(self.ptr, &ptrs, self.num_outputs)
+            .execute(self.ptr, &[&ptrs], self.num_outputs)
             .map_err(|message| Error::Execute { message })?;
-        let client = self.loaded.client();
-        // Every output is wrapped (owned) before any can fail, so none leaks.
-        let outputs: Vec<pjrt::Buffer> = outputs
+        let results = self
+            .wrap_outputs(outputs)?
             .into_iter()
-            .map(|p| pjrt::Buffer::wrap(client, p))
-            .collect();
-        let results = outputs
-            .into_iter()
-            .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))
-            .collect::<Result<Vec<_>>>()?;
+            .next()
+            .unwrap_or_default();
         tracing::trace!(
             args = args.len(),
             results = results.len(),
@@ -235,6 +246,51 @@ impl Executable {
             "ran executable"
         );
         Ok(results)
+    }
+
+    /// Runs a partitioned (SPMD) executable: `args[d]` are device `d`'s arguments (each its
+    /// shard of a split parameter, or the whole of a replicated one), one list per partition,
+    /// uploaded to that device. Returns each device's results.
+    pub fn run_partitioned(&self, args: &[Vec<&DeviceBuffer>]) -> Result<Vec<Vec<DeviceBuffer>>> {
+        let mut ptrs: Vec<Vec<*mut PJRT_Buffer>> = Vec::with_capacity(args.len());
+        for list in args {
+            let mut device = Vec::with_capacity(list.len());
+            for arg in list {
+                if arg.client_id() != self.client_id {
+                    return Err(Error::ForeignObject("an argument buffer"));
+                }
+                device.push(arg.raw_ptr());
+            }
+            ptrs.push(device);
+        }
+        let lists: Vec<&[*mut PJRT_Buffer]> = ptrs.iter().map(Vec::as_slice).collect();
+        let outputs = self
+            .raw
+            .execute(self.ptr, &lists, self.num_outputs)
+            .map_err(|message| Error::Execute { message })?;
+        self.wrap_outputs(outputs)
+    }
+
+    /// Takes ownership of raw output buffers, per device: every one is wrapped (owned) before
+    /// any can fail, so none leaks.
+    fn wrap_outputs(&self, outputs: Vec<Vec<*mut PJRT_Buffer>>) -> Result<Vec<Vec<DeviceBuffer>>> {
+        let client = self.loaded.client();
+        let owned: Vec<Vec<pjrt::Buffer>> = outputs
+            .into_iter()
+            .map(|d| {
+                d.into_iter()
+                    .map(|p| pjrt::Buffer::wrap(client, p))
+                    .collect()
+            })
+            .collect();
+        owned
+            .into_iter()
+            .map(|d| {
+                d.into_iter()
+                    .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))
+                    .collect()
+            })
+            .collect::<Result<Vec<Vec<_>>>>()
     }
 
     /// The executable's bytes, for [`crate::Client::load_serialized`] with the same plugin.

@@ -116,11 +116,11 @@ impl RawApi {
         Ok(args.client)
     }
 
-    /// The first addressable device of `client` (where uploads go).
-    pub(crate) fn first_device(
+    /// Every addressable device of `client`, in the plugin's order (never empty).
+    pub(crate) fn devices(
         &self,
         client: *mut PJRT_Client,
-    ) -> std::result::Result<*mut PJRT_Device, String> {
+    ) -> std::result::Result<Vec<*mut PJRT_Device>, String> {
         let api = self.table();
         let f = api
             .PJRT_Client_AddressableDevices
@@ -132,8 +132,11 @@ impl RawApi {
         if args.num_addressable_devices == 0 || args.addressable_devices.is_null() {
             return Err("the client has no addressable device".into());
         }
-        // SAFETY: non-empty array checked above.
-        Ok(unsafe { *args.addressable_devices })
+        // SAFETY: a non-null array of `num_addressable_devices` entries, checked above.
+        Ok(unsafe {
+            std::slice::from_raw_parts(args.addressable_devices, args.num_addressable_devices)
+        }
+        .to_vec())
     }
 
     /// Waits for `event` and destroys it; the event's error, if any, becomes the message.
