@@ -182,7 +182,8 @@ impl Pipeline {
                 detail,
             });
         }
-        let (bytes, cost) = run_worker(graph, &lowered.mlir, target, worker)?;
+        let partitions = self.options().devices();
+        let (bytes, cost) = run_worker(graph, &lowered.mlir, target, worker, partitions)?;
         cache.count_compile();
         cache.put(key, bytes.clone());
         tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
@@ -232,7 +233,7 @@ pub fn compile_module(
     target: &AotTarget,
     worker: &Worker,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
-    run_worker(name, mlir, target, worker)
+    run_worker(name, mlir, target, worker, 1)
 }
 
 /// Runs the worker on `mlir` for `target`: the executable's bytes and its cost analysis, or a
@@ -242,6 +243,7 @@ fn run_worker(
     mlir: &str,
     target: &AotTarget,
     worker: &Worker,
+    partitions: usize,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
     let label = target.name.to_string();
     let target = &target.target;
@@ -267,6 +269,8 @@ fn run_worker(
         .arg(&out)
         .arg("--cost")
         .arg(&cost)
+        .arg("--partitions")
+        .arg(partitions.to_string())
         .env(TPU_SKIP_MDS_QUERY.0, TPU_SKIP_MDS_QUERY.1)
         .env(ALLOW_MULTIPLE_LIBTPU_LOAD.0, ALLOW_MULTIPLE_LIBTPU_LOAD.1)
         .output()
@@ -407,7 +411,8 @@ impl Drop for WorkDir {
 /// not success is a crash).
 pub const WORKER_COMPILE_ERROR: i32 = 3;
 
-/// The worker: `--plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>`.
+/// The worker: `--plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>
+/// [--partitions <n>]`.
 /// Compiles the module for the topology, writes the serialized executable to `--out` and the
 /// cost analysis as JSON to `--cost`. Returns the process exit status: 0, or
 /// [`WORKER_COMPILE_ERROR`] after printing `error: <message>` on stderr, or 2 for bad
@@ -428,6 +433,15 @@ pub fn worker_main(args: &[String]) -> i32 {
         eprintln!("error: usage: aot-worker --plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>");
         return 2;
     };
+    // SPMD partitions (a tensor-parallel plan's devices); 1 when not given.
+    let partitions: i64 = match get("--partitions").map(|p| p.parse()) {
+        None => 1,
+        Some(Ok(p)) if p >= 1 => p,
+        Some(_) => {
+            eprintln!("error: --partitions takes a count of at least 1");
+            return 2;
+        }
+    };
     let run = || -> std::result::Result<(), String> {
         let mlir = std::fs::read_to_string(&module).map_err(|e| format!("{module}: {e}"))?;
         let target = Target {
@@ -437,7 +451,14 @@ pub fn worker_main(args: &[String]) -> i32 {
         };
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
         let exe = compiler
-            .compile(&mlir, &CompileOptions::default())
+            .compile(
+                &mlir,
+                &CompileOptions {
+                    num_partitions: partitions,
+                    use_spmd_partitioning: partitions > 1,
+                    ..CompileOptions::default()
+                },
+            )
             .map_err(|e| e.to_string())?;
         fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes)
             .map_err(|e| format!("{out}: {e}"))?;

@@ -8,22 +8,19 @@ use std::time::{Duration, Instant};
 use fxhlo::aot::{AotCompiled, AotTarget, Worker};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{CostAnalysis, EnvConfig, TargetName};
-use fxhlo::{CompileCache, Dump, Frozen, Lowered, Options, Pipeline};
+use fxhlo::{CompileCache, Dump, Frozen, Lowered, Options, Pipeline, TensorParallel};
 
 /// Lowers `bundle` for the ahead-of-time `target` and compiles it through the process's
 /// compile cache (with `fresh`, not read from it: the cost analysis comes only from a compile).
 /// Returns the lowered module too (for `--emit`).
 pub(crate) fn compile(
     bundle: &Bundle,
-    target: &TargetName,
+    options: &Options,
     dump: Option<&Dump>,
     fresh: bool,
 ) -> anyhow::Result<(Lowered, AotCompiled)> {
-    let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
-    let pipeline = Pipeline::new(Options {
-        device: target.clone(),
-        ..Options::default()
-    });
+    let aot = AotTarget::resolve(&options.device, &EnvConfig::from_env())?;
+    let pipeline = Pipeline::new(options.clone());
     let lowered = pipeline.lower(&bundle.graph, &Frozen::new(), dump, &aot.id)?;
     let cache = CompileCache::global();
     let compiled = pipeline.compile_ahead_of_time(
@@ -174,7 +171,11 @@ pub(crate) fn roofline(cost: &CostAnalysis, chip: &Chip) -> Option<(f64, bool)> 
 
 /// `fxhlo cost <bundle or module.mlir> --target tpu:...`: compiles (never from the cache: the
 /// cost analysis comes from a compile) and prints the report.
-pub(crate) fn cost(path: &Path, target: &TargetName) -> anyhow::Result<String> {
+pub(crate) fn cost(
+    path: &Path,
+    target: &TargetName,
+    tensor_parallel: Option<TensorParallel>,
+) -> anyhow::Result<String> {
     if !target.is_ahead_of_time() {
         anyhow::bail!("fxhlo cost compiles for a TPU topology: --target tpu:v6e:2x2 (or v5e:2x2, v5p:2x2x1, ...), not {target}");
     }
@@ -183,7 +184,12 @@ pub(crate) fn cost(path: &Path, target: &TargetName) -> anyhow::Result<String> {
         return Ok(cost_report(&name, &cost, took, target));
     }
     let bundle = crate::open(path)?;
-    let (_, compiled) = compile(&bundle, target, None, true)?;
+    let options = Options {
+        device: target.clone(),
+        tensor_parallel,
+        ..Options::default()
+    };
+    let (_, compiled) = compile(&bundle, &options, None, true)?;
     Ok(cost_report(
         &compiled.graph,
         &compiled.cost.unwrap_or_default(),

@@ -4,7 +4,7 @@
 mod aot;
 mod cache;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -30,6 +30,44 @@ struct Cli {
     command: Command,
 }
 
+/// The tensor-parallel flags of `run`, `compile` and `cost`.
+#[derive(clap::Args)]
+struct TensorParallelArgs {
+    /// Split over this many devices with tensor parallelism (SPMD): the Megatron-style plan
+    /// (attention's qkv and the MLP's first linear column-parallel, the output projections
+    /// row-parallel), or the plan in `--plan`. On `cpu` the plugin makes the devices; a TPU
+    /// topology has its chips (tpu:v6e:2x2: 4).
+    #[arg(long, value_name = "DEVICES")]
+    tensor_parallel: Option<usize>,
+    /// A tensor-parallel plan as JSON: `{"devices": 2, "split": [{"weights": "*.fc1.weight",
+    /// "dim": 0}]}` (weight key patterns, `*` any run of characters; unmatched weights are
+    /// replicated).
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
+}
+
+impl TensorParallelArgs {
+    /// The plan of `--plan` (its `devices` overridden by `--tensor-parallel` when both are
+    /// given), or the Megatron-style plan over `--tensor-parallel` devices, or none.
+    fn plan(&self) -> anyhow::Result<Option<TensorParallel>> {
+        let mut tp = match &self.plan {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                let tp: TensorParallel = serde_json::from_str(&text).map_err(|e| {
+                    anyhow::anyhow!("{}: not a tensor-parallel plan: {e}", path.display())
+                })?;
+                Some(tp)
+            }
+            None => self.tensor_parallel.map(TensorParallel::megatron),
+        };
+        if let (Some(tp), Some(n)) = (tp.as_mut(), self.tensor_parallel) {
+            tp.devices = n;
+        }
+        Ok(tp)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Compile and run a trace bundle on a device, with the bundle's reference inputs.
@@ -46,16 +84,8 @@ enum Command {
         /// device clamps it otherwise, as XLA does).
         #[arg(long)]
         check_indices: bool,
-        /// Run over this many devices with tensor parallelism (SPMD): the Megatron-style plan
-        /// (attention's qkv and the MLP's fc1 column-parallel, the output projections
-        /// row-parallel), or the plan in `--plan`. On `cpu` the plugin makes the devices.
-        #[arg(long, value_name = "DEVICES")]
-        tensor_parallel: Option<usize>,
-        /// A tensor-parallel plan as JSON: `{"devices": 2, "split": [{"weights": "*.fc1.weight",
-        /// "dim": 0}]}` (weight key patterns, `*` any run of characters; unmatched weights are
-        /// replicated).
-        #[arg(long, value_name = "FILE")]
-        plan: Option<PathBuf>,
+        #[command(flatten)]
+        tp: TensorParallelArgs,
     },
     /// Import a bundle (validating everything) and print its IR or Graphviz DOT.
     Import {
@@ -110,6 +140,8 @@ enum Command {
         /// Where to write the executable of an ahead-of-time target.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        tp: TensorParallelArgs,
     },
     /// Compile a bundle (or a StableHLO `.mlir` module) ahead of time for a TPU topology and
     /// print XLA's cost analysis (flops, bytes accessed, transcendentals, optimal seconds) and a
@@ -120,6 +152,8 @@ enum Command {
         /// An ahead-of-time target, such as tpu:v6e:2x2.
         #[arg(long, default_value = "tpu:v6e:2x2")]
         target: TargetName,
+        #[command(flatten)]
+        tp: TensorParallelArgs,
     },
     /// Internal: the child process that compiles for a topology (run by fxhlo itself, so that
     /// a crash of the target's compiler does not take the caller down).
@@ -179,29 +213,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The plan of `--plan` (its `devices` overridden by `--tensor-parallel` when both are given),
-/// or the Megatron-style plan over `--tensor-parallel` devices, or none.
-fn tensor_parallel_plan(
-    devices: Option<usize>,
-    plan: Option<&Path>,
-) -> anyhow::Result<Option<TensorParallel>> {
-    let mut tp = match plan {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            let tp: TensorParallel = serde_json::from_str(&text).map_err(|e| {
-                anyhow::anyhow!("{}: not a tensor-parallel plan: {e}", path.display())
-            })?;
-            Some(tp)
-        }
-        None => devices.map(TensorParallel::megatron),
-    };
-    if let (Some(tp), Some(n)) = (tp.as_mut(), devices) {
-        tp.devices = n;
-    }
-    Ok(tp)
-}
-
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run {
@@ -209,15 +220,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             device,
             check,
             check_indices,
-            tensor_parallel,
-            plan,
+            tp,
         } => {
             let bundle = open(&bundle)?;
             let device = device_kind(device);
             let session = Session::new(Options {
                 device: device.into(),
                 check_indices,
-                tensor_parallel: tensor_parallel_plan(tensor_parallel, plan.as_deref())?,
+                tensor_parallel: tp.plan()?,
             })?;
             let compiled = session.compile(&bundle.graph)?;
             println!(
@@ -359,9 +369,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cache,
             target,
             output,
+            tp,
         } => {
             let options = Options {
                 device: target.clone(),
+                tensor_parallel: tp.plan()?,
                 ..Options::default()
             };
             if bundle.extension().is_some_and(|e| e == "mlir") {
@@ -387,7 +399,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             if target.is_ahead_of_time() {
-                let (lowered, compiled) = aot::compile(&bundle, &target, dump.as_ref(), false)?;
+                let (lowered, compiled) = aot::compile(&bundle, &options, dump.as_ref(), false)?;
                 let line = aot::report(&compiled, &target, output.as_deref())?;
                 // As with --cache: the report on stdout, or on stderr when a stage is printed.
                 match emit {
@@ -440,8 +452,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Cost { bundle, target } => {
-            print!("{}", aot::cost(&bundle, &target)?);
+        Command::Cost { bundle, target, tp } => {
+            print!("{}", aot::cost(&bundle, &target, tp.plan()?)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::AotWorker { args } => Ok(ExitCode::from(

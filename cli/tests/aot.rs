@@ -283,3 +283,50 @@ fn tpu_without_a_tpu_fails_in_under_a_second_and_says_how_to_compile_ahead_of_ti
     assert!(took < Duration::from_secs(1), "took {took:?}");
     let _ = fs::remove_dir_all(&dev);
 }
+
+/// The Megatron-style plan compiles ahead of time over the chips of the seeds' slices: 4 on
+/// `v6e:2x2`, 8 on `v6e:2x4` (XLA's SPMD partitioner for TPU, one program per chip).
+#[test]
+fn the_tensor_parallel_plan_compiles_for_v6e_slices_of_4_and_8_chips() {
+    for name in ["gpt_block", "transformer_encoder_bf16"] {
+        let bundle = fixtures().join(format!("{name}.fxt"));
+        let mut sizes = Vec::new();
+        for (topology, devices) in [
+            ("tpu:v6e:2x2", "1"),
+            ("tpu:v6e:2x2", "4"),
+            ("tpu:v6e:2x4", "8"),
+        ] {
+            let out = fxhlo(
+                &[
+                    "compile",
+                    bundle.to_str().unwrap(),
+                    "--target",
+                    topology,
+                    "--tensor-parallel",
+                    devices,
+                ],
+                &[("FXHLO_CACHE", "off")],
+            );
+            let text = stdout(&out);
+            println!("{name} {topology} over {devices}: {}", text.trim());
+            assert!(
+                out.status.success() && text.contains("compiled in"),
+                "{name} {topology} x{devices}: {}",
+                stderr(&out)
+            );
+            let size: u64 = text
+                .split("TPU executable ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            sizes.push(size);
+        }
+        // A partitioned program carries its collectives and per-chip programs: not the
+        // single-chip executable again.
+        assert!(
+            sizes[1] != sizes[0] && sizes[2] != sizes[0],
+            "{name}: executable sizes {sizes:?}"
+        );
+    }
+}
