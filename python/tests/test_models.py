@@ -128,3 +128,20 @@ def test_model_compiles_ahead_of_time_for_tpu_v6e_and_v5e(name, dtype, tmp_path,
         assert proc.returncode == 0, f"{name} {dtype} for {target}: exit {proc.returncode}\n{proc.stderr}"
         # A real TPU executable carries the program and its constants: far more than a header.
         assert exe.stat().st_size > 100_000, f"{name} {dtype} for {target}: {exe.stat().st_size} bytes"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_transformer_models_split_over_2_and_4_devices_match_pytorch(name, tmp_path, fxhlo_cli):
+    """The Megatron-style plan over 2 and 4 CPU devices (`--tensor-parallel`): one SPMD program
+    per run, XLA's partitioner adding the collectives; each run passes the same check against
+    PyTorch (float64 reference) as the single-device run."""
+    model, args = MODELS[name](**CONFIGS[name])
+    bundle = fxhlo.export(model, args, tmp_path / f"{name}.fxt", reference=True, name=name, source_root=ROOT,
+                          reference_f64=True)
+    for devices in ("1", "2", "4"):
+        proc = subprocess.run([str(fxhlo_cli), "run", str(bundle), "--check", "--tensor-parallel", devices],
+                              capture_output=True, text=True, cwd=ROOT, timeout=CLI_TIMEOUT_S)
+        lines = proc.stdout.strip().splitlines()
+        last = lines[-1] if lines else ""
+        print(f"{name} over {devices} device(s): {last}")
+        assert proc.returncode == 0 and last.startswith("check: PASS"), f"{name} x{devices}: {last}\n{proc.stderr}"
