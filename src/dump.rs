@@ -14,15 +14,7 @@ use crate::{Error, Result};
 /// `name` (a graph's, from the user's model) kept to characters every file system takes in a
 /// file name: the others become `_`.
 pub(crate) fn file_safe(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' }).collect()
 }
 
 /// The folder one graph's stages are written to.
@@ -36,10 +28,7 @@ impl Dump {
     pub fn create(root: &Path, graph: &str, ir_text: &str) -> Result<Dump> {
         let hash = blake3::hash(ir_text.as_bytes()).to_hex();
         let dir = root.join(format!("{}-{}", file_safe(graph), &hash.as_str()[..8]));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         Ok(Dump { dir })
     }
 
@@ -51,10 +40,7 @@ impl Dump {
     /// Writes a file that is not a stage (`cache-key.json`) under `name`, atomically.
     pub fn write_file(&self, name: &str, contents: &[u8]) -> Result<PathBuf> {
         let path = self.dir.join(name);
-        fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
         Ok(path)
     }
 
@@ -63,10 +49,7 @@ impl Dump {
         let path = self.dir.join(format!("{index:02}-{stage}.{ext}"));
         // Atomically (a temporary file renamed over the old one): a reader of a dump that is
         // being rewritten sees the old file or the new one, never half of one.
-        fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
         tracing::debug!(path = %path.display(), "dumped");
         Ok(path)
     }

@@ -23,10 +23,7 @@ pub enum Error {
     Options(String),
     /// A file fxhlo writes (a stage dump) could not be written.
     #[error("{}: {source}", path.display())]
-    Io {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: std::path::PathBuf, source: std::io::Error },
     /// With `check_indices`, a run read an index outside its tensor (XLA would have clamped it).
     #[error("graph `{graph}`: node `{node}` used an index out of range (eager PyTorch raises IndexError; without check_indices the device clamps it to the nearest valid index)")]
     IndexOutOfRange { graph: String, node: String },
@@ -38,21 +35,11 @@ pub enum Error {
     AotWorker { graph: String, message: String },
     /// The target's compiler rejected the module (ahead of time, in the worker process).
     #[error("graph `{graph}`: the {target} compiler rejected the module: {message}")]
-    AotCompile {
-        graph: String,
-        target: String,
-        message: String,
-    },
+    AotCompile { graph: String, target: String, message: String },
     /// The target's compiler crashed (in the worker process: the caller lives on).
     #[error("graph `{graph}`: the {target} compiler crashed ({status}) compiling it; the module is kept in {} \
              for a bug report (reproduce: `fxhlo compile <that file> --target {target}`). Its last words:\n{stderr}", module.display())]
-    TargetCompilerCrashed {
-        graph: String,
-        target: String,
-        status: String,
-        module: std::path::PathBuf,
-        stderr: String,
-    },
+    TargetCompilerCrashed { graph: String, target: String, status: String, module: std::path::PathBuf, stderr: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),

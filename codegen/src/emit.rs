@@ -32,13 +32,7 @@ pub struct Emitter<'c, 'a> {
 impl<'c, 'a> Emitter<'c, 'a> {
     /// An emitter appending to `block`.
     pub fn new(ctx: &'c Context, block: &'a Block<'c>) -> Self {
-        Emitter {
-            ctx,
-            block,
-            values: HashMap::new(),
-            node: String::new(),
-            unused_results: Vec::new(),
-        }
+        Emitter { ctx, block, values: HashMap::new(), node: String::new(), unused_results: Vec::new() }
     }
 
     /// Records the MLIR value of an IR value.
@@ -48,18 +42,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// The MLIR value of an already lowered IR value.
     pub fn value(&self, v: ValueRef) -> Result<Value<'c, 'a>> {
-        self.values
-            .get(&v)
-            .copied()
-            .ok_or_else(|| self.internal("operand was not lowered before its use"))
+        self.values.get(&v).copied().ok_or_else(|| self.internal("operand was not lowered before its use"))
     }
 
     /// An internal error naming the current node.
     pub fn internal(&self, message: impl Into<String>) -> Error {
-        Error::Internal {
-            node: self.node.clone(),
-            message: message.into(),
-        }
+        Error::Internal { node: self.node.clone(), message: message.into() }
     }
 
     /// The MLIR `tensor<...>` type of an IR tensor type.
@@ -69,8 +57,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// Parses an attribute from MLIR text (e.g. `array<i64: 1, 0>`).
     pub fn attr(&self, text: &str) -> Result<Attribute<'c>> {
-        Attribute::parse(self.ctx, text)
-            .ok_or_else(|| self.internal(format!("cannot parse attribute `{text}`")))
+        Attribute::parse(self.ctx, text).ok_or_else(|| self.internal(format!("cannot parse attribute `{text}`")))
     }
 
     /// Appends `name(operands) {attrs} -> results` and returns its first result.
@@ -93,9 +80,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .build()
             .map_err(|e| self.internal(format!("building {name}: {e}")))?;
         let op = self.block.append_operation(op);
-        op.result(0)
-            .map(Into::into)
-            .map_err(|e| self.internal(format!("{name} result: {e}")))
+        op.result(0).map(Into::into).map_err(|e| self.internal(format!("{name} result: {e}")))
     }
 
     /// Appends an op with several results (or none) and returns them all.
@@ -122,42 +107,20 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .map_err(|e| self.internal(format!("building {name}: {e}")))?;
         let op = self.block.append_operation(op);
         (0..results.len())
-            .map(|i| {
-                op.result(i)
-                    .map(Into::into)
-                    .map_err(|e| self.internal(format!("{name} result {i}: {e}")))
-            })
+            .map(|i| op.result(i).map(Into::into).map_err(|e| self.internal(format!("{name} result {i}: {e}"))))
             .collect()
     }
 
     /// `v` converted from `from` to element type `to` (no op when equal).
-    pub fn convert(
-        &self,
-        v: Value<'c, 'a>,
-        from: &TensorType,
-        to: DType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn convert(&self, v: Value<'c, 'a>, from: &TensorType, to: DType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         if from.dtype == to {
             return Ok(v);
         }
-        self.op(
-            "stablehlo.convert",
-            loc,
-            &[v],
-            &TensorType::new(to, from.shape.clone()),
-            &[],
-        )
+        self.op("stablehlo.convert", loc, &[v], &TensorType::new(to, from.shape.clone()), &[])
     }
 
     /// `v` reshaped to `to` (no op when the shapes are equal).
-    pub fn reshape(
-        &self,
-        v: Value<'c, 'a>,
-        from: &TensorType,
-        to: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn reshape(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         if from.shape == to.shape {
             return Ok(v);
         }
@@ -165,42 +128,19 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// `v` (of type `ty`) transposed by `perm`: result dim `i` is `ty`'s dim `perm[i]`.
-    pub fn transpose(
-        &self,
-        v: Value<'c, 'a>,
-        ty: &TensorType,
-        perm: &[usize],
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn transpose(&self, v: Value<'c, 'a>, ty: &TensorType, perm: &[usize], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let attr: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
-        self.op(
-            "stablehlo.transpose",
-            loc,
-            &[v],
-            &crate::layout::permuted(ty, perm),
-            &[("permutation", i64s(&attr))],
-        )
+        self.op("stablehlo.transpose", loc, &[v], &crate::layout::permuted(ty, perm), &[("permutation", i64s(&attr))])
     }
 
     /// Elementwise comparison (`EQ`, `NE`, `LT`, `LE`, `GT`, `GE`) of two equally shaped values.
     ///
     /// The comparison type is always explicit: without it XLA's CPU compiler was seen treating
     /// an i64 `LT` against constants as unsigned (`-2 < 0` false).
-    pub fn compare(
-        &self,
-        dir: &str,
-        a: Value<'c, 'a>,
-        b: Value<'c, 'a>,
-        shape: &[i64],
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn compare(&self, dir: &str, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let ty = TensorType::new(DType::Bool, shape.to_vec());
         let text = a.r#type().to_string();
-        let elem = text
-            .trim_end_matches('>')
-            .rsplit(['<', 'x'])
-            .next()
-            .unwrap_or("");
+        let elem = text.trim_end_matches('>').rsplit(['<', 'x']).next().unwrap_or("");
         let kind = match elem {
             "i1" | "ui8" | "ui16" | "ui32" | "ui64" => "UNSIGNED",
             e if e.starts_with('i') => "SIGNED",
@@ -212,14 +152,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
             &[a, b],
             &ty,
             &[
-                (
-                    "comparison_direction",
-                    format!("#stablehlo<comparison_direction {dir}>"),
-                ),
-                (
-                    "compare_type",
-                    format!("#stablehlo<comparison_type {kind}>"),
-                ),
+                ("comparison_direction", format!("#stablehlo<comparison_direction {dir}>")),
+                ("compare_type", format!("#stablehlo<comparison_type {kind}>")),
             ],
         )
     }
@@ -227,19 +161,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// `maximum` (`max`) or `minimum` of two values of type `t`, NaN from either operand
     /// propagating as in PyTorch: XLA's CPU `maximum` drops a NaN second operand (seen:
     /// `maximum([1, nan], [nan, 2])` gave `[1, nan]`), so NaN is selected explicitly.
-    pub fn max_min(
-        &self,
-        max: bool,
-        a: Value<'c, 'a>,
-        b: Value<'c, 'a>,
-        t: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
-        let name = if max {
-            "stablehlo.maximum"
-        } else {
-            "stablehlo.minimum"
-        };
+    pub fn max_min(&self, max: bool, a: Value<'c, 'a>, b: Value<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let name = if max { "stablehlo.maximum" } else { "stablehlo.minimum" };
         let mut v = self.op(name, loc, &[a, b], t, &[])?;
         if t.dtype.is_float() {
             // `a` last, so that where both are NaN the first operand's NaN is the result.
@@ -252,12 +175,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// A constant tensor of type `ty` with every element `value`.
-    pub fn splat(
-        &self,
-        value: Scalar,
-        ty: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn splat(&self, value: Scalar, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let literal = literal(value, ty.dtype);
         let text = format!("dense<{literal}> : {}", mlir_type_text(ty));
         self.op("stablehlo.constant", loc, &[], ty, &[("value", text)])
@@ -268,17 +186,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub fn dense(&self, bytes: &[u8], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let want = ty.size_bytes();
         if bytes.len() != want {
-            return Err(self.internal(format!(
-                "a constant of type {ty} needs {want} bytes, got {}",
-                bytes.len()
-            )));
+            return Err(self.internal(format!("a constant of type {ty} needs {want} bytes, got {}", bytes.len())));
         }
         let literal = if ty.dtype == DType::Bool || bytes.is_empty() {
             // MLIR packs i1 data in its hex form; the element list is unambiguous.
-            let items: Vec<&str> = bytes
-                .iter()
-                .map(|&b| if b != 0 { "true" } else { "false" })
-                .collect();
+            let items: Vec<&str> = bytes.iter().map(|&b| if b != 0 { "true" } else { "false" }).collect();
             if ty.rank() == 0 {
                 items.first().copied().unwrap_or("false").to_string()
             } else {
@@ -302,29 +214,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// Broadcasts `v` of type `from` to `to` with numpy rules (trailing dims aligned); returns
     /// `v` itself when the types already match.
-    pub fn broadcast(
-        &self,
-        v: Value<'c, 'a>,
-        from: &TensorType,
-        to: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn broadcast(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         if from.shape == to.shape {
             return Ok(v);
         }
-        let lead = to
-            .rank()
-            .checked_sub(from.rank())
-            .ok_or_else(|| self.internal(format!("cannot broadcast {from} to {to}")))?;
+        let lead = to.rank().checked_sub(from.rank()).ok_or_else(|| self.internal(format!("cannot broadcast {from} to {to}")))?;
         let dims: Vec<String> = (0..from.rank()).map(|i| (lead + i).to_string()).collect();
         let target = TensorType::new(from.dtype, to.shape.clone());
-        self.op(
-            "stablehlo.broadcast_in_dim",
-            loc,
-            &[v],
-            &target,
-            &[("broadcast_dimensions", i64_array(&dims))],
-        )
+        self.op("stablehlo.broadcast_in_dim", loc, &[v], &target, &[("broadcast_dimensions", i64_array(&dims))])
     }
 }
 
@@ -336,9 +233,7 @@ fn nested_list(items: &[&str], shape: &[i64]) -> String {
         Some((&n, rest)) => {
             let n = n.max(0) as usize;
             let chunk = items.len().checked_div(n).unwrap_or(0);
-            let parts: Vec<String> = (0..n)
-                .map(|i| nested_list(&items[i * chunk..(i + 1) * chunk], rest))
-                .collect();
+            let parts: Vec<String> = (0..n).map(|i| nested_list(&items[i * chunk..(i + 1) * chunk], rest)).collect();
             format!("[{}]", parts.join(", "))
         }
     }
@@ -378,11 +273,7 @@ pub fn padding_attr(pads: &[(i64, i64)]) -> String {
     if pads.is_empty() {
         return "dense<> : tensor<0x2xi64>".into();
     }
-    format!(
-        "dense<[{}]> : tensor<{}x2xi64>",
-        rows.join(", "),
-        pads.len()
-    )
+    format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), pads.len())
 }
 
 /// `array<i64: ...>` from already formatted items.

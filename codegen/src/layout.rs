@@ -22,25 +22,17 @@ pub type InputLayouts = HashMap<NodeId, Vec<usize>>;
 /// The layouts of the inputs for which `eligible` holds (the caller says which inputs stay on
 /// the device: permuting a per-call input would cost what it saves).
 pub fn input_layouts(graph: &Graph, eligible: impl Fn(NodeId) -> bool) -> InputLayouts {
-    let candidates: Vec<NodeId> = graph
-        .inputs()
-        .iter()
-        .copied()
-        .filter(|&id| eligible(id))
-        .collect();
+    let candidates: Vec<NodeId> = graph.inputs().iter().copied().filter(|&id| eligible(id)).collect();
     // None: no use seen yet; Some(None): uses disagree (or one cannot take a permuted input).
-    let mut wanted: HashMap<NodeId, Option<Option<Vec<usize>>>> =
-        candidates.iter().map(|&id| (id, None)).collect();
+    let mut wanted: HashMap<NodeId, Option<Option<Vec<usize>>>> = candidates.iter().map(|&id| (id, None)).collect();
     for id in graph.node_ids() {
         for (k, v) in graph.operands(id).iter().enumerate() {
-            let Some(slot) = wanted.get_mut(&v.node) else {
-                continue;
-            };
+            let Some(slot) = wanted.get_mut(&v.node) else { continue };
             let rank = graph.node(v.node).results[0].rank();
             let want = match &graph.node(id).op {
-                Op::Convolution {
-                    transposed: false, ..
-                } if k == 1 && rank >= 3 => Some((2..rank).chain([1, 0]).collect::<Vec<_>>()),
+                Op::Convolution { transposed: false, .. } if k == 1 && rank >= 3 => {
+                    Some((2..rank).chain([1, 0]).collect::<Vec<_>>())
+                }
                 Op::Permute { dims } => dims.iter().map(|&d| usize::try_from(d).ok()).collect(),
                 _ => None,
             };
@@ -67,16 +59,12 @@ pub fn input_layouts(graph: &Graph, eligible: impl Fn(NodeId) -> bool) -> InputL
 
 fn is_permutation(perm: &[usize]) -> bool {
     let mut seen = vec![false; perm.len()];
-    perm.iter()
-        .all(|&p| p < perm.len() && !std::mem::replace(&mut seen[p], true))
+    perm.iter().all(|&p| p < perm.len() && !std::mem::replace(&mut seen[p], true))
 }
 
 /// `ty` with its dims permuted by `perm`.
 pub fn permuted(ty: &TensorType, perm: &[usize]) -> TensorType {
-    TensorType::new(
-        ty.dtype,
-        perm.iter().map(|&p| ty.shape[p]).collect::<Vec<_>>(),
-    )
+    TensorType::new(ty.dtype, perm.iter().map(|&p| ty.shape[p]).collect::<Vec<_>>())
 }
 
 /// The inverse permutation: `inverse(p)[p[i]] = i`.

@@ -9,10 +9,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxBuildHasher;
 
 use fxhlo_ir::smallvec::{smallvec, SmallVec};
-use fxhlo_ir::{
-    BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, Shape, TensorType,
-    UnaryOp,
-};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, Shape, TensorType, UnaryOp};
 
 use crate::schema::{ArgView as Arg, NodeView, TraceView};
 
@@ -53,10 +50,7 @@ impl<'a> Args<'a> {
         Some(&self.kwargs[i].1)
     }
     fn get(&self, i: usize, name: &str) -> Option<&'a Arg<'a>> {
-        self.args
-            .get(i)
-            .or_else(|| self.kwarg(name))
-            .filter(|a| !matches!(a, Arg::None))
+        self.args.get(i).or_else(|| self.kwarg(name)).filter(|a| !matches!(a, Arg::None))
     }
     /// The tensor names of a `Tensors` or `OptionalTensors` argument.
     fn tensor_list(&self, i: usize, name: &str) -> Option<&'a [Option<&'a str>]> {
@@ -146,11 +140,7 @@ pub fn scalar(a: &Arg) -> Option<Scalar> {
 
 /// Maps one call. `results` are the node's result types from its meta.
 pub fn map<'a>(view: &'a TraceView<'a>, node: &NodeView<'a>, results: &[TensorType]) -> Mapped<'a> {
-    let a = Args {
-        view,
-        args: view.args(node.args),
-        kwargs: view.kwargs(node),
-    };
+    let a = Args { view, args: view.args(node.args), kwargs: view.kwargs(node) };
     map_known(node.target, &a, results).unwrap_or(Mapped::Unknown)
 }
 
@@ -162,28 +152,15 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
     };
     let x = || a.tensor(0, "self");
     let op1 = |op: Op| Some(Mapped::Op(op, smallvec![x()?]));
-    let bin = |b: BinaryOp| {
-        Some(Mapped::Op(
-            Op::Binary(b),
-            smallvec![x()?, a.tensor(1, "other")?],
-        ))
-    };
+    let bin = |b: BinaryOp| Some(Mapped::Op(Op::Binary(b), smallvec![x()?, a.tensor(1, "other")?]));
     if target == "getitem" {
-        let Some(Arg::Tensor(p)) = a.args.first() else {
-            return None;
-        };
+        let Some(Arg::Tensor(p)) = a.args.first() else { return None };
         let i = u32::try_from(a.int(1, "index", -1)?).ok()?;
         return Some(Mapped::GetItem(p, i));
     }
-    let name = op
-        .strip_prefix("aten.")
-        .or_else(|| op.strip_prefix("prims."))?;
+    let name = op.strip_prefix("aten.").or_else(|| op.strip_prefix("prims."))?;
     // The IR's family names are `aten.<name>`; only a `prims.` target needs a new string.
-    let aten_name = if op.starts_with("aten.") {
-        Cow::Borrowed(op)
-    } else {
-        Cow::Owned(format!("aten.{name}"))
-    };
+    let aten_name = if op.starts_with("aten.") { Cow::Borrowed(op) } else { Cow::Owned(format!("aten.{name}")) };
     if let Some(u) = unary(&aten_name) {
         if !matches!(u, UnaryOp::Gelu | UnaryOp::GeluTanh) {
             return op1(Op::Unary(u));
@@ -199,11 +176,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             _ => None,
         },
         "add" | "sub" => {
-            let b = if name == "add" {
-                BinaryOp::Add
-            } else {
-                BinaryOp::Sub
-            };
+            let b = if name == "add" { BinaryOp::Add } else { BinaryOp::Sub };
             let other = a.tensor(1, "other")?;
             let other = match a.scalar(2, "alpha") {
                 None => other,
@@ -218,10 +191,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 Some(alpha) if alpha.as_f64() != 1.0 => Operand::Scaled(Box::new(x()?), alpha),
                 _ => x()?,
             };
-            Some(Mapped::Op(
-                Op::Binary(BinaryOp::Sub),
-                smallvec![a.tensor(1, "other")?, s],
-            ))
+            Some(Mapped::Op(Op::Binary(BinaryOp::Sub), smallvec![a.tensor(1, "other")?, s]))
         }
         "mul" => bin(BinaryOp::Mul),
         "div" => match (overload, a.string(2, "rounding_mode")) {
@@ -239,11 +209,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "fmin" => bin(BinaryOp::Fmin),
         "copysign" if overload == "Tensor" => bin(BinaryOp::Copysign),
         // `max(x, other)` / `min(x, other)` are `maximum` / `minimum`.
-        "max" | "min" if overload == "other" => bin(if name == "max" {
-            BinaryOp::Maximum
-        } else {
-            BinaryOp::Minimum
-        }),
+        "max" | "min" if overload == "other" => bin(if name == "max" { BinaryOp::Maximum } else { BinaryOp::Minimum }),
         "logical_and" => bin(BinaryOp::LogicalAnd),
         "logical_or" => bin(BinaryOp::LogicalOr),
         "logical_xor" => bin(BinaryOp::LogicalXor),
@@ -252,19 +218,9 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "bitwise_xor" => bin(BinaryOp::BitwiseXor),
         "pow" => {
             let base = a.tensor(0, "self")?;
-            Some(Mapped::Op(
-                Op::Binary(BinaryOp::Pow),
-                smallvec![base, a.tensor(1, "exponent")?],
-            ))
+            Some(Mapped::Op(Op::Binary(BinaryOp::Pow), smallvec![base, a.tensor(1, "exponent")?]))
         }
-        "where" => Some(Mapped::Op(
-            Op::Where,
-            smallvec![
-                a.tensor(0, "condition")?,
-                a.tensor(1, "self")?,
-                a.tensor(2, "other")?
-            ],
-        )),
+        "where" => Some(Mapped::Op(Op::Where, smallvec![a.tensor(0, "condition")?, a.tensor(1, "self")?, a.tensor(2, "other")?])),
         "clamp" if overload == "Tensor" => {
             let (has_min, has_max) = (a.has(1, "min"), a.has(2, "max"));
             let mut ops = smallvec![x()?];
@@ -272,39 +228,20 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             ops.extend(has_max.then(|| a.tensor(2, "max")).flatten());
             Some(Mapped::Op(Op::ClampTensor { has_min, has_max }, ops))
         }
-        "clamp" => op1(Op::Clamp {
-            min: a.opt_scalar(1, "min")?,
-            max: a.opt_scalar(2, "max")?,
-        }),
-        "clamp_min" => op1(Op::Clamp {
-            min: Some(a.scalar(1, "min")?),
-            max: None,
-        }),
-        "clamp_max" => op1(Op::Clamp {
-            min: None,
-            max: Some(a.scalar(1, "max")?),
-        }),
+        "clamp" => op1(Op::Clamp { min: a.opt_scalar(1, "min")?, max: a.opt_scalar(2, "max")? }),
+        "clamp_min" => op1(Op::Clamp { min: Some(a.scalar(1, "min")?), max: None }),
+        "clamp_max" => op1(Op::Clamp { min: None, max: Some(a.scalar(1, "max")?) }),
         "hardtanh" => {
             // hardtanh keeps the input dtype: on integers its (float) bounds truncate.
             let int = results.first().is_some_and(|t| !t.dtype.is_float());
-            let bound = |v: Scalar| {
-                if int {
-                    Scalar::Int(v.as_f64() as i64)
-                } else {
-                    v
-                }
-            };
+            let bound = |v: Scalar| if int { Scalar::Int(v.as_f64() as i64) } else { v };
             op1(Op::Clamp {
                 min: Some(bound(a.scalar(1, "min_val").unwrap_or(Scalar::float(-1.0)))),
                 max: Some(bound(a.scalar(2, "max_val").unwrap_or(Scalar::float(1.0)))),
             })
         }
         "_to_copy" | "convert_element_type" => {
-            let dtype = if name == "_to_copy" {
-                a.kwarg_dtype("dtype")?
-            } else {
-                a.dtype(1, "dtype")?
-            };
+            let dtype = if name == "_to_copy" { a.kwarg_dtype("dtype")? } else { a.dtype(1, "dtype")? };
             let input = results.first()?;
             match dtype {
                 Some(d) => op1(Op::Convert { dtype: d }),
@@ -315,49 +252,29 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "sum" | "mean" | "prod" | "amax" | "amin" | "any" | "all" => {
             let r = ReduceOp::from_name(&aten_name)?;
             let cast = a.kwarg_dtype("dtype")?;
-            if overload == "dims"
-                && matches!(r, ReduceOp::Any | ReduceOp::All)
-                && a.has(1, "dim")
-                && a.ints::<Shape>(1, "dim", &[])?.is_empty()
-            {
+            if overload == "dims" && matches!(r, ReduceOp::Any | ReduceOp::All) && a.has(1, "dim") && a.ints::<Shape>(1, "dim", &[])?.is_empty() {
                 // any/all over an empty dim list reduce nothing: x != 0 elementwise.
                 return op1(Op::Convert { dtype: DType::Bool });
             }
             let dims = match overload {
-                "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => {
-                    a.ints(1, "dim", &[])?
-                }
+                "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => a.ints(1, "dim", &[])?,
                 "default" => Shape::new(),
                 _ => a.ints(1, "dim", &[])?,
             };
-            let keepdim = if overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin)
-            {
+            let keepdim = if overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin) {
                 false
             } else {
                 a.bool(2, "keepdim", false)?
             };
-            op1(Op::Reduce {
-                op: r,
-                dims,
-                keepdim,
-                dtype: cast,
-            })
+            op1(Op::Reduce { op: r, dims, keepdim, dtype: cast })
         }
-        "_softmax" | "_log_softmax" => op1(Op::Softmax {
-            dim: a.int(1, "dim", -1)?,
-            log: name == "_log_softmax",
-        }),
+        "_softmax" | "_log_softmax" => op1(Op::Softmax { dim: a.int(1, "dim", -1)?, log: name == "_log_softmax" }),
         "native_layer_norm" => {
             let (w, b) = (a.has(2, "weight"), a.has(3, "bias"));
             let mut ops = smallvec![x1(a, "input")?];
             ops.extend(w.then(|| a.tensor(2, "weight")).flatten());
             ops.extend(b.then(|| a.tensor(3, "bias")).flatten());
-            let op = Op::LayerNorm {
-                normalized_shape: a.ints(1, "normalized_shape", &[])?,
-                eps: a.scalar(4, "eps")?,
-                has_weight: w,
-                has_bias: b,
-            };
+            let op = Op::LayerNorm { normalized_shape: a.ints(1, "normalized_shape", &[])?, eps: a.scalar(4, "eps")?, has_weight: w, has_bias: b };
             Some(Mapped::Op(op, ops))
         }
         "native_group_norm" => {
@@ -365,12 +282,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             let mut ops = smallvec![x1(a, "input")?];
             ops.extend(w.then(|| a.tensor(1, "weight")).flatten());
             ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
-            let op = Op::GroupNorm {
-                groups: a.int(6, "group", 0)?,
-                eps: a.scalar(7, "eps")?,
-                has_weight: w,
-                has_bias: b,
-            };
+            let op = Op::GroupNorm { groups: a.int(6, "group", 0)?, eps: a.scalar(7, "eps")?, has_weight: w, has_bias: b };
             Some(Mapped::Op(op, ops))
         }
         "_native_batch_norm_legit_no_training" => {
@@ -380,14 +292,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             ops.extend(b.then(|| a.tensor(2, "bias")).flatten());
             ops.push(a.tensor(3, "running_mean")?);
             ops.push(a.tensor(4, "running_var")?);
-            Some(Mapped::Op(
-                Op::BatchNorm {
-                    eps: a.scalar(6, "eps")?,
-                    has_weight: w,
-                    has_bias: b,
-                },
-                ops,
-            ))
+            Some(Mapped::Op(Op::BatchNorm { eps: a.scalar(6, "eps")?, has_weight: w, has_bias: b }, ops))
         }
         "_native_batch_norm_legit" if overload == "no_stats" => {
             let (w, b) = (a.has(1, "weight"), a.has(2, "bias"));
@@ -397,27 +302,12 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             if !a.bool(3, "training", true)? {
                 return None;
             }
-            Some(Mapped::Op(
-                Op::BatchNormBatchStats {
-                    eps: a.scalar(5, "eps")?,
-                    has_weight: w,
-                    has_bias: b,
-                },
-                ops,
-            ))
+            Some(Mapped::Op(Op::BatchNormBatchStats { eps: a.scalar(5, "eps")?, has_weight: w, has_bias: b }, ops))
         }
         "_embedding_bag" => {
             let has_weights = a.has(6, "per_sample_weights");
-            let mut ops = smallvec![
-                a.tensor(0, "weight")?,
-                a.tensor(1, "indices")?,
-                a.tensor(2, "offsets")?
-            ];
-            ops.extend(
-                has_weights
-                    .then(|| a.tensor(6, "per_sample_weights"))
-                    .flatten(),
-            );
+            let mut ops = smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?, a.tensor(2, "offsets")?];
+            ops.extend(has_weights.then(|| a.tensor(6, "per_sample_weights")).flatten());
             let padding_idx = a.opt_int(8, "padding_idx")?.filter(|&p| p >= 0);
             let op = Op::EmbeddingBag {
                 mode: a.int(4, "mode", 0)?,
@@ -427,19 +317,12 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             };
             Some(Mapped::Op(op, ops))
         }
-        "masked_scatter" => Some(Mapped::Op(
-            Op::MaskedScatter,
-            smallvec![x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?],
-        )),
+        "masked_scatter" => Some(Mapped::Op(Op::MaskedScatter, smallvec![x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?])),
         "_cdist_forward" => Some(Mapped::Op(
-            Op::Cdist {
-                p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)),
-            },
+            Op::Cdist { p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)) },
             smallvec![a.tensor(0, "x1")?, a.tensor(1, "x2")?],
         )),
-        "_pdist_forward" => op1(Op::Pdist {
-            p: a.scalar(1, "p").unwrap_or(Scalar::float(2.0)),
-        }),
+        "_pdist_forward" => op1(Op::Pdist { p: a.scalar(1, "p").unwrap_or(Scalar::float(2.0)) }),
         "mm" => Some(Mapped::Op(Op::Mm, smallvec![x()?, a.tensor(1, "mat2")?])),
         "bmm" => Some(Mapped::Op(Op::Bmm, smallvec![x()?, a.tensor(1, "mat2")?])),
         "addmm" => {
@@ -450,10 +333,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 beta => scale_by(x()?, beta),
             };
             let mat1 = scale_by(a.tensor(1, "mat1")?, a.scalar(4, "alpha"));
-            Some(Mapped::Op(
-                Op::Addmm,
-                smallvec![bias, mat1, a.tensor(2, "mat2")?],
-            ))
+            Some(Mapped::Op(Op::Addmm, smallvec![bias, mat1, a.tensor(2, "mat2")?]))
         }
         "convolution" => {
             let has_bias = a.has(2, "bias");
@@ -483,40 +363,21 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             padding: a.ints(3, "padding", &[0])?,
             ceil_mode: a.bool(4, "ceil_mode", false)?,
             count_include_pad: a.bool(5, "count_include_pad", true)?,
-            divisor_override: if name == "avg_pool1d" {
-                None
-            } else {
-                a.opt_int(6, "divisor_override")?
-            },
+            divisor_override: if name == "avg_pool1d" { None } else { a.opt_int(6, "divisor_override")? },
         }),
-        "_adaptive_avg_pool1d"
-        | "_adaptive_avg_pool2d"
-        | "_adaptive_avg_pool3d"
-        | "adaptive_avg_pool1d" => op1(Op::AdaptiveAvgPool {
-            output_size: a.ints(1, "output_size", &[])?,
-        }),
+        "_adaptive_avg_pool1d" | "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" | "adaptive_avg_pool1d" => {
+            op1(Op::AdaptiveAvgPool { output_size: a.ints(1, "output_size", &[])? })
+        }
         "upsample_nearest1d" | "upsample_nearest2d" | "upsample_nearest3d" => {
             // The output size is in the meta whichever overload (sizes or scale factors) was used.
             let spatial = name.as_bytes()[name.len() - 2] - b'0';
             let out = results.first()?;
             let k = out.rank().checked_sub(spatial as usize)?;
-            op1(Op::UpsampleNearest {
-                output_size: out.shape[k..].to_vec(),
-            })
+            op1(Op::UpsampleNearest { output_size: out.shape[k..].to_vec() })
         }
-        "view" | "_unsafe_view" | "reshape" => op1(Op::View {
-            shape: a.ints(1, "size", &[])?,
-        }),
-        "permute" => op1(Op::Permute {
-            dims: a.ints(1, "dims", &[])?,
-        }),
-        "t" => op1(Op::Permute {
-            dims: if results.first()?.rank() == 2 {
-                Shape::from([1, 0])
-            } else {
-                Shape::from([0])
-            },
-        }),
+        "view" | "_unsafe_view" | "reshape" => op1(Op::View { shape: a.ints(1, "size", &[])? }),
+        "permute" => op1(Op::Permute { dims: a.ints(1, "dims", &[])? }),
+        "t" => op1(Op::Permute { dims: if results.first()?.rank() == 2 { Shape::from([1, 0]) } else { Shape::from([0]) } }),
         "transpose" => {
             let rank = results.first()?.rank();
             let (d0, d1) = (a.int(1, "dim0", 0)?, a.int(2, "dim1", 0)?);
@@ -529,220 +390,108 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             }
             op1(Op::Permute { dims })
         }
-        "expand" => op1(Op::Expand {
-            sizes: a.ints(1, "size", &[])?,
-        }),
+        "expand" => op1(Op::Expand { sizes: a.ints(1, "size", &[])? }),
         "slice" => op1(Op::Slice {
             dim: a.int(1, "dim", 0)?,
             start: a.opt_int(2, "start")?.unwrap_or(0),
             end: a.opt_int(3, "end")?.unwrap_or(i64::MAX),
             step: a.int(4, "step", 1)?,
         }),
-        "select" => op1(Op::Select {
-            dim: a.int(1, "dim", 0)?,
-            index: a.int(2, "index", 0)?,
-        }),
-        "unsqueeze" => op1(Op::Unsqueeze {
-            dim: a.int(1, "dim", 0)?,
-        }),
-        "squeeze" => op1(Op::Squeeze {
-            dims: a.ints(1, "dim", &[])?,
-        }),
+        "select" => op1(Op::Select { dim: a.int(1, "dim", 0)?, index: a.int(2, "index", 0)? }),
+        "unsqueeze" => op1(Op::Unsqueeze { dim: a.int(1, "dim", 0)? }),
+        "squeeze" => op1(Op::Squeeze { dims: a.ints(1, "dim", &[])? }),
         "cat" => {
-            let Some(Arg::Tensors(ts)) = a.get(0, "tensors") else {
-                return None;
-            };
-            let ops = a
-                .view
-                .names(*ts)
-                .iter()
-                .flatten()
-                .map(|t| Operand::Tensor(t))
-                .collect();
-            Some(Mapped::Op(
-                Op::Cat {
-                    dim: a.int(1, "dim", 0)?,
-                },
-                ops,
-            ))
+            let Some(Arg::Tensors(ts)) = a.get(0, "tensors") else { return None };
+            let ops = a.view.names(*ts).iter().flatten().map(|t| Operand::Tensor(t)).collect();
+            Some(Mapped::Op(Op::Cat { dim: a.int(1, "dim", 0)? }, ops))
         }
-        "split_with_sizes" => op1(Op::Split {
-            sizes: a.ints(1, "split_sizes", &[])?,
-            dim: a.int(2, "dim", 0)?,
-        }),
+        "split_with_sizes" => op1(Op::Split { sizes: a.ints(1, "split_sizes", &[])?, dim: a.int(2, "dim", 0)? }),
         "split" => {
             // split.Tensor(self, split_size, dim): chunks of split_size, the last one smaller.
             let dim = a.int(2, "dim", 0)?;
             let chunk = a.int(1, "split_size", 0)?;
-            let size = |t: &TensorType| {
-                fxhlo_ir::infer::normalize_dim(dim, t.rank())
-                    .ok()
-                    .and_then(|d| t.shape.get(d).copied())
-            };
-            let total = results
-                .iter()
-                .try_fold(0i64, |acc, t| acc.checked_add(size(t)?))?;
+            let size = |t: &TensorType| fxhlo_ir::infer::normalize_dim(dim, t.rank()).ok().and_then(|d| t.shape.get(d).copied());
+            let total = results.iter().try_fold(0i64, |acc, t| acc.checked_add(size(t)?))?;
             if chunk <= 0 {
                 return None;
             }
             // One meta per chunk: a trace with more chunks than metas is malformed, and its
             // chunk list must not be allocated (a huge size would exhaust memory).
-            let chunks = if total == 0 {
-                0
-            } else {
-                (total - 1) / chunk + 1
-            };
+            let chunks = if total == 0 { 0 } else { (total - 1) / chunk + 1 };
             if chunks > results.len() as i64 {
                 return None;
             }
-            let sizes = (0..total)
-                .step_by(chunk as usize)
-                .map(|s| chunk.min(total - s))
-                .collect();
+            let sizes = (0..total).step_by(chunk as usize).map(|s| chunk.min(total - s)).collect();
             op1(Op::Split { sizes, dim })
         }
-        "embedding" => Some(Mapped::Op(
-            Op::Embedding,
-            smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?],
-        )),
+        "embedding" => Some(Mapped::Op(Op::Embedding, smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?])),
         "index" | "_unsafe_index" => {
             let idx = a.tensor_list(1, "indices")?;
             let mut ops = smallvec![x()?];
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
-            Some(Mapped::Op(
-                Op::Index {
-                    present: idx.iter().map(|i| i.is_some()).collect(),
-                },
-                ops,
-            ))
+            Some(Mapped::Op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops))
         }
-        "full" => Some(Mapped::Op(
-            Op::Full {
-                value: a.scalar(1, "fill_value")?,
-            },
-            smallvec![],
-        )),
-        "fill" => Some(Mapped::Op(
-            Op::Full {
-                value: a.scalar(1, "value")?,
-            },
-            smallvec![],
-        )),
+        "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![])),
+        "fill" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "value")? }, smallvec![])),
         "elu" => op1(Op::Elu {
             alpha: a.scalar(1, "alpha").unwrap_or(Scalar::Int(1)),
             scale: a.scalar(2, "scale").unwrap_or(Scalar::Int(1)),
             input_scale: a.scalar(3, "input_scale").unwrap_or(Scalar::Int(1)),
         }),
-        "leaky_relu" => op1(Op::LeakyRelu {
-            slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)),
-        }),
-        "copy" => Some(Mapped::Op(
-            Op::CopyInto,
-            smallvec![x()?, a.tensor(1, "src")?],
-        )),
-        "argmax" | "argmin" => op1(Op::ArgReduce {
-            max: name == "argmax",
-            dim: a.opt_int(1, "dim")?,
-            keepdim: a.bool(2, "keepdim", false)?,
-        }),
+        "leaky_relu" => op1(Op::LeakyRelu { slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)) }),
+        "copy" => Some(Mapped::Op(Op::CopyInto, smallvec![x()?, a.tensor(1, "src")?])),
+        "argmax" | "argmin" => op1(Op::ArgReduce { max: name == "argmax", dim: a.opt_int(1, "dim")?, keepdim: a.bool(2, "keepdim", false)? }),
         // `x.max()` / `x.min()`: the full reduction (an empty dim list reduces every dim).
         "max" | "min" if overload == "default" => op1(Op::Reduce {
-            op: if name == "max" {
-                ReduceOp::Amax
-            } else {
-                ReduceOp::Amin
-            },
+            op: if name == "max" { ReduceOp::Amax } else { ReduceOp::Amin },
             dims: Shape::new(),
             keepdim: false,
             dtype: None,
         }),
-        "max" | "min" if overload == "dim" => op1(Op::MaxMin {
-            max: name == "max",
-            dim: a.int(1, "dim", 0)?,
-            keepdim: a.bool(2, "keepdim", false)?,
-        }),
+        "max" | "min" if overload == "dim" => {
+            op1(Op::MaxMin { max: name == "max", dim: a.int(1, "dim", 0)?, keepdim: a.bool(2, "keepdim", false)? })
+        }
         "var" => {
             let correction = match overload {
                 "dim" => Scalar::Int(if a.bool(2, "unbiased", true)? { 1 } else { 0 }),
                 _ => a.scalar(usize::MAX, "correction").unwrap_or(Scalar::Int(1)),
             };
-            let keepdim = if overload == "dim" {
-                a.bool(3, "keepdim", false)?
-            } else {
-                a.bool(usize::MAX, "keepdim", false)?
-            };
-            op1(Op::Var {
-                dims: a.ints(1, "dim", &[])?,
-                correction,
-                keepdim,
-            })
+            let keepdim = if overload == "dim" { a.bool(3, "keepdim", false)? } else { a.bool(usize::MAX, "keepdim", false)? };
+            op1(Op::Var { dims: a.ints(1, "dim", &[])?, correction, keepdim })
         }
-        "cumsum" => op1(Op::Cumsum {
-            dim: a.int(1, "dim", 0)?,
-            dtype: a.kwarg_dtype("dtype")?,
-        }),
-        "constant_pad_nd" => op1(Op::Pad {
-            pad: a.ints(1, "pad", &[])?,
-            mode: PadMode::Constant(a.scalar(2, "value").unwrap_or(Scalar::Int(0))),
-        }),
-        "reflection_pad1d" | "reflection_pad2d" | "reflection_pad3d" => op1(Op::Pad {
-            pad: a.ints(1, "padding", &[])?,
-            mode: PadMode::Reflect,
-        }),
-        "replication_pad1d" | "replication_pad2d" | "replication_pad3d" => op1(Op::Pad {
-            pad: a.ints(1, "padding", &[])?,
-            mode: PadMode::Replicate,
-        }),
-        "repeat" => op1(Op::Repeat {
-            repeats: a.ints(1, "repeats", &[])?,
-        }),
-        "flip" => op1(Op::Flip {
-            dims: a.ints(1, "dims", &[])?,
-        }),
-        "diagonal" => op1(Op::Diagonal {
-            offset: a.int(1, "offset", 0)?,
-            dim1: a.int(2, "dim1", 0)?,
-            dim2: a.int(3, "dim2", 1)?,
-        }),
+        "cumsum" => {
+            op1(Op::Cumsum { dim: a.int(1, "dim", 0)?, dtype: a.kwarg_dtype("dtype")? })
+        }
+        "constant_pad_nd" => op1(Op::Pad { pad: a.ints(1, "pad", &[])?, mode: PadMode::Constant(a.scalar(2, "value").unwrap_or(Scalar::Int(0))) }),
+        "reflection_pad1d" | "reflection_pad2d" | "reflection_pad3d" => {
+            op1(Op::Pad { pad: a.ints(1, "padding", &[])?, mode: PadMode::Reflect })
+        }
+        "replication_pad1d" | "replication_pad2d" | "replication_pad3d" => {
+            op1(Op::Pad { pad: a.ints(1, "padding", &[])?, mode: PadMode::Replicate })
+        }
+        "repeat" => op1(Op::Repeat { repeats: a.ints(1, "repeats", &[])? }),
+        "flip" => op1(Op::Flip { dims: a.ints(1, "dims", &[])? }),
+        "diagonal" => op1(Op::Diagonal { offset: a.int(1, "offset", 0)?, dim1: a.int(2, "dim1", 0)?, dim2: a.int(3, "dim2", 1)? }),
         "as_strided" => op1(Op::AsStrided {
             size: a.ints(1, "size", &[])?,
             stride: a.ints(2, "stride", &[])?,
             offset: a.opt_int(3, "storage_offset")?.unwrap_or(0),
         }),
-        "gather" => Some(Mapped::Op(
-            Op::Gather {
-                dim: a.int(1, "dim", 0)?,
-            },
-            smallvec![x()?, a.tensor(2, "index")?],
-        )),
-        "index_select" => Some(Mapped::Op(
-            Op::IndexSelect {
-                dim: a.int(1, "dim", 0)?,
-            },
-            smallvec![x()?, a.tensor(2, "index")?],
-        )),
+        "gather" => Some(Mapped::Op(Op::Gather { dim: a.int(1, "dim", 0)? }, smallvec![x()?, a.tensor(2, "index")?])),
+        "index_select" => Some(Mapped::Op(Op::IndexSelect { dim: a.int(1, "dim", 0)? }, smallvec![x()?, a.tensor(2, "index")?])),
         "scatter" | "scatter_add" | "scatter_reduce" => {
             let (reduce, include_self) = match name {
                 "scatter_add" => (ScatterReduce::Sum, true),
                 "scatter_reduce" => {
                     let r = a.string(4, "reduce")?;
-                    let m = ScatterReduce::ALL
-                        .into_iter()
-                        .find(|m| m.name() == r && *m != ScatterReduce::Replace)?;
+                    let m = ScatterReduce::ALL.into_iter().find(|m| m.name() == r && *m != ScatterReduce::Replace)?;
                     (m, a.bool(5, "include_self", true)?)
                 }
                 _ if a.has(4, "reduce") => return None, // scatter with reduce= is deprecated; not modelled
                 _ => (ScatterReduce::Replace, true),
             };
             let src = a.tensor(3, if overload == "value" { "value" } else { "src" })?;
-            Some(Mapped::Op(
-                Op::Scatter {
-                    dim: a.int(1, "dim", 0)?,
-                    reduce,
-                    include_self,
-                },
-                smallvec![x()?, a.tensor(2, "index")?, src],
-            ))
+            Some(Mapped::Op(Op::Scatter { dim: a.int(1, "dim", 0)?, reduce, include_self }, smallvec![x()?, a.tensor(2, "index")?, src]))
         }
         "index_put" => {
             let idx = a.tensor_list(1, "indices")?;
@@ -750,19 +499,10 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
             ops.push(a.tensor(2, "values")?);
             let present = idx.iter().map(|i| i.is_some()).collect();
-            Some(Mapped::Op(
-                Op::IndexPut {
-                    present,
-                    accumulate: a.bool(3, "accumulate", false)?,
-                },
-                ops,
-            ))
+            Some(Mapped::Op(Op::IndexPut { present, accumulate: a.bool(3, "accumulate", false)? }, ops))
         }
         "select_scatter" => Some(Mapped::Op(
-            Op::SelectScatter {
-                dim: a.int(2, "dim", 0)?,
-                index: a.int(3, "index", 0)?,
-            },
+            Op::SelectScatter { dim: a.int(2, "dim", 0)?, index: a.int(3, "index", 0)? },
             smallvec![x()?, a.tensor(1, "src")?],
         )),
         "slice_scatter" => Some(Mapped::Op(
@@ -774,15 +514,8 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             },
             smallvec![x()?, a.tensor(1, "src")?],
         )),
-        "sort" => op1(Op::Sort {
-            dim: a.int(1, "dim", -1)?,
-            descending: a.bool(2, "descending", false)?,
-        }),
-        "topk" => op1(Op::Topk {
-            k: a.int(1, "k", 1)?,
-            dim: a.int(2, "dim", -1)?,
-            largest: a.bool(3, "largest", true)?,
-        }),
+        "sort" => op1(Op::Sort { dim: a.int(1, "dim", -1)?, descending: a.bool(2, "descending", false)? }),
+        "topk" => op1(Op::Topk { k: a.int(1, "k", 1)?, dim: a.int(2, "dim", -1)?, largest: a.bool(3, "largest", true)? }),
         "grid_sampler_2d" => Some(Mapped::Op(
             Op::GridSample {
                 mode: a.int(2, "interpolation_mode", 0)?,
@@ -794,33 +527,16 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "upsample_bilinear2d" => {
             let out = results.first()?;
             let k = out.rank().checked_sub(2)?;
-            op1(Op::UpsampleBilinear {
-                output_size: out.shape[k..].to_vec(),
-                align_corners: a.bool(2, "align_corners", false)?,
-            })
+            op1(Op::UpsampleBilinear { output_size: out.shape[k..].to_vec(), align_corners: a.bool(2, "align_corners", false)? })
         }
         // full_like depends only on the shape of `self`, which the result type carries.
-        "full_like" => Some(Mapped::Op(
-            Op::Full {
-                value: a.scalar(1, "fill_value")?,
-            },
-            smallvec![],
-        )),
-        "scalar_tensor" => Some(Mapped::Op(
-            Op::Full {
-                value: a.scalar(0, "s")?,
-            },
-            smallvec![],
-        )),
+        "full_like" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![])),
+        "scalar_tensor" => Some(Mapped::Op(Op::Full { value: a.scalar(0, "s")? }, smallvec![])),
         "arange" => {
             let (start, end, step) = match overload {
                 "default" => (Scalar::Int(0), a.scalar(0, "end")?, Scalar::Int(1)),
                 "start" => (a.scalar(0, "start")?, a.scalar(1, "end")?, Scalar::Int(1)),
-                _ => (
-                    a.scalar(0, "start")?,
-                    a.scalar(1, "end")?,
-                    a.scalar(2, "step").unwrap_or(Scalar::Int(1)),
-                ),
+                _ => (a.scalar(0, "start")?, a.scalar(1, "end")?, a.scalar(2, "step").unwrap_or(Scalar::Int(1))),
             };
             Some(Mapped::Op(Op::Arange { start, end, step }, smallvec![]))
         }
@@ -845,15 +561,9 @@ fn x1<'a>(a: &Args<'a>, name: &str) -> Option<Operand<'a>> {
 /// was a tenth of import time (most nodes of a trace are tried as unary ops first).
 fn unary(name: &str) -> Option<UnaryOp> {
     static BY_NAME: OnceLock<HashMap<&'static str, UnaryOp, FxBuildHasher>> = OnceLock::new();
-    BY_NAME
-        .get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect())
-        .get(name)
-        .copied()
+    BY_NAME.get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect()).get(name).copied()
 }
 
 fn bin_cmp<'a>(c: CompareOp, a: &Args<'a>) -> Option<Mapped<'a>> {
-    Some(Mapped::Op(
-        Op::Compare(c),
-        smallvec![a.tensor(0, "self")?, a.tensor(1, "other")?],
-    ))
+    Some(Mapped::Op(Op::Compare(c), smallvec![a.tensor(0, "self")?, a.tensor(1, "other")?]))
 }

@@ -36,16 +36,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fxhlo_ir::smallvec::smallvec;
-use fxhlo_ir::{
-    infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType,
-    ValueRef,
-};
+use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType, ValueRef};
 use rustc_hash::FxBuildHasher;
 
 use crate::aten::{self, Mapped, Operand};
-use crate::schema::{
-    ArgView, DimView, InputKindSpec, MetaView, NodeView, Trace, TraceView, FORMAT, SCHEMA_VERSION,
-};
+use crate::schema::{ArgView, DimView, InputKindSpec, MetaView, NodeView, Trace, TraceView, FORMAT, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// Builds and verifies the graph of `trace`; `path` names the file in errors.
@@ -57,17 +52,10 @@ pub fn import(trace: &Trace, path: &Path) -> Result<Graph> {
 /// [`TraceView::of`] a [`Trace`]); `path` names the file in errors.
 pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
     if trace.format != FORMAT {
-        return Err(Error::Format {
-            path: path.into(),
-            found: trace.format.into(),
-        });
+        return Err(Error::Format { path: path.into(), found: trace.format.into() });
     }
     if trace.version != SCHEMA_VERSION {
-        return Err(Error::Version {
-            path: path.into(),
-            found: trace.version,
-            supported: SCHEMA_VERSION,
-        });
+        return Err(Error::Version { path: path.into(), found: trace.version, supported: SCHEMA_VERSION });
     }
     let n = trace.inputs.len() + trace.nodes.len();
     let mut cx = Importer {
@@ -87,9 +75,7 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
             InputKindSpec::Buffer => InputKind::Buffer,
             InputKindSpec::Constant => InputKind::Constant,
         };
-        let id = cx
-            .graph
-            .add_input(input.name, kind, input.weight.map(str::to_string), ty, None);
+        let id = cx.graph.add_input(input.name, kind, input.weight.map(str::to_string), ty, None);
         cx.define(Cow::Borrowed(input.name), ValueRef::first(id))?;
     }
     for node in &trace.nodes {
@@ -105,21 +91,13 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
     for arg in trace.args(trace.outputs) {
         match arg {
             ArgView::Tensor(name) => outputs.push(cx.value("output", name)?),
-            other => {
-                return Err(output_error(format!(
-                    "graph outputs must be tensors, found a `{}` argument",
-                    other.kind()
-                )))
-            }
+            other => return Err(output_error(format!("graph outputs must be tensors, found a `{}` argument", other.kind()))),
         }
     }
     if outputs.is_empty() {
         return Err(output_error("the graph has no outputs".into()));
     }
-    let ir = |source| Error::Ir {
-        path: path.into(),
-        source,
-    };
+    let ir = |source| Error::Ir { path: path.into(), source };
     cx.graph.set_outputs(outputs).map_err(ir)?;
     // The checks above cover every invariant (module doc); debug builds make sure of it.
     #[cfg(debug_assertions)]
@@ -151,10 +129,7 @@ impl<'a> Importer<'a, '_> {
             self.last = Some((n, v));
         }
         match self.values.entry(name) {
-            Entry::Occupied(e) => Err(Error::DuplicateName {
-                path: self.path.into(),
-                name: e.key().to_string(),
-            }),
+            Entry::Occupied(e) => Err(Error::DuplicateName { path: self.path.into(), name: e.key().to_string() }),
             Entry::Vacant(e) => {
                 e.insert(v);
                 Ok(())
@@ -171,22 +146,18 @@ impl<'a> Importer<'a, '_> {
                 return Ok(v);
             }
         }
-        self.values
-            .get(name)
-            .copied()
-            .ok_or_else(|| Error::UnknownValue {
-                path: self.path.into(),
-                node: node.into(),
-                name: name.into(),
-            })
+        self.values.get(name).copied().ok_or_else(|| Error::UnknownValue {
+            path: self.path.into(),
+            node: node.into(),
+            name: name.into(),
+        })
     }
 
     fn tensor_type(&self, node: &str, meta: &MetaView) -> Result<TensorType> {
-        let dtype: DType = meta.dtype.parse().map_err(|source| Error::DType {
-            path: self.path.into(),
-            node: node.into(),
-            source,
-        })?;
+        let dtype: DType = meta
+            .dtype
+            .parse()
+            .map_err(|source| Error::DType { path: self.path.into(), node: node.into(), source })?;
         let sizes = self.view.sizes(meta);
         let mut shape = Shape::new();
         for (dim, d) in sizes.iter().enumerate() {
@@ -201,33 +172,19 @@ impl<'a> Importer<'a, '_> {
                     })
                 }
                 DimView::Symbolic(size) => {
-                    return Err(Error::SymbolicSize {
-                        path: self.path.into(),
-                        node: node.into(),
-                        dim,
-                        size: size.into(),
-                    })
+                    return Err(Error::SymbolicSize { path: self.path.into(), node: node.into(), dim, size: size.into() })
                 }
             }
         }
         let ty = TensorType::new(dtype, shape);
         if ty.checked_size_bytes().is_none() {
-            return Err(Error::TooLarge {
-                path: self.path.into(),
-                node: node.into(),
-                ty: ty.to_string(),
-            });
+            return Err(Error::TooLarge { path: self.path.into(), node: node.into(), ty: ty.to_string() });
         }
         Ok(ty)
     }
 
     fn err(&self, spec: &NodeView, message: String) -> Error {
-        Error::BadArgument {
-            path: self.path.into(),
-            node: spec.name.into(),
-            target: spec.target.into(),
-            message,
-        }
+        Error::BadArgument { path: self.path.into(), node: spec.name.into(), target: spec.target.into(), message }
     }
 
     fn node(&mut self, spec: &'a NodeView<'a>) -> Result<()> {
@@ -238,14 +195,7 @@ impl<'a> Importer<'a, '_> {
                 Some(m) => results.push(self.tensor_type(spec.name, m)?),
                 // Every IR value is a tensor; ops returning None (training-only variants)
                 // have no inference use, so they are refused here with their name.
-                None => {
-                    return Err(self.err(
-                        spec,
-                        format!(
-                        "result {i} is None; fxhlo supports only ops whose results are all tensors"
-                    ),
-                    ))
-                }
+                None => return Err(self.err(spec, format!("result {i} is None; fxhlo supports only ops whose results are all tensors"))),
             }
         }
         if results.is_empty() {
@@ -254,18 +204,14 @@ impl<'a> Importer<'a, '_> {
         let mut operands = std::mem::take(&mut self.operands);
         operands.clear();
         let op = match aten::map(self.view, spec, &results) {
-            Mapped::GetItem(producer, index) => {
-                return self.getitem(spec, producer, index, &results)
-            }
+            Mapped::GetItem(producer, index) => return self.getitem(spec, producer, index, &results),
             Mapped::Op(op, mapped) => {
                 self.operands_into(spec, &mapped, &mut operands)?;
                 op
             }
             Mapped::Unknown => {
                 self.all_tensor_args(spec, &mut operands)?;
-                Op::Unknown {
-                    target: spec.target.into(),
-                }
+                Op::Unknown { target: spec.target.into() }
             }
         };
         // On the stack for up to 4 operands (almost every op), not a vector per node; unused
@@ -284,23 +230,15 @@ impl<'a> Importer<'a, '_> {
             &heap
         };
         match infer::infer(&op, types) {
-            Ok(Some(inferred)) if inferred != results => {
-                return Err(self.mismatch(spec, &results, &inferred))
-            }
+            Ok(Some(inferred)) if inferred != results => return Err(self.mismatch(spec, &results, &inferred)),
             Ok(_) => {}
             Err(message) => return Err(self.err(spec, message)),
         }
-        let source = spec.source.as_ref().map(|s| SourceLoc {
-            file: self.file(s.file),
-            line: s.line,
-        });
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
         let id = self
             .graph
             .add_node(spec.name, op, &operands, results, source)
-            .map_err(|source| Error::Ir {
-                path: self.path.into(),
-                source,
-            })?;
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.operands = operands;
         self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
     }
@@ -317,12 +255,7 @@ impl<'a> Importer<'a, '_> {
     }
 
     fn mismatch(&self, spec: &NodeView, meta: &[TensorType], inferred: &[TensorType]) -> Error {
-        let fmt = |v: &[TensorType]| {
-            v.iter()
-                .map(|t| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let fmt = |v: &[TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
         Error::MetaMismatch {
             path: self.path.into(),
             node: spec.name.into(),
@@ -332,22 +265,11 @@ impl<'a> Importer<'a, '_> {
         }
     }
 
-    fn getitem(
-        &mut self,
-        spec: &'a NodeView<'a>,
-        producer: &str,
-        index: u32,
-        results: &[TensorType],
-    ) -> Result<()> {
+    fn getitem(&mut self, spec: &'a NodeView<'a>, producer: &str, index: u32, results: &[TensorType]) -> Result<()> {
         let base = self.value(spec.name, producer)?;
-        let v = ValueRef {
-            node: base.node,
-            result: index,
-        };
+        let v = ValueRef { node: base.node, result: index };
         match self.graph.value_type(v) {
-            Some(t) if results.len() == 1 && *t == results[0] => {
-                self.define(Cow::Borrowed(spec.name), v)
-            }
+            Some(t) if results.len() == 1 && *t == results[0] => self.define(Cow::Borrowed(spec.name), v),
             Some(t) => Err(self.mismatch(spec, results, std::slice::from_ref(t))),
             None => Err(self.err(spec, format!("`{producer}` has no result {index}"))),
         }
@@ -372,17 +294,9 @@ impl<'a> Importer<'a, '_> {
 
     /// Resolves operands into `out`; scalars become 0-d `full` nodes typed like PyTorch's
     /// wrapped numbers, which needs the promoted dtype of the tensor operands.
-    fn operands_into(
-        &mut self,
-        spec: &NodeView,
-        operands: &[Operand],
-        out: &mut Vec<ValueRef>,
-    ) -> Result<()> {
+    fn operands_into(&mut self, spec: &NodeView, operands: &[Operand], out: &mut Vec<ValueRef>) -> Result<()> {
         let mut tensor_dtype = None;
-        if operands
-            .iter()
-            .any(|o| matches!(o.base(), Operand::Scalar(_)))
-        {
+        if operands.iter().any(|o| matches!(o.base(), Operand::Scalar(_))) {
             let mut types = Vec::with_capacity(operands.len());
             for o in operands {
                 if let Operand::Tensor(n) = o.base() {
@@ -397,49 +311,22 @@ impl<'a> Importer<'a, '_> {
         Ok(())
     }
 
-    fn operand(
-        &mut self,
-        spec: &NodeView,
-        i: usize,
-        o: &Operand,
-        tensor_dtype: Option<DType>,
-    ) -> Result<ValueRef> {
+    fn operand(&mut self, spec: &NodeView, i: usize, o: &Operand, tensor_dtype: Option<DType>) -> Result<ValueRef> {
         match o {
             Operand::Tensor(n) => self.value(spec.name, n),
-            Operand::Scalar(s) => self.full(
-                format!("{}.scalar{i}", spec.name),
-                *s,
-                wrapped_dtype(*s, tensor_dtype),
-            ),
+            Operand::Scalar(s) => self.full(format!("{}.scalar{i}", spec.name), *s, wrapped_dtype(*s, tensor_dtype)),
             Operand::Scaled(inner, factor) => {
                 let v = self.operand(spec, i, inner, tensor_dtype)?;
-                let ty = self
-                    .graph
-                    .value_type(v)
-                    .cloned()
-                    .ok_or_else(|| self.err(spec, "missing operand".into()))?;
-                let f = self.full(
-                    format!("{}.alpha{i}", spec.name),
-                    *factor,
-                    wrapped_dtype(*factor, Some(ty.dtype)),
-                )?;
-                let f_ty = self
-                    .graph
-                    .value_type(f)
-                    .cloned()
-                    .ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let ty = self.graph.value_type(v).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let f = self.full(format!("{}.alpha{i}", spec.name), *factor, wrapped_dtype(*factor, Some(ty.dtype)))?;
+                let f_ty = self.graph.value_type(f).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
                 let op = Op::Binary(BinaryOp::Mul);
-                let results = infer::infer(&op, &[&ty, &f_ty])
-                    .map_err(|m| self.err(spec, m))?
-                    .unwrap_or_default();
+                let results = infer::infer(&op, &[&ty, &f_ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
                 let name = format!("{}.scaled{i}", spec.name);
                 let id = self
                     .graph
                     .add_node(name.clone(), op, &[v, f], results, None)
-                    .map_err(|source| Error::Ir {
-                        path: self.path.into(),
-                        source,
-                    })?;
+                    .map_err(|source| Error::Ir { path: self.path.into(), source })?;
                 self.define(Cow::Owned(name), ValueRef::first(id))?;
                 Ok(ValueRef::first(id))
             }
@@ -452,17 +339,8 @@ impl<'a> Importer<'a, '_> {
         let ty = TensorType::new(dtype, Shape::new());
         let id = self
             .graph
-            .add_node(
-                name.clone(),
-                Op::Full { value },
-                &[],
-                smallvec![ty] as Results,
-                None,
-            )
-            .map_err(|source| Error::Ir {
-                path: self.path.into(),
-                source,
-            })?;
+            .add_node(name.clone(), Op::Full { value }, &[], smallvec![ty] as Results, None)
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.define(Cow::Owned(name), ValueRef::first(id))?;
         Ok(ValueRef::first(id))
     }
@@ -487,18 +365,8 @@ fn wrapped_dtype(s: Scalar, tensor_dtype: Option<DType>) -> DType {
     };
     match tensor_dtype {
         Some(t) => {
-            let tcat = if t == DType::Bool {
-                0
-            } else if t.is_float() {
-                2
-            } else {
-                1
-            };
-            if cat > tcat {
-                default
-            } else {
-                t
-            }
+            let tcat = if t == DType::Bool { 0 } else if t.is_float() { 2 } else { 1 };
+            if cat > tcat { default } else { t }
         }
         None => default,
     }

@@ -2,8 +2,8 @@
 //! validated [`fxhlo_ir::Graph`]. Never panics on bad input: every problem is an [`Error`]
 //! naming the file and, where there is one, the node.
 
-mod aten;
 mod atomic;
+mod aten;
 mod bundle;
 pub mod encoding;
 mod error;

@@ -9,9 +9,7 @@ use crate::op::Op;
 
 /// The DOT text of `graph` (`dot -Tsvg` renders it).
 pub fn to_dot(graph: &Graph) -> String {
-    let order = graph
-        .topo_order()
-        .unwrap_or_else(|_| graph.node_ids().collect());
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
     let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let mut out = String::new();
     let _ = writeln!(out, "digraph \"{}\" {{", esc(&graph.name));
@@ -19,16 +17,8 @@ pub fn to_dot(graph: &Graph) -> String {
     for &id in &order {
         let n = graph.node(id);
         let types: Vec<String> = n.results.iter().map(|t| t.to_string()).collect();
-        let shape = if matches!(n.op, Op::Input { .. }) {
-            ", shape=ellipse"
-        } else {
-            ""
-        };
-        let unknown = if matches!(n.op, Op::Unknown { .. }) {
-            ", color=red"
-        } else {
-            ""
-        };
+        let shape = if matches!(n.op, Op::Input { .. }) { ", shape=ellipse" } else { "" };
+        let unknown = if matches!(n.op, Op::Unknown { .. }) { ", color=red" } else { "" };
         let _ = writeln!(
             out,
             "  n{} [label=\"%{}\\n{}\\n{}\"{shape}{unknown}];",
@@ -40,17 +30,8 @@ pub fn to_dot(graph: &Graph) -> String {
     }
     for &id in &order {
         for (i, v) in graph.operands(id).iter().enumerate() {
-            let res = if graph.node(v.node).results.len() > 1 {
-                format!("#{} ", v.result)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "  n{} -> n{} [label=\"{res}{i}\"];",
-                v.node.index(),
-                id.index()
-            );
+            let res = if graph.node(v.node).results.len() > 1 { format!("#{} ", v.result) } else { String::new() };
+            let _ = writeln!(out, "  n{} -> n{} [label=\"{res}{i}\"];", v.node.index(), id.index());
         }
     }
     out.push_str("  ret [label=\"return\", shape=doublecircle];\n");
@@ -70,23 +51,12 @@ mod tests {
         let mut g = Graph::new("g");
         let t = TensorType::new(DType::F32, vec![2]);
         let x = g.add_input("x", InputKind::UserInput, None, t.clone(), None);
-        let r = g
-            .add_node(
-                "r",
-                Op::Unary(UnaryOp::Relu),
-                &[ValueRef::first(x)],
-                vec![t],
-                None,
-            )
-            .unwrap();
+        let r = g.add_node("r", Op::Unary(UnaryOp::Relu), &[ValueRef::first(x)], vec![t], None).unwrap();
         g.set_outputs(vec![ValueRef::first(r)]).unwrap();
         let dot = super::to_dot(&g);
         assert!(dot.starts_with("digraph \"g\" {"), "{dot}");
         assert!(dot.contains("label=\"%r\\naten.relu\\nf32[2]\""), "{dot}");
-        assert!(
-            dot.contains(&format!("n{} -> n{} [label=\"0\"]", x.index(), r.index())),
-            "{dot}"
-        );
+        assert!(dot.contains(&format!("n{} -> n{} [label=\"0\"]", x.index(), r.index())), "{dot}");
         assert!(dot.contains(&format!("n{} -> ret", r.index())), "{dot}");
     }
 }

@@ -85,31 +85,8 @@ impl UnaryOp {
         use UnaryOp::*;
         matches!(
             self,
-            Exp | Expm1
-                | Log
-                | Log1p
-                | Log2
-                | Log10
-                | Sqrt
-                | Rsqrt
-                | Reciprocal
-                | Sin
-                | Cos
-                | Tan
-                | Tanh
-                | Asin
-                | Acos
-                | Atan
-                | Sinh
-                | Cosh
-                | Asinh
-                | Acosh
-                | Atanh
-                | Sigmoid
-                | Erf
-                | Silu
-                | Gelu
-                | GeluTanh
+            Exp | Expm1 | Log | Log1p | Log2 | Log10 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Asin | Acos | Atan
+                | Sinh | Cosh | Asinh | Acosh | Atanh | Sigmoid | Erf | Silu | Gelu | GeluTanh
         )
     }
 }
@@ -150,10 +127,7 @@ family!(
 impl BinaryOp {
     /// Ops whose result is always bool.
     pub fn returns_bool(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor
-        )
+        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor)
     }
 }
 

@@ -74,20 +74,13 @@ pub struct Graph {
 impl Graph {
     /// An empty graph.
     pub fn new(name: impl Into<String>) -> Self {
-        Graph {
-            name: name.into(),
-            ..Default::default()
-        }
+        Graph { name: name.into(), ..Default::default() }
     }
 
     /// An empty graph with room for `nodes` nodes and `edges` edges (an importer knows them
     /// roughly in advance).
     pub fn with_capacity(name: impl Into<String>, nodes: usize, edges: usize) -> Self {
-        Graph {
-            name: name.into(),
-            g: StableDiGraph::with_capacity(nodes, edges),
-            ..Default::default()
-        }
+        Graph { name: name.into(), g: StableDiGraph::with_capacity(nodes, edges), ..Default::default() }
     }
 
     /// Appends a graph input. Inputs are passed to the compiled executable in this order.
@@ -99,12 +92,7 @@ impl Graph {
         ty: TensorType,
         source: Option<SourceLoc>,
     ) -> NodeId {
-        let node = Node {
-            name: name.into(),
-            op: Op::Input { kind, weight },
-            results: smallvec::smallvec![ty],
-            source,
-        };
+        let node = Node { name: name.into(), op: Op::Input { kind, weight }, results: smallvec::smallvec![ty], source };
         let id = self.g.add_node(node);
         self.inputs.push(id);
         id
@@ -122,25 +110,11 @@ impl Graph {
     ) -> Result<NodeId> {
         let (name, results) = (name.into(), results.into());
         for v in operands {
-            self.check_value(*v).map_err(|_| Error::DanglingOperand {
-                node: name.to_string(),
-            })?;
+            self.check_value(*v).map_err(|_| Error::DanglingOperand { node: name.to_string() })?;
         }
-        let id = self.g.add_node(Node {
-            name,
-            op,
-            results,
-            source,
-        });
+        let id = self.g.add_node(Node { name, op, results, source });
         for (i, v) in operands.iter().enumerate() {
-            self.g.add_edge(
-                v.node,
-                id,
-                Use {
-                    operand: i as u32,
-                    result: v.result,
-                },
-            );
+            self.g.add_edge(v.node, id, Use { operand: i as u32, result: v.result });
         }
         Ok(id)
     }
@@ -173,9 +147,7 @@ impl Graph {
 
     /// The type of a value, if it exists.
     pub fn value_type(&self, v: ValueRef) -> Option<&TensorType> {
-        self.g
-            .node_weight(v.node)
-            .and_then(|n| n.results.get(v.result as usize))
+        self.g.node_weight(v.node).and_then(|n| n.results.get(v.result as usize))
     }
 
     /// The operands of a node, in operand order.
@@ -191,10 +163,7 @@ impl Graph {
                 return self.operands_sorted(id);
             }
             want = Some(slot.checked_sub(1));
-            out.push(ValueRef {
-                node: e.source(),
-                result: e.weight().result,
-            });
+            out.push(ValueRef { node: e.source(), result: e.weight().result });
         }
         if want.is_some_and(|w| w.is_some()) {
             return self.operands_sorted(id);
@@ -208,15 +177,7 @@ impl Graph {
         let mut uses: Vec<(u32, ValueRef)> = self
             .g
             .edges_directed(id, Direction::Incoming)
-            .map(|e| {
-                (
-                    e.weight().operand,
-                    ValueRef {
-                        node: e.source(),
-                        result: e.weight().result,
-                    },
-                )
-            })
+            .map(|e| (e.weight().operand, ValueRef { node: e.source(), result: e.weight().result }))
             .collect();
         uses.sort_by_key(|(i, _)| *i);
         uses.into_iter().map(|(_, v)| v).collect()
@@ -225,11 +186,8 @@ impl Graph {
     /// The operand indices recorded on a node's incoming edges, sorted (the verifier checks
     /// that they are exactly `0..n`).
     pub fn operand_slots(&self, id: NodeId) -> Vec<u32> {
-        let mut slots: Vec<u32> = self
-            .g
-            .edges_directed(id, Direction::Incoming)
-            .map(|e| e.weight().operand)
-            .collect();
+        let mut slots: Vec<u32> =
+            self.g.edges_directed(id, Direction::Incoming).map(|e| e.weight().operand).collect();
         slots.sort_unstable();
         slots
     }
@@ -261,11 +219,8 @@ impl Graph {
         for id in self.g.node_indices() {
             indegree[id.index()] = self.g.edges_directed(id, Direction::Incoming).count();
         }
-        let mut ready: BTreeSet<NodeId> = self
-            .g
-            .node_indices()
-            .filter(|id| indegree[id.index()] == 0)
-            .collect();
+        let mut ready: BTreeSet<NodeId> =
+            self.g.node_indices().filter(|id| indegree[id.index()] == 0).collect();
         let mut order = Vec::with_capacity(self.g.node_count());
         while let Some(id) = ready.pop_first() {
             order.push(id);

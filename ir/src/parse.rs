@@ -19,31 +19,18 @@ use crate::{Error, Result};
 
 /// Parses one graph from IR text and verifies it.
 pub fn parse(text: &str) -> Result<Graph> {
-    let mut p = Parser {
-        graph: None,
-        values: HashMap::new(),
-        done: false,
-    };
+    let mut p = Parser { graph: None, values: HashMap::new(), done: false };
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with("//") {
             continue;
         }
-        p.statement(line).map_err(|message| Error::Parse {
-            line: i + 1,
-            message,
-        })?;
+        p.statement(line).map_err(|message| Error::Parse { line: i + 1, message })?;
     }
     if !p.done {
-        return Err(Error::Parse {
-            line: text.lines().count(),
-            message: "missing closing `}`".into(),
-        });
+        return Err(Error::Parse { line: text.lines().count(), message: "missing closing `}`".into() });
     }
-    let graph = p.graph.ok_or(Error::Parse {
-        line: 1,
-        message: "no `graph @name {` header".into(),
-    })?;
+    let graph = p.graph.ok_or(Error::Parse { line: 1, message: "no `graph @name {` header".into() })?;
     crate::verify(&graph)?;
     Ok(graph)
 }
@@ -76,38 +63,21 @@ impl Parser {
             return Ok(());
         }
         if let Some(rest) = line.strip_prefix("return") {
-            let outputs = rest
-                .split(',')
-                .map(|v| self.value(v.trim()))
-                .collect::<R<Vec<_>>>()?;
-            return graph_mut(&mut self.graph)?
-                .set_outputs(outputs)
-                .map_err(|e| e.to_string());
+            let outputs = rest.split(',').map(|v| self.value(v.trim())).collect::<R<Vec<_>>>()?;
+            return graph_mut(&mut self.graph)?.set_outputs(outputs).map_err(|e| e.to_string());
         }
         let _ = graph;
         self.node(line)
     }
 
     fn value(&self, text: &str) -> R<ValueRef> {
-        let text = text
-            .strip_prefix('%')
-            .ok_or_else(|| format!("expected a value `%name`, found `{text}`"))?;
+        let text = text.strip_prefix('%').ok_or_else(|| format!("expected a value `%name`, found `{text}`"))?;
         let (name, result) = match text.split_once('#') {
-            Some((n, k)) => (
-                n,
-                k.parse::<u32>()
-                    .map_err(|_| format!("bad result index in `%{text}`"))?,
-            ),
+            Some((n, k)) => (n, k.parse::<u32>().map_err(|_| format!("bad result index in `%{text}`"))?),
             None => (text, 0),
         };
-        let v = self
-            .values
-            .get(name)
-            .ok_or_else(|| format!("`%{name}` is not defined above"))?;
-        Ok(ValueRef {
-            node: v.node,
-            result,
-        })
+        let v = self.values.get(name).ok_or_else(|| format!("`%{name}` is not defined above"))?;
+        Ok(ValueRef { node: v.node, result })
     }
 
     fn node(&mut self, line: &str) -> R<()> {
@@ -143,22 +113,15 @@ impl Parser {
         let graph = graph_mut(&mut self.graph)?;
         let id = match op {
             Op::Input { kind, weight } => {
-                let [ty] = <[TensorType; 1]>::try_from(results)
-                    .map_err(|_| "an input has exactly one type")?;
+                let [ty] = <[TensorType; 1]>::try_from(results).map_err(|_| "an input has exactly one type")?;
                 if !operands.is_empty() {
                     return Err("an input takes no operands".into());
                 }
                 graph.add_input(&name, kind, weight, ty, source)
             }
-            op => graph
-                .add_node(&name, op, &operands, results, source)
-                .map_err(|e| e.to_string())?,
+            op => graph.add_node(&name, op, &operands, results, source).map_err(|e| e.to_string())?,
         };
-        if self
-            .values
-            .insert(name.clone(), ValueRef::first(id))
-            .is_some()
-        {
+        if self.values.insert(name.clone(), ValueRef::first(id)).is_some() {
             return Err(format!("`%{name}` is defined twice"));
         }
         Ok(())
@@ -166,8 +129,7 @@ impl Parser {
 }
 
 fn graph_mut(g: &mut Option<Graph>) -> R<&mut Graph> {
-    g.as_mut()
-        .ok_or_else(|| "statement before the `graph` header".to_string())
+    g.as_mut().ok_or_else(|| "statement before the `graph` header".to_string())
 }
 
 /// A cursor over one line.
@@ -183,10 +145,7 @@ impl<'a> Scanner<'a> {
     }
     fn expect(&mut self, tok: &str) -> R<()> {
         self.skip_ws();
-        self.0 = self
-            .0
-            .strip_prefix(tok)
-            .ok_or_else(|| format!("expected `{tok}` at `{}`", self.0))?;
+        self.0 = self.0.strip_prefix(tok).ok_or_else(|| format!("expected `{tok}` at `{}`", self.0))?;
         Ok(())
     }
     fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
@@ -226,8 +185,7 @@ impl<'a> Scanner<'a> {
 
 /// Splits `k = v, k = [a, b], k = "x,y"` at top-level commas.
 fn split_top(text: &str) -> R<Vec<(String, String)>> {
-    let (mut parts, mut depth, mut in_str, mut escaped, mut start) =
-        (Vec::new(), 0, false, false, 0);
+    let (mut parts, mut depth, mut in_str, mut escaped, mut start) = (Vec::new(), 0, false, false, 0);
     for (i, c) in text.char_indices() {
         match c {
             _ if escaped => escaped = false,
@@ -247,9 +205,7 @@ fn split_top(text: &str) -> R<Vec<(String, String)>> {
         .into_iter()
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
-            let (k, v) = p
-                .split_once('=')
-                .ok_or_else(|| format!("attribute `{}` has no `=`", p.trim()))?;
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("attribute `{}` has no `=`", p.trim()))?;
             Ok((k.trim().to_string(), v.trim().to_string()))
         })
         .collect()
@@ -258,42 +214,23 @@ fn split_top(text: &str) -> R<Vec<(String, String)>> {
 /// `f32[2,3]` or `(f32[2], i64[2])`.
 fn parse_types(text: &str) -> R<Vec<TensorType>> {
     let inner = match text.strip_prefix('(') {
-        Some(t) => t
-            .strip_suffix(')')
-            .ok_or("unbalanced `(` in result types")?,
+        Some(t) => t.strip_suffix(')').ok_or("unbalanced `(` in result types")?,
         None => text,
     };
     let mut out = Vec::new();
     let mut rest = inner.trim();
     while !rest.is_empty() {
-        let open = rest
-            .find('[')
-            .ok_or_else(|| format!("expected a type like f32[2,3], found `{rest}`"))?;
-        let close = rest[open..]
-            .find(']')
-            .map(|c| open + c)
-            .ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
-        let dtype: DType = rest[..open]
-            .trim()
-            .parse()
-            .map_err(|e: crate::UnknownDType| e.to_string())?;
+        let open = rest.find('[').ok_or_else(|| format!("expected a type like f32[2,3], found `{rest}`"))?;
+        let close = rest[open..].find(']').map(|c| open + c).ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
+        let dtype: DType = rest[..open].trim().parse().map_err(|e: crate::UnknownDType| e.to_string())?;
         let dims = &rest[open + 1..close];
         let shape = if dims.trim().is_empty() {
             Vec::new()
         } else {
-            dims.split(',')
-                .map(|d| {
-                    d.trim()
-                        .parse::<i64>()
-                        .map_err(|_| format!("bad dimension `{d}`"))
-                })
-                .collect::<R<_>>()?
+            dims.split(',').map(|d| d.trim().parse::<i64>().map_err(|_| format!("bad dimension `{d}`"))).collect::<R<_>>()?
         };
         out.push(TensorType::new(dtype, shape));
-        rest = rest[close + 1..]
-            .trim_start()
-            .trim_start_matches(',')
-            .trim_start();
+        rest = rest[close + 1..].trim_start().trim_start_matches(',').trim_start();
     }
     if out.is_empty() {
         return Err("a node needs at least one result type".into());
@@ -303,21 +240,11 @@ fn parse_types(text: &str) -> R<Vec<TensorType>> {
 
 /// `loc("file":12)`.
 fn parse_loc(text: &str) -> R<SourceLoc> {
-    let inner = text
-        .trim()
-        .strip_prefix("loc(")
-        .and_then(|t| t.strip_suffix(')'))
-        .ok_or("malformed loc(...)")?;
+    let inner = text.trim().strip_prefix("loc(").and_then(|t| t.strip_suffix(')')).ok_or("malformed loc(...)")?;
     let (file, line) = inner.rsplit_once(':').ok_or("loc needs \"file\":line")?;
     let file = crate::attr::unquote(file.trim()).ok_or("loc file must be quoted")?;
-    let line = line
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad loc line `{line}`"))?;
-    Ok(SourceLoc {
-        file: file.into(),
-        line,
-    })
+    let line = line.trim().parse().map_err(|_| format!("bad loc line `{line}`"))?;
+    Ok(SourceLoc { file: file.into(), line })
 }
 
 #[cfg(test)]
@@ -356,20 +283,11 @@ mod tests {
     fn errors_name_the_line() {
         let bad = SAMPLE.replace("%s = aten.sum %r", "%s = aten.sum %nope");
         let err = parse(&bad).unwrap_err().to_string();
-        assert!(
-            err.contains("line 10") && err.contains("`%nope` is not defined"),
-            "{err}"
-        );
+        assert!(err.contains("line 10") && err.contains("`%nope` is not defined"), "{err}");
         let bad = SAMPLE.replace("keepdim = false", "keepdim = maybe");
         let err = parse(&bad).unwrap_err().to_string();
-        assert!(
-            err.contains("attribute `keepdim` must be true or false"),
-            "{err}"
-        );
-        let bad = SAMPLE.replace(
-            "%half = full {value = 0.5}",
-            "%half = full {value = 0.5, colour = 1}",
-        );
+        assert!(err.contains("attribute `keepdim` must be true or false"), "{err}");
+        let bad = SAMPLE.replace("%half = full {value = 0.5}", "%half = full {value = 0.5, colour = 1}");
         let err = parse(&bad).unwrap_err().to_string();
         assert!(err.contains("unexpected attribute `colour`"), "{err}");
         let bad = SAMPLE.replace(": f32[2,4]\n  %e", ": f32[2,5]\n  %e");

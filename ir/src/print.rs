@@ -33,14 +33,8 @@ pub fn print_canonical(graph: &Graph) -> String {
 }
 
 fn write_graph(graph: &Graph, canonical: bool) -> String {
-    let order = graph
-        .topo_order()
-        .unwrap_or_else(|_| graph.node_ids().collect());
-    let position: HashMap<NodeId, usize> = if canonical {
-        order.iter().enumerate().map(|(i, &id)| (id, i)).collect()
-    } else {
-        HashMap::new()
-    };
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
+    let position: HashMap<NodeId, usize> = if canonical { order.iter().enumerate().map(|(i, &id)| (id, i)).collect() } else { HashMap::new() };
     let value = |v: ValueRef| -> String {
         let node = graph.node(v.node);
         let name = match position.get(&v.node) {
@@ -54,11 +48,7 @@ fn write_graph(graph: &Graph, canonical: bool) -> String {
         }
     };
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "graph @{} {{",
-        if canonical { "_" } else { graph.name.as_str() }
-    );
+    let _ = writeln!(out, "graph @{} {{", if canonical { "_" } else { graph.name.as_str() });
     for id in order {
         let node = graph.node(id);
         let name = match position.get(&id) {
@@ -81,12 +71,8 @@ fn write_graph(graph: &Graph, canonical: bool) -> String {
         }
         let types: Vec<String> = node.results.iter().map(|t| t.to_string()).collect();
         match types.len() {
-            1 => {
-                let _ = write!(out, " : {}", types[0]);
-            }
-            _ => {
-                let _ = write!(out, " : ({})", types.join(", "));
-            }
+            1 => { let _ = write!(out, " : {}", types[0]); }
+            _ => { let _ = write!(out, " : ({})", types.join(", ")); }
         }
         if let (Some(loc), false) = (&node.source, canonical) {
             let _ = write!(out, "  loc({:?}:{})", loc.file, loc.line);

@@ -21,17 +21,11 @@ use crate::{Error, Result};
 
 /// Checks every invariant listed in the module doc; returns the first violation.
 pub fn verify(graph: &Graph) -> Result<()> {
-    let err = |node: &str, message: String| Error::Verify {
-        node: node.to_string(),
-        message,
-    };
+    let err = |node: &str, message: String| Error::Verify { node: node.to_string(), message };
     let mut names = HashSet::new();
     let inputs: HashSet<_> = graph.inputs().iter().copied().collect();
     if inputs.len() != graph.inputs().len() {
-        return Err(err(
-            &graph.name,
-            "a node is listed twice among the graph inputs".into(),
-        ));
+        return Err(err(&graph.name, "a node is listed twice among the graph inputs".into()));
     }
     for id in graph.topo_order()? {
         let node = graph.node(id);
@@ -40,50 +34,25 @@ pub fn verify(graph: &Graph) -> Result<()> {
         }
         let slots = graph.operand_slots(id);
         if slots.iter().enumerate().any(|(i, &s)| s as usize != i) {
-            return Err(err(
-                &node.name,
-                format!("operand slots {slots:?} are not 0..{}", slots.len()),
-            ));
+            return Err(err(&node.name, format!("operand slots {slots:?} are not 0..{}", slots.len())));
         }
         if let Some(n) = node.op.arity() {
             if slots.len() != n {
-                return Err(err(
-                    &node.name,
-                    format!(
-                        "{} takes {n} operand(s), has {}",
-                        node.op.name(),
-                        slots.len()
-                    ),
-                ));
+                return Err(err(&node.name, format!("{} takes {n} operand(s), has {}", node.op.name(), slots.len())));
             }
         }
         if node.results.is_empty() {
             return Err(err(&node.name, "node has no result".into()));
         }
         if let Some(t) = node.results.iter().find(|t| t.shape.iter().any(|&d| d < 0)) {
-            return Err(err(
-                &node.name,
-                format!("result type {t} has a negative dimension"),
-            ));
+            return Err(err(&node.name, format!("result type {t} has a negative dimension")));
         }
-        if let Some(t) = node
-            .results
-            .iter()
-            .find(|t| t.checked_size_bytes().is_none())
-        {
-            return Err(err(
-                &node.name,
-                format!(
-                    "result type {t} is too large: its size in bytes overflows a 64-bit integer"
-                ),
-            ));
+        if let Some(t) = node.results.iter().find(|t| t.checked_size_bytes().is_none()) {
+            return Err(err(&node.name, format!("result type {t} is too large: its size in bytes overflows a 64-bit integer")));
         }
         let is_input = matches!(node.op, Op::Input { .. });
         if is_input != inputs.contains(&id) {
-            return Err(err(
-                &node.name,
-                "input nodes and the graph's input list disagree".into(),
-            ));
+            return Err(err(&node.name, "input nodes and the graph's input list disagree".into()));
         }
         let operands = graph.operands(id);
         let mut types = Vec::with_capacity(operands.len());
@@ -95,19 +64,10 @@ pub fn verify(graph: &Graph) -> Result<()> {
         }
         match infer(&node.op, &types) {
             Ok(Some(expected)) if expected != node.results => {
-                let fmt = |v: &[crate::TensorType]| {
-                    v.iter()
-                        .map(|t| t.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
+                let fmt = |v: &[crate::TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
                 return Err(err(
                     &node.name,
-                    format!(
-                        "result types ({}) differ from inferred ({})",
-                        fmt(&node.results),
-                        fmt(&expected)
-                    ),
+                    format!("result types ({}) differ from inferred ({})", fmt(&node.results), fmt(&expected)),
                 ));
             }
             Ok(_) => {}

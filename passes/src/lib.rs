@@ -23,10 +23,7 @@ pub enum Error {
     Failed { pass: &'static str, message: String },
     /// A pass left the graph invalid: a bug in that pass.
     #[error("the graph is invalid after pass `{pass}`: {source}")]
-    Verify {
-        pass: &'static str,
-        source: fxhlo_ir::Error,
-    },
+    Verify { pass: &'static str, source: fxhlo_ir::Error },
 }
 
 /// Result alias of the passes crate.

@@ -25,10 +25,7 @@ pub struct PassManager {
 impl PassManager {
     /// A manager for `pipeline`, verifying after each pass.
     pub fn new(pipeline: Vec<&'static dyn Pass>) -> Self {
-        PassManager {
-            pipeline,
-            verify: true,
-        }
+        PassManager { pipeline, verify: true }
     }
 
     /// The pipeline's pass names, in order (part of the cache key).
@@ -45,16 +42,9 @@ impl PassManager {
             let time = start.elapsed();
             tracing::debug!(pass = pass.name(), changed, ?time, "pass ran");
             if self.verify {
-                fxhlo_ir::verify(graph).map_err(|source| Error::Verify {
-                    pass: pass.name(),
-                    source,
-                })?;
+                fxhlo_ir::verify(graph).map_err(|source| Error::Verify { pass: pass.name(), source })?;
             }
-            runs.push(PassRun {
-                pass: pass.name(),
-                changed,
-                time,
-            });
+            runs.push(PassRun { pass: pass.name(), changed, time });
         }
         Ok(runs)
     }
@@ -84,33 +74,16 @@ mod tests {
         let mut g = Graph::new("t");
         let ty = TensorType::new(DType::F32, vec![2]);
         let x = g.add_input("x", InputKind::UserInput, None, ty.clone(), None);
-        let r = g
-            .add_node(
-                "r",
-                Op::Unary(fxhlo_ir::UnaryOp::Relu),
-                &[ValueRef::first(x)],
-                vec![ty],
-                None,
-            )
-            .unwrap();
+        let r = g.add_node("r", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty], None).unwrap();
         g.set_outputs(vec![ValueRef::first(r)]).unwrap();
         assert!(PassManager::new(vec![]).run(&mut g).unwrap().is_empty());
-        let err = PassManager::new(vec![&BREAKER])
-            .run(&mut g)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("invalid after pass `breaker`") && err.contains("node `r`"),
-            "{err}"
-        );
+        let err = PassManager::new(vec![&BREAKER]).run(&mut g).unwrap_err().to_string();
+        assert!(err.contains("invalid after pass `breaker`") && err.contains("node `r`"), "{err}");
     }
 
     #[test]
     fn unknown_pass_names_are_rejected() {
-        let err = crate::lookup("fold-everything")
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let err = crate::lookup("fold-everything").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("unknown pass `fold-everything`"), "{err}");
     }
 }

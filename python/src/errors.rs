@@ -3,15 +3,8 @@
 use pyo3::prelude::*;
 
 /// An instance of `fxhlo.errors.<class>` made with `args`, as a Python exception.
-pub(crate) fn error_of<'py>(
-    py: Python<'py>,
-    class: &str,
-    args: impl pyo3::call::PyCallArgs<'py>,
-) -> PyErr {
-    let made = py
-        .import("fxhlo.errors")
-        .and_then(|m| m.getattr(class))
-        .and_then(|cls| cls.call1(args));
+pub(crate) fn error_of<'py>(py: Python<'py>, class: &str, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
+    let made = py.import("fxhlo.errors").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1(args));
     match made {
         Ok(instance) => PyErr::from_value(instance),
         Err(e) => e,
@@ -27,10 +20,8 @@ pub(crate) fn error(py: Python<'_>, class: &str, message: &str) -> PyErr {
 pub(crate) fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
     if let fxhlo::Error::Codegen(cg) = e {
         if let fxhlo::codegen::Error::Unsupported { ops, .. } = cg.as_ref() {
-            let listed: Vec<(String, String, Option<String>)> = ops
-                .iter()
-                .map(|o| (o.target.clone(), o.node.clone(), o.source.clone()))
-                .collect();
+            let listed: Vec<(String, String, Option<String>)> =
+                ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
             return error_of(py, "UnsupportedOpsError", (e.to_string(), listed));
         }
     }

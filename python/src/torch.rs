@@ -39,11 +39,7 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
             torch_empty: torch.getattr("empty")?.unbind(),
             // `torch.from_dlpack` on a capsule only checks its arguments and calls this; calling
             // it directly saves a Python frame per output (~1 µs of a ~10 µs call).
-            from_dlpack: torch
-                .getattr("_C")
-                .and_then(|c| c.getattr("_from_dlpack"))
-                .or_else(|_| torch.getattr("from_dlpack"))?
-                .unbind(),
+            from_dlpack: torch.getattr("_C").and_then(|c| c.getattr("_from_dlpack")).or_else(|_| torch.getattr("from_dlpack"))?.unbind(),
             by_type,
         })
     })
@@ -52,20 +48,13 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
 impl Dtypes {
     pub(crate) fn torch(&self, t: ElementType) -> &Py<PyAny> {
         // Every ElementType is in the table (built from the same list as ElementType::ALL).
-        &self
-            .by_type
-            .iter()
-            .find(|(e, _)| *e == t)
-            .unwrap_or(&self.by_type[0])
-            .1
+        &self.by_type.iter().find(|(e, _)| *e == t).unwrap_or(&self.by_type[0]).1
     }
 }
 
 /// `t._version`, or `None` for tensors without a version counter (inference tensors).
 pub(crate) fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
-    t.getattr(pyo3::intern!(t.py(), "_version"))
-        .and_then(|v| v.extract())
-        .ok()
+    t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
 }
 
 /// What an upload reads: a CPU tensor holding the input's bytes and, for an input the device
@@ -80,36 +69,19 @@ pub(crate) struct HostView<'py> {
 /// weight in its kernel layout) is not copied into that layout here: the plugin gathers it
 /// with the permuted strides while uploading (one pass instead of two; ResNet-18's weights:
 /// 30-45 ms of torch permute-and-copy on the first call).
-pub(crate) fn host_view<'py>(
-    arg: &Arg,
-    index: usize,
-    t: &Bound<'py, PyAny>,
-    dt: &Dtypes,
-) -> PyResult<HostView<'py>> {
+pub(crate) fn host_view<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<HostView<'py>> {
     let py = t.py();
     if let Some(perm) = &arg.layout {
         check_signature(arg, index, t, dt)?;
         let on_cpu = t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()?;
-        if on_cpu
-            && t.call_method0(pyo3::intern!(py, "is_contiguous"))?
-                .is_truthy()?
-        {
+        if on_cpu && t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
             let strides: Vec<i64> = t.call_method0(pyo3::intern!(py, "stride"))?.extract()?;
             let size = arg.element.byte_size() as i64;
-            let byte_strides = perm
-                .iter()
-                .map(|&p| strides.get(p).copied().unwrap_or(0) * size)
-                .collect();
-            return Ok(HostView {
-                tensor: t.clone(),
-                byte_strides: Some(byte_strides),
-            });
+            let byte_strides = perm.iter().map(|&p| strides.get(p).copied().unwrap_or(0) * size).collect();
+            return Ok(HostView { tensor: t.clone(), byte_strides: Some(byte_strides) });
         }
     }
-    Ok(HostView {
-        tensor: dense_cpu(arg, index, t, dt)?,
-        byte_strides: None,
-    })
+    Ok(HostView { tensor: dense_cpu(arg, index, t, dt)?, byte_strides: None })
 }
 
 /// An error unless `t` has the dtype and shape the graph was compiled for.
@@ -130,12 +102,7 @@ fn check_signature(arg: &Arg, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -
 /// The tensor as a dense CPU tensor of the input's dtype and shape, in its device layout (a
 /// copy only when it is not contiguous, not on the CPU or permuted), checked against the
 /// signature.
-pub(crate) fn dense_cpu<'py>(
-    arg: &Arg,
-    index: usize,
-    t: &Bound<'py, PyAny>,
-    dt: &Dtypes,
-) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
     let py = t.py();
     check_signature(arg, index, t, dt)?;
     let mut t = t.clone();
@@ -145,10 +112,7 @@ pub(crate) fn dense_cpu<'py>(
     if let Some(perm) = &arg.layout {
         t = t.call_method1(pyo3::intern!(py, "permute"), (perm.clone(),))?;
     }
-    if !t
-        .call_method0(pyo3::intern!(py, "is_contiguous"))?
-        .is_truthy()?
-    {
+    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
     }
     Ok(t)

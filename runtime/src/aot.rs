@@ -117,16 +117,11 @@ impl AotCompiler {
         let plugin = plugin::load(&target.plugin)?;
         let raw = plugin.raw;
         let start = Instant::now();
-        let fail = |message: String| Error::Topology {
-            topology: name.clone(),
-            message,
-        };
+        let fail = |message: String| Error::Topology { topology: name.clone(), message };
         let api = raw.table();
-        let create = api.PJRT_TopologyDescription_Create.ok_or_else(|| {
-            fail(
-                "the plugin cannot describe topologies (no PJRT_TopologyDescription_Create)".into(),
-            )
-        })?;
+        let create = api
+            .PJRT_TopologyDescription_Create
+            .ok_or_else(|| fail("the plugin cannot describe topologies (no PJRT_TopologyDescription_Create)".into()))?;
         let mut args = pjrt_sys::PJRT_TopologyDescription_Create_Args::new();
         args.topology_name = name.as_ptr().cast();
         args.topology_name_size = name.len();
@@ -145,9 +140,7 @@ impl AotCompiler {
             device_count: 0,
         };
         compiler.platform_name = compiler.topology_text(TopologyText::Name).map_err(fail)?;
-        compiler.platform_version = compiler
-            .topology_text(TopologyText::Version)
-            .map_err(fail)?;
+        compiler.platform_version = compiler.topology_text(TopologyText::Version).map_err(fail)?;
         compiler.device_count = compiler.topology_devices().map_err(fail)?;
         tracing::debug!(
             topology = %name,
@@ -164,9 +157,7 @@ impl AotCompiler {
         let api = self.raw.table();
         let (ptr, len) = match which {
             TopologyText::Name => {
-                let f = api
-                    .PJRT_TopologyDescription_PlatformName
-                    .ok_or("no PJRT_TopologyDescription_PlatformName")?;
+                let f = api.PJRT_TopologyDescription_PlatformName.ok_or("no PJRT_TopologyDescription_PlatformName")?;
                 let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformName_Args::new();
                 args.topology = self.topology;
                 // SAFETY: live topology; the text is owned by it.
@@ -174,9 +165,7 @@ impl AotCompiler {
                 (args.platform_name, args.platform_name_size)
             }
             TopologyText::Version => {
-                let f = api
-                    .PJRT_TopologyDescription_PlatformVersion
-                    .ok_or("no PJRT_TopologyDescription_PlatformVersion")?;
+                let f = api.PJRT_TopologyDescription_PlatformVersion.ok_or("no PJRT_TopologyDescription_PlatformVersion")?;
                 let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
                 args.topology = self.topology;
                 // SAFETY: as above.
@@ -227,9 +216,7 @@ impl AotCompiler {
         let start = Instant::now();
         let api = self.raw.table();
         let compile_error = |message: String| Error::Compile { message };
-        let compile = api
-            .PJRT_Compile
-            .ok_or_else(|| compile_error("the plugin does not implement PJRT_Compile".into()))?;
+        let compile = api.PJRT_Compile.ok_or_else(|| compile_error("the plugin does not implement PJRT_Compile".into()))?;
         let encoded = options.to_pjrt().encode();
         let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Compile_Args::new();
@@ -238,19 +225,12 @@ impl AotCompiler {
         args.compile_options = encoded.as_ptr().cast();
         args.compile_options_size = encoded.len();
         // SAFETY: live topology; program, format and options outlive the call; no client.
-        self.raw
-            .check(unsafe { compile(&mut args) })
-            .map_err(compile_error)?;
+        self.raw.check(unsafe { compile(&mut args) }).map_err(compile_error)?;
         if args.executable.is_null() {
             return Err(compile_error("the plugin returned no executable".into()));
         }
-        let exe = OwnedExecutable {
-            raw: self.raw,
-            ptr: args.executable,
-        };
-        let bytes = exe
-            .serialize()
-            .map_err(|message| Error::Serialize { message })?;
+        let exe = OwnedExecutable { raw: self.raw, ptr: args.executable };
+        let bytes = exe.serialize().map_err(|message| Error::Serialize { message })?;
         let cost = exe.cost_analysis().unwrap_or_else(|message| {
             tracing::warn!(%message, "the plugin gives no cost analysis");
             CostAnalysis::default()
@@ -301,11 +281,7 @@ impl Drop for OwnedExecutable {
 
 impl OwnedExecutable {
     fn serialize(&self) -> std::result::Result<Vec<u8>, String> {
-        let f = self
-            .raw
-            .table()
-            .PJRT_Executable_Serialize
-            .ok_or("no PJRT_Executable_Serialize")?;
+        let f = self.raw.table().PJRT_Executable_Serialize.ok_or("no PJRT_Executable_Serialize")?;
         let mut args = pjrt_sys::PJRT_Executable_Serialize_Args::new();
         args.executable = self.ptr;
         // SAFETY: live executable; the bytes stay valid until the deleter runs below.
@@ -314,18 +290,9 @@ impl OwnedExecutable {
             Vec::new()
         } else {
             // SAFETY: the plugin returned `serialized_bytes_size` bytes.
-            unsafe {
-                std::slice::from_raw_parts(
-                    args.serialized_bytes.cast::<u8>(),
-                    args.serialized_bytes_size,
-                )
-            }
-            .to_vec()
+            unsafe { std::slice::from_raw_parts(args.serialized_bytes.cast::<u8>(), args.serialized_bytes_size) }.to_vec()
         };
-        if let (Some(delete), false) = (
-            args.serialized_executable_deleter,
-            args.serialized_executable.is_null(),
-        ) {
+        if let (Some(delete), false) = (args.serialized_executable_deleter, args.serialized_executable.is_null()) {
             // SAFETY: frees the serialization exactly once, after the copy above.
             unsafe { delete(args.serialized_executable) };
         }
@@ -336,11 +303,7 @@ impl OwnedExecutable {
     }
 
     fn cost_analysis(&self) -> std::result::Result<CostAnalysis, String> {
-        let f = self
-            .raw
-            .table()
-            .PJRT_Executable_GetCostAnalysis
-            .ok_or("no PJRT_Executable_GetCostAnalysis")?;
+        let f = self.raw.table().PJRT_Executable_GetCostAnalysis.ok_or("no PJRT_Executable_GetCostAnalysis")?;
         let mut args = pjrt_sys::PJRT_Executable_GetCostAnalysis_Args::new();
         args.executable = self.ptr;
         // SAFETY: live executable; the properties are owned by it.
@@ -353,12 +316,8 @@ impl OwnedExecutable {
                 let name = unsafe { text(p.name, p.name_size) };
                 let value = unsafe {
                     match p.type_ {
-                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64 => {
-                            p.__bindgen_anon_1.int64_value as f64
-                        }
-                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kFloat => {
-                            f64::from(p.__bindgen_anon_1.float_value)
-                        }
+                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64 => p.__bindgen_anon_1.int64_value as f64,
+                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kFloat => f64::from(p.__bindgen_anon_1.float_value),
                         _ => continue,
                     }
                 };

@@ -115,16 +115,8 @@ impl CacheKey {
             ("graph".to_string(), self.graph.clone()),
             ("inputs".to_string(), self.inputs.len().to_string()),
         ];
-        out.extend(
-            self.inputs
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (format!("input {i}"), s.clone())),
-        );
-        out.push((
-            "frozen".to_string(),
-            self.frozen.clone().unwrap_or_else(|| "none".to_string()),
-        ));
+        out.extend(self.inputs.iter().enumerate().map(|(i, s)| (format!("input {i}"), s.clone())));
+        out.push(("frozen".to_string(), self.frozen.clone().unwrap_or_else(|| "none".to_string())));
         out.push(("options".to_string(), self.options.clone()));
         out.push(("target".to_string(), self.target.clone()));
         out.push(("xla_flags".to_string(), self.xla_flags.clone()));
@@ -139,11 +131,7 @@ impl CacheKey {
         let theirs: Vec<(String, String)> = other.fields();
         let mut out = Vec::new();
         for (name, value) in &mine {
-            let there = theirs
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.as_str())
-                .unwrap_or("(absent)");
+            let there = theirs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("(absent)");
             if there != value {
                 out.push(format!("{name}: {there} vs {value}"));
             }
@@ -174,31 +162,18 @@ impl CacheKey {
 /// A graph's structure without types or attributes: one line per node with its op and
 /// operand positions. Two image sizes of one model print the same.
 fn structure(graph: &Graph) -> String {
-    let order = graph
-        .topo_order()
-        .unwrap_or_else(|_| graph.node_ids().collect());
-    let position: std::collections::HashMap<_, _> =
-        order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
+    let position: std::collections::HashMap<_, _> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
     let mut out = String::new();
     for &id in &order {
         let _ = write!(out, "{}", graph.node(id).op.name());
         for v in graph.operands(id) {
-            let _ = write!(
-                out,
-                " {}#{}",
-                position.get(&v.node).copied().unwrap_or(usize::MAX),
-                v.result
-            );
+            let _ = write!(out, " {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
         }
         out.push('\n');
     }
     for v in graph.outputs() {
-        let _ = writeln!(
-            out,
-            "return {}#{}",
-            position.get(&v.node).copied().unwrap_or(usize::MAX),
-            v.result
-        );
+        let _ = writeln!(out, "return {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
     }
     out
 }

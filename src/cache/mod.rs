@@ -39,10 +39,7 @@ impl std::str::FromStr for CacheMode {
             "read-write" | "rw" | "on" | "1" => Ok(CacheMode::ReadWrite),
             "read-only" | "ro" => Ok(CacheMode::ReadOnly),
             "off" | "0" => Ok(CacheMode::Off),
-            other => Err(format!(
-                "{}={other:?}: valid values are read-write, read-only, off",
-                env::FXHLO_CACHE
-            )),
+            other => Err(format!("{}={other:?}: valid values are read-write, read-only, off", env::FXHLO_CACHE)),
         }
     }
 }
@@ -69,36 +66,23 @@ impl CacheConfig {
                 CacheMode::ReadWrite
             })
         });
-        let max_bytes =
-            env::var(env::FXHLO_CACHE_MAX_BYTES).map_or(env::DEFAULT_CACHE_MAX_BYTES, |v| {
-                v.parse().unwrap_or_else(|_| {
-                    tracing::warn!(
-                        "{}={v:?} is not a number of bytes; using {}",
-                        env::FXHLO_CACHE_MAX_BYTES,
-                        env::DEFAULT_CACHE_MAX_BYTES
-                    );
-                    env::DEFAULT_CACHE_MAX_BYTES
-                })
-            });
+        let max_bytes = env::var(env::FXHLO_CACHE_MAX_BYTES).map_or(env::DEFAULT_CACHE_MAX_BYTES, |v| {
+            v.parse().unwrap_or_else(|_| {
+                tracing::warn!("{}={v:?} is not a number of bytes; using {}", env::FXHLO_CACHE_MAX_BYTES, env::DEFAULT_CACHE_MAX_BYTES);
+                env::DEFAULT_CACHE_MAX_BYTES
+            })
+        });
         CacheConfig {
             mode,
-            dir: env::var(env::FXHLO_CACHE_DIR)
-                .map(PathBuf::from)
-                .or_else(env::default_cache_dir),
+            dir: env::var(env::FXHLO_CACHE_DIR).map(PathBuf::from).or_else(env::default_cache_dir),
             max_bytes,
-            error_on_compile: env::var(env::FXHLO_ERROR_ON_COMPILE)
-                .is_some_and(|v| env::is_truthy(&v)),
+            error_on_compile: env::var(env::FXHLO_ERROR_ON_COMPILE).is_some_and(|v| env::is_truthy(&v)),
         }
     }
 
     /// A cache in `dir`, read-write, 4 GiB, compiles allowed (tests, embedders).
     pub fn in_dir(dir: impl Into<PathBuf>) -> CacheConfig {
-        CacheConfig {
-            mode: CacheMode::ReadWrite,
-            dir: Some(dir.into()),
-            max_bytes: env::DEFAULT_CACHE_MAX_BYTES,
-            error_on_compile: false,
-        }
+        CacheConfig { mode: CacheMode::ReadWrite, dir: Some(dir.into()), max_bytes: env::DEFAULT_CACHE_MAX_BYTES, error_on_compile: false }
     }
 
     fn disk_dir(&self) -> Option<&Path> {
@@ -164,9 +148,7 @@ impl CompileCache {
     /// The process's cache, configured from the environment on first use.
     pub fn global() -> Arc<CompileCache> {
         static GLOBAL: OnceLock<Arc<CompileCache>> = OnceLock::new();
-        GLOBAL
-            .get_or_init(|| Arc::new(CompileCache::new(CacheConfig::from_env())))
-            .clone()
+        GLOBAL.get_or_init(|| Arc::new(CompileCache::new(CacheConfig::from_env()))).clone()
     }
 
     /// The settings.
@@ -204,9 +186,7 @@ impl CompileCache {
                     }
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    tracing::warn!(entry = %path.display(), "fxhlo cache: cannot read entry ({e})")
-                }
+                Err(e) => tracing::warn!(entry = %path.display(), "fxhlo cache: cannot read entry ({e})"),
             }
         }
         let (reason, detail) = self.explain_miss(key);
@@ -221,36 +201,19 @@ impl CompileCache {
     pub fn explain_miss(&self, key: &CacheKey) -> (String, String) {
         let nearest = self.nearest(key);
         match nearest {
-            None => (
-                "new graph".to_string(),
-                "no entry for this graph".to_string(),
-            ),
+            None => ("new graph".to_string(), "no entry for this graph".to_string()),
             Some(other) => {
                 let diffs = key.differences(&other);
                 let mut fields: Vec<&str> = diffs
                     .iter()
                     .map(|d| {
                         let name = d.split(':').next().unwrap_or("");
-                        if name.starts_with("input") {
-                            "inputs"
-                        } else {
-                            name
-                        }
+                        if name.starts_with("input") { "inputs" } else { name }
                     })
                     .collect();
                 fields.dedup();
-                let reason = if fields.is_empty() {
-                    "unknown".to_string()
-                } else {
-                    fields.join(",")
-                };
-                (
-                    reason,
-                    format!(
-                        "the nearest entry of this graph differs in {}",
-                        diffs.join("; ")
-                    ),
-                )
+                let reason = if fields.is_empty() { "unknown".to_string() } else { fields.join(",") };
+                (reason, format!("the nearest entry of this graph differs in {}", diffs.join("; ")))
             }
         }
     }
@@ -258,11 +221,7 @@ impl CompileCache {
     /// The key of the same structure with the fewest differing fields, from this process's
     /// keys and the folder's entry headers.
     fn nearest(&self, key: &CacheKey) -> Option<CacheKey> {
-        let mut candidates: Vec<CacheKey> = lock(&self.seen)
-            .iter()
-            .filter(|k| k.structure == key.structure)
-            .cloned()
-            .collect();
+        let mut candidates: Vec<CacheKey> = lock(&self.seen).iter().filter(|k| k.structure == key.structure).cloned().collect();
         if let Some(dir) = self.config.disk_dir() {
             for f in disk::list(dir).unwrap_or_default() {
                 if let Ok(header) = disk::read_header(&f.path) {
@@ -272,10 +231,7 @@ impl CompileCache {
                 }
             }
         }
-        candidates
-            .into_iter()
-            .filter(|k| k != key)
-            .min_by_key(|k| key.differences(k).len())
+        candidates.into_iter().filter(|k| k != key).min_by_key(|k| key.differences(k).len())
     }
 
     /// Stores `payload` under `key`: in memory, and on disk unless read-only or off (a write
@@ -287,12 +243,9 @@ impl CompileCache {
         if self.config.mode != CacheMode::ReadWrite {
             return;
         }
-        let Some(dir) = self.config.dir.as_deref() else {
-            return;
-        };
+        let Some(dir) = self.config.dir.as_deref() else { return };
         let path = disk::entry_path(dir, key);
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|()| fxhlo_frontend::write_atomic(&path, &disk::encode(key, &payload)));
+        let written = std::fs::create_dir_all(dir).and_then(|()| fxhlo_frontend::write_atomic(&path, &disk::encode(key, &payload)));
         match written {
             Ok(()) => {
                 if let Err(e) = disk::evict(dir, self.config.max_bytes, &path) {
@@ -327,11 +280,7 @@ impl CompileCache {
 
     /// The counters, and the folder's size now.
     pub fn stats(&self) -> CacheStats {
-        let files = self
-            .config
-            .disk_dir()
-            .map(|d| disk::list(d).unwrap_or_default())
-            .unwrap_or_default();
+        let files = self.config.disk_dir().map(|d| disk::list(d).unwrap_or_default()).unwrap_or_default();
         CacheStats {
             compiles: self.compiles.load(Ordering::Relaxed),
             memory_hits: self.memory_hits.load(Ordering::Relaxed),

@@ -16,22 +16,10 @@ fn mlp_like_graph_matches_hand_computation() {
     let bias = b.input("bias", DType::F32, &[2]);
     let c = b.input("c", DType::F32, &[2]);
     let mm = b.op(Op::Mm, &[x, w], None);
-    let be = b.op(
-        Op::Expand {
-            sizes: vec![2, -1].into(),
-        },
-        &[bias],
-        None,
-    );
+    let be = b.op(Op::Expand { sizes: vec![2, -1].into() }, &[bias], None);
     let add = b.op(Op::Binary(BinaryOp::Add), &[mm, be], None);
     let relu = b.op(Op::Unary(UnaryOp::Relu), &[add], None);
-    let two = b.op(
-        Op::Full {
-            value: Scalar::float(2.0),
-        },
-        &[],
-        Some(TensorType::new(DType::F32, vec![])),
-    );
+    let two = b.op(Op::Full { value: Scalar::float(2.0) }, &[], Some(TensorType::new(DType::F32, vec![])));
     let mul = b.op(Op::Binary(BinaryOp::Mul), &[relu, two], None);
     let out = b.op(Op::Binary(BinaryOp::Add), &[mul, c], None);
     let g = b.finish(&[out]);
@@ -73,23 +61,14 @@ fn integer_and_half_precision_elementwise() {
     let xv = [1i64, -2, 3_000_000_000];
     let yv = [4i64, 5, 6, -7, 8, 9];
     let want: Vec<i64> = (0..6).map(|i| (xv[i % 3] + yv[i]) * yv[i]).collect();
-    let out = run(
-        &g,
-        &[
-            HostTensor::from_i64([3], &xv).unwrap(),
-            HostTensor::from_i64([2, 3], &yv).unwrap(),
-        ],
-    );
+    let out = run(&g, &[HostTensor::from_i64([3], &xv).unwrap(), HostTensor::from_i64([2, 3], &yv).unwrap()]);
     assert_eq!(out[0].to_vec::<i64>().unwrap(), want);
 
     let mut b = Builder::new("bf16");
     let x = b.input("x", DType::BF16, &[4]);
     let r = b.op(Op::Unary(UnaryOp::Relu), &[x], None);
     let g = b.finish(&[r]);
-    let xv: Vec<half::bf16> = [-1.5f32, 0.0, 2.25, -0.0]
-        .iter()
-        .map(|&v| half::bf16::from_f32(v))
-        .collect();
+    let xv: Vec<half::bf16> = [-1.5f32, 0.0, 2.25, -0.0].iter().map(|&v| half::bf16::from_f32(v)).collect();
     let out = run(&g, &[HostTensor::from_bf16([4], &xv).unwrap()]);
     assert_eq!(out[0].to_f32_vec(), vec![0.0, 0.0, 2.25, 0.0]);
 }
@@ -99,25 +78,13 @@ fn integer_and_half_precision_elementwise() {
 fn non_finite_constants_and_nan_propagation() {
     let mut b = Builder::new("nonfinite");
     let x = b.input("x", DType::F32, &[3]);
-    let ninf = b.op(
-        Op::Full {
-            value: Scalar::float(f64::NEG_INFINITY),
-        },
-        &[],
-        Some(TensorType::new(DType::F32, vec![3])),
-    );
+    let ninf = b.op(Op::Full { value: Scalar::float(f64::NEG_INFINITY) }, &[], Some(TensorType::new(DType::F32, vec![3])));
     let sum = b.op(Op::Binary(BinaryOp::Add), &[x, ninf], None);
     let r = b.op(Op::Unary(UnaryOp::Relu), &[x], None);
     let g = b.finish(&[sum, r]);
-    let out = run(
-        &g,
-        &[HostTensor::from_f32([3], &[1.0, f32::NAN, -2.0]).unwrap()],
-    );
+    let out = run(&g, &[HostTensor::from_f32([3], &[1.0, f32::NAN, -2.0]).unwrap()]);
     let s = out[0].to_f32_vec();
-    assert!(
-        s[0] == f32::NEG_INFINITY && s[1].is_nan() && s[2] == f32::NEG_INFINITY,
-        "{s:?}"
-    );
+    assert!(s[0] == f32::NEG_INFINITY && s[1].is_nan() && s[2] == f32::NEG_INFINITY, "{s:?}");
     let r = out[1].to_f32_vec();
     assert!(r[0] == 1.0 && r[1].is_nan() && r[2] == 0.0, "{r:?}");
 }
@@ -128,27 +95,11 @@ fn unsupported_ops_are_reported_all_at_once() {
     let mut b = Builder::new("unknowns");
     let x = b.input("x", DType::F32, &[3]);
     let t = TensorType::new(DType::F32, vec![3]);
-    let s = b.op(
-        Op::Unknown {
-            target: "aten.sin.default".into(),
-        },
-        &[x],
-        Some(t.clone()),
-    );
-    let c = b.op(
-        Op::Unknown {
-            target: "aten.cos.default".into(),
-        },
-        &[s],
-        Some(t),
-    );
+    let s = b.op(Op::Unknown { target: "aten.sin.default".into() }, &[x], Some(t.clone()));
+    let c = b.op(Op::Unknown { target: "aten.cos.default".into() }, &[s], Some(t));
     let g = b.finish(&[c]);
     let err = fxhlo::codegen::lower(&g).unwrap_err().to_string();
     println!("{err}");
     assert!(err.contains("2 op(s) fxhlo cannot lower"), "{err}");
-    assert!(
-        err.contains("aten.sin.default at node `n1`")
-            && err.contains("aten.cos.default at node `n2`"),
-        "{err}"
-    );
+    assert!(err.contains("aten.sin.default at node `n1`") && err.contains("aten.cos.default at node `n2`"), "{err}");
 }

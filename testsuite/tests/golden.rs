@@ -14,8 +14,7 @@ fn fixtures_import_print_and_round_trip() {
         let bundle = Bundle::open(path.parent().unwrap()).unwrap_or_else(|e| panic!("{e}"));
         let printed = fxhlo::ir::print(&bundle.graph);
         insta::assert_snapshot!(printed);
-        let reparsed = fxhlo::ir::parse(&printed)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{printed}", path.display()));
+        let reparsed = fxhlo::ir::parse(&printed).unwrap_or_else(|e| panic!("{}: {e}\n{printed}", path.display()));
         assert_eq!(fxhlo::ir::print(&reparsed), printed, "{}", path.display());
         let bin = frontend::to_bin(&bundle.trace);
         let trace = frontend::parse_bin(&bin, path).unwrap();
@@ -33,11 +32,7 @@ fn ir_files_round_trip() {
     let mut count = 0;
     insta::glob!("..", "filetests/ir/*.gir", |path| {
         let text = fs::read_to_string(path).unwrap();
-        let body: String = text
-            .lines()
-            .filter(|l| !l.starts_with("//"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let body: String = text.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect();
         let g = fxhlo::ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(fxhlo::ir::print(&g), body, "{}", path.display());
         count += 1;
@@ -58,18 +53,11 @@ fn invalid_ir_files_are_rejected() {
             .and_then(|l| l.strip_prefix("// error: "))
             .unwrap_or_else(|| panic!("{}: first line must be `// error: <text>`", path.display()));
         let err = match fxhlo::ir::parse(&text) {
-            Ok(_) => panic!(
-                "{}: accepted, expected an error containing `{want}`",
-                path.display()
-            ),
+            Ok(_) => panic!("{}: accepted, expected an error containing `{want}`", path.display()),
             Err(e) => e.to_string(),
         };
         println!("{}: {err}", path.display());
-        assert!(
-            err.contains(want),
-            "{}: got `{err}`, want `{want}`",
-            path.display()
-        );
+        assert!(err.contains(want), "{}: got `{err}`, want `{want}`", path.display());
         count += 1;
     });
     assert!(count >= 5);

@@ -9,14 +9,11 @@ use fxhlo_ir::{InputKind, Op};
 fn layouts_by_weight(fixture: &str) -> (Bundle, HashMap<String, Vec<usize>>) {
     let bundle = Bundle::open(&fxhlo_testsuite::fixtures_dir().join(fixture)).unwrap();
     let g = &bundle.graph;
-    let resident =
-        |id| matches!(&g.node(id).op, Op::Input { kind, .. } if *kind != InputKind::UserInput);
+    let resident = |id| matches!(&g.node(id).op, Op::Input { kind, .. } if *kind != InputKind::UserInput);
     let layouts = fxhlo::codegen::input_layouts(g, resident)
         .into_iter()
         .map(|(id, perm)| match &g.node(id).op {
-            Op::Input {
-                weight: Some(key), ..
-            } => (key.clone(), perm),
+            Op::Input { weight: Some(key), .. } => (key.clone(), perm),
             _ => panic!("a layout for a non-weight input"),
         })
         .collect();
@@ -28,18 +25,12 @@ fn conv_kernels_and_linear_weights_get_the_kernel_layouts() {
     let (_, layouts) = layouts_by_weight("cnn.fxt");
     // Conv kernels [out, in, kh, kw] -> [kh, kw, in, out]; the linear weight, read through
     // permute([1, 0]) by addmm, -> [in, out]. Biases and batch-norm statistics stay as they are.
-    let mut got: Vec<(&str, &[usize])> = layouts
-        .iter()
-        .map(|(k, p)| (k.as_str(), p.as_slice()))
-        .collect();
+    let mut got: Vec<(&str, &[usize])> = layouts.iter().map(|(k, p)| (k.as_str(), p.as_slice())).collect();
     got.sort();
     println!("{got:?}");
     let convs = got.iter().filter(|(_, p)| *p == [2, 3, 1, 0]).count();
     let linears = got.iter().filter(|(_, p)| *p == [1, 0]).count();
-    assert!(
-        convs >= 1 && linears >= 1 && convs + linears == got.len(),
-        "{got:?}"
-    );
+    assert!(convs >= 1 && linears >= 1 && convs + linears == got.len(), "{got:?}");
     assert!(got.iter().all(|(k, _)| k.ends_with("weight")), "{got:?}");
 }
 
@@ -48,13 +39,7 @@ fn user_inputs_are_never_permuted() {
     let bundle = Bundle::open(&fxhlo_testsuite::fixtures_dir().join("cnn.fxt")).unwrap();
     let layouts = fxhlo::codegen::input_layouts(&bundle.graph, |_| true);
     let user = bundle.graph.inputs().iter().copied().find(|&id| {
-        matches!(
-            &bundle.graph.node(id).op,
-            Op::Input {
-                kind: InputKind::UserInput,
-                ..
-            }
-        )
+        matches!(&bundle.graph.node(id).op, Op::Input { kind: InputKind::UserInput, .. })
     });
     // Eligible or not, the image feeds the convolution as its *input*, not its kernel.
     assert!(user.is_some_and(|id| !layouts.contains_key(&id)));

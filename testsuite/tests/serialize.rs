@@ -27,21 +27,11 @@ fn serialized_executable_runs_with_the_same_result() {
     assert!(!bytes.is_empty());
     println!("serialized executable: {} bytes", bytes.len());
     let loaded = session.client().load_serialized(&bytes).unwrap();
-    let bufs: Vec<_> = args
-        .iter()
-        .map(|a| session.client().upload(a).unwrap())
-        .collect();
+    let bufs: Vec<_> = args.iter().map(|a| session.client().upload(a).unwrap()).collect();
     let out = loaded.run(&bufs.iter().collect::<Vec<_>>()).unwrap();
-    assert_eq!(
-        out[0].to_host().unwrap().to_f32_vec(),
-        first[0].to_f32_vec()
-    );
+    assert_eq!(out[0].to_host().unwrap().to_f32_vec(), first[0].to_f32_vec());
 
-    let err = session
-        .client()
-        .load_serialized(b"not an executable")
-        .err()
-        .map(|e| e.to_string());
+    let err = session.client().load_serialized(b"not an executable").err().map(|e| e.to_string());
     println!("{err:?}");
     assert!(err.is_some(), "garbage bytes must not load");
 }

@@ -15,24 +15,13 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 /// The p-norm of `d` over its last dim.
-fn pnorm<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    d: V<'c, 'a>,
-    t: &TensorType,
-    p: f64,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, TensorType)> {
+fn pnorm<'c, 'a>(e: &Emitter<'c, 'a>, d: V<'c, 'a>, t: &TensorType, p: f64, loc: Location<'c>) -> Result<(V<'c, 'a>, TensorType)> {
     let last = vec![t.rank() - 1];
     let abs = e.op("stablehlo.abs", loc, &[d], t, &[])?;
     if p == 0.0 {
         let zero = e.splat(Scalar::Int(0), t, loc)?;
         let nz = e.compare("NE", d, zero, &t.shape, loc)?;
-        let nz = e.convert(
-            nz,
-            &TensorType::new(DType::Bool, t.shape.clone()),
-            t.dtype,
-            loc,
-        )?;
+        let nz = e.convert(nz, &TensorType::new(DType::Bool, t.shape.clone()), t.dtype, loc)?;
         return reduce_to(e, (nz, t), &last, false, Combiner::Add, t.dtype, loc);
     }
     if p.is_infinite() {
@@ -41,37 +30,19 @@ fn pnorm<'c, 'a>(
     let powered = match p {
         1.0 => abs,
         2.0 => e.op("stablehlo.multiply", loc, &[d, d], t, &[])?,
-        _ => e.op(
-            "stablehlo.power",
-            loc,
-            &[abs, e.splat(Scalar::float(p), t, loc)?],
-            t,
-            &[],
-        )?,
+        _ => e.op("stablehlo.power", loc, &[abs, e.splat(Scalar::float(p), t, loc)?], t, &[])?,
     };
     let (s, st) = reduce_to(e, (powered, t), &last, false, Combiner::Add, t.dtype, loc)?;
     let r = match p {
         1.0 => s,
         2.0 => e.op("stablehlo.sqrt", loc, &[s], &st, &[])?,
-        _ => e.op(
-            "stablehlo.power",
-            loc,
-            &[s, e.splat(Scalar::float(1.0 / p), &st, loc)?],
-            &st,
-            &[],
-        )?,
+        _ => e.op("stablehlo.power", loc, &[s, e.splat(Scalar::float(1.0 / p), &st, loc)?], &st, &[])?,
     };
     Ok((r, st))
 }
 
 /// `cdist` and `pdist`.
-pub fn lower<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    op: &Op,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let work = compute_dtype(out.dtype);
     match op {
@@ -110,18 +81,7 @@ pub fn lower<'c, 'a>(
                 return e.splat(Scalar::Int(0), out, loc);
             }
             let it = TensorType::new(DType::I64, vec![k]);
-            let constant = |v: &[String]| {
-                e.op(
-                    "stablehlo.constant",
-                    loc,
-                    &[],
-                    &it,
-                    &[(
-                        "value",
-                        format!("dense<[{}]> : tensor<{k}xi64>", v.join(", ")),
-                    )],
-                )
-            };
+            let constant = |v: &[String]| e.op("stablehlo.constant", loc, &[], &it, &[("value", format!("dense<[{}]> : tensor<{k}xi64>", v.join(", ")))]);
             let xt = TensorType::new(work, x.1.shape.clone());
             let xv = e.convert(x.0, x.1, work, loc)?;
             let a = index_select(e, (xv, &xt), 0, constant(&is)?, k, loc)?;

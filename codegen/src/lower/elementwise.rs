@@ -21,13 +21,7 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 /// `x` converted to `dtype` and broadcast to `shape`.
-fn prepare<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    dtype: DType,
-    shape: &[i64],
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn prepare<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, dtype: DType, shape: &[i64], loc: Location<'c>) -> Result<V<'c, 'a>> {
     let v = e.convert(x.0, x.1, dtype, loc)?;
     let t = TensorType::new(dtype, x.1.shape.clone());
     e.broadcast(v, &t, &TensorType::new(dtype, shape.to_vec()), loc)
@@ -38,13 +32,7 @@ fn k<'c, 'a>(e: &Emitter<'c, 'a>, v: f64, t: &TensorType, loc: Location<'c>) -> 
 }
 
 /// Unary math in the result dtype.
-pub fn unary<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    u: UnaryOp,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     use UnaryOp::*;
     let x = arg(e, operands, 0)?;
     let simple = |name: &str| -> Result<V<'c, 'a>> {
@@ -62,28 +50,12 @@ pub fn unary<'c, 'a>(
         Log1p => simple("stablehlo.log_plus_one"),
         Log2 | Log10 => {
             let l = simple("stablehlo.log")?;
-            let base = if u == Log2 {
-                std::f64::consts::LN_2
-            } else {
-                std::f64::consts::LN_10
-            };
-            e.op(
-                "stablehlo.divide",
-                loc,
-                &[l, k(e, base, out, loc)?],
-                out,
-                &[],
-            )
+            let base = if u == Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+            e.op("stablehlo.divide", loc, &[l, k(e, base, out, loc)?], out, &[])
         }
         Sqrt => simple("stablehlo.sqrt"),
         Rsqrt => simple("stablehlo.rsqrt"),
-        Reciprocal => e.op(
-            "stablehlo.divide",
-            loc,
-            &[k(e, 1.0, out, loc)?, xv()?],
-            out,
-            &[],
-        ),
+        Reciprocal => e.op("stablehlo.divide", loc, &[k(e, 1.0, out, loc)?, xv()?], out, &[]),
         Sin => simple("stablehlo.sine"),
         Cos => simple("stablehlo.cosine"),
         Tan => simple("chlo.tan"),
@@ -148,11 +120,7 @@ pub fn unary<'c, 'a>(
 }
 
 /// `x != 0` as bool (identity on bool).
-fn to_bool<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn to_bool<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, loc: Location<'c>) -> Result<V<'c, 'a>> {
     if x.1.dtype == DType::Bool {
         return Ok(x.0);
     }
@@ -160,13 +128,7 @@ fn to_bool<'c, 'a>(
     e.compare("NE", x.0, zero, &x.1.shape, loc)
 }
 
-fn gelu<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    t: &TensorType,
-    tanh: bool,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn gelu<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, tanh: bool, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], t, &[]);
     let add = |a, b| e.op("stablehlo.add", loc, &[a, b], t, &[]);
     let inner = if tanh {
@@ -185,13 +147,7 @@ fn gelu<'c, 'a>(
 }
 
 /// Binary arithmetic with PyTorch promotion and rounding rules.
-pub fn binary<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    b: BinaryOp,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     use BinaryOp::*;
     let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let shape = &out.shape;
@@ -200,10 +156,7 @@ pub fn binary<'c, 'a>(
         let (xb, yb) = (to_bool(e, x, loc)?, to_bool(e, y, loc)?);
         let bt = TensorType::new(DType::Bool, x.1.shape.clone());
         let ybt = TensorType::new(DType::Bool, y.1.shape.clone());
-        let (xb, yb) = (
-            e.broadcast(xb, &bt, out, loc)?,
-            e.broadcast(yb, &ybt, out, loc)?,
-        );
+        let (xb, yb) = (e.broadcast(xb, &bt, out, loc)?, e.broadcast(yb, &ybt, out, loc)?);
         let name = match b {
             LogicalAnd => "stablehlo.and",
             LogicalOr => "stablehlo.or",
@@ -211,10 +164,7 @@ pub fn binary<'c, 'a>(
         };
         return op(name, xb, yb);
     }
-    let (a, c) = (
-        prepare(e, x, out.dtype, shape, loc)?,
-        prepare(e, y, out.dtype, shape, loc)?,
-    );
+    let (a, c) = (prepare(e, x, out.dtype, shape, loc)?, prepare(e, y, out.dtype, shape, loc)?);
     let is_float = out.dtype.is_float();
     match b {
         Add if out.dtype == DType::Bool => op("stablehlo.or", a, c),
@@ -258,15 +208,7 @@ pub fn binary<'c, 'a>(
         Minimum => e.max_min(false, a, c, out, loc),
         Fmax | Fmin if is_float => {
             // The other operand where one is NaN: NaN only where both are.
-            let m = op(
-                if b == Fmax {
-                    "stablehlo.maximum"
-                } else {
-                    "stablehlo.minimum"
-                },
-                a,
-                c,
-            )?;
+            let m = op(if b == Fmax { "stablehlo.maximum" } else { "stablehlo.minimum" }, a, c)?;
             let c_nan = e.compare("NE", c, c, shape, loc)?;
             let v = e.op("stablehlo.select", loc, &[c_nan, a, m], out, &[])?;
             let a_nan = e.compare("NE", a, a, shape, loc)?;
@@ -285,20 +227,12 @@ pub fn binary<'c, 'a>(
 
 /// `copysign(a, b)` on a float type: `a`'s magnitude bits with `b`'s sign bit, through the
 /// integer type of the same width.
-fn copysign<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    a: V<'c, 'a>,
-    b: V<'c, 'a>,
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn copysign<'c, 'a>(e: &Emitter<'c, 'a>, a: V<'c, 'a>, b: V<'c, 'a>, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (bits, sign) = match out.dtype {
         DType::F64 => (DType::I64, i64::MIN),
         DType::F32 => (DType::I32, i64::from(i32::MIN)),
         DType::F16 | DType::BF16 => (DType::I16, i64::from(i16::MIN)),
-        other => {
-            return Err(e.internal(format!("copysign on {other}: inference gives a float type")))
-        }
+        other => return Err(e.internal(format!("copysign on {other}: inference gives a float type"))),
     };
     let it = TensorType::new(bits, out.shape.clone());
     let cast = |v| e.op("stablehlo.bitcast_convert", loc, &[v], &it, &[]);
@@ -310,13 +244,7 @@ fn copysign<'c, 'a>(
 }
 
 /// `r != 0 && (r < 0) != (b < 0)`: where a truncating remainder/quotient needs Python's fix.
-fn sign_fix<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    r: V<'c, 'a>,
-    b: V<'c, 'a>,
-    t: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn sign_fix<'c, 'a>(e: &Emitter<'c, 'a>, r: V<'c, 'a>, b: V<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let zero = e.splat(Scalar::Int(0), t, loc)?;
     let bt = TensorType::new(DType::Bool, t.shape.clone());
     let nonzero = e.compare("NE", r, zero, &t.shape, loc)?;
@@ -327,19 +255,10 @@ fn sign_fix<'c, 'a>(
 }
 
 /// Comparison in the operands' promoted dtype.
-pub fn compare<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    c: CompareOp,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn compare<'c, 'a>(e: &Emitter<'c, 'a>, c: CompareOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let dtype = infer::result_type(&[x.1, y.1]);
-    let (a, b) = (
-        prepare(e, x, dtype, &out.shape, loc)?,
-        prepare(e, y, dtype, &out.shape, loc)?,
-    );
+    let (a, b) = (prepare(e, x, dtype, &out.shape, loc)?, prepare(e, y, dtype, &out.shape, loc)?);
     let dir = match c {
         CompareOp::Eq => "EQ",
         CompareOp::Ne => "NE",
@@ -352,12 +271,7 @@ pub fn compare<'c, 'a>(
 }
 
 /// `where(cond, a, b)`.
-pub fn select<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn select<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let cond = prepare(e, arg(e, operands, 0)?, DType::Bool, &out.shape, loc)?;
     let a = prepare(e, arg(e, operands, 1)?, out.dtype, &out.shape, loc)?;
     let b = prepare(e, arg(e, operands, 2)?, out.dtype, &out.shape, loc)?;
@@ -373,12 +287,7 @@ pub fn clamp<'c, 'a>(
     out: &TensorType,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
-    let mut v = e.convert(
-        arg(e, operands, 0)?.0,
-        arg(e, operands, 0)?.1,
-        out.dtype,
-        loc,
-    )?;
+    let mut v = e.convert(arg(e, operands, 0)?.0, arg(e, operands, 0)?.1, out.dtype, loc)?;
     if let Some(lo) = min {
         v = e.max_min(true, v, e.splat(lo, out, loc)?, out, loc)?;
     }
@@ -390,12 +299,7 @@ pub fn clamp<'c, 'a>(
 
 /// Conversion to the result dtype (float → int truncates toward zero; non-zero → true), or a
 /// plain copy.
-pub fn convert<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn convert<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     if out.dtype == DType::Bool && x.1.dtype != DType::Bool {
         return to_bool(e, x, loc);
@@ -405,23 +309,13 @@ pub fn convert<'c, 'a>(
 
 /// `elu(x) = scale * (x > 0 ? x : alpha * (exp(x * input_scale) - 1))` and
 /// `leaky_relu(x) = x > 0 ? x : slope * x`.
-pub fn elu_like<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    op: &fxhlo_ir::Op,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn elu_like<'c, 'a>(e: &Emitter<'c, 'a>, op: &fxhlo_ir::Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let zero = e.splat(Scalar::Int(0), out, loc)?;
     let pos = e.compare("GT", x.0, zero, &out.shape, loc)?;
     let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], out, &[]);
     match op {
-        fxhlo_ir::Op::Elu {
-            alpha,
-            scale,
-            input_scale,
-        } => {
+        fxhlo_ir::Op::Elu { alpha, scale, input_scale } => {
             let scaled = mul(x.0, e.splat(*input_scale, out, loc)?)?;
             let em1 = e.op("stablehlo.exponential_minus_one", loc, &[scaled], out, &[])?;
             let neg = mul(em1, e.splat(*alpha, out, loc)?)?;
@@ -437,14 +331,7 @@ pub fn elu_like<'c, 'a>(
 }
 
 /// `clamp(x, min_tensor, max_tensor)` with broadcasting and promotion.
-pub fn clamp_tensor<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    has_min: bool,
-    has_max: bool,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn clamp_tensor<'c, 'a>(e: &Emitter<'c, 'a>, has_min: bool, has_max: bool, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mut v = prepare(e, arg(e, operands, 0)?, out.dtype, &out.shape, loc)?;
     let mut i = 1;
     if has_min {
@@ -460,22 +347,8 @@ pub fn clamp_tensor<'c, 'a>(
 }
 
 /// `copy(self, src)`: `src` in `self`'s dtype and shape.
-pub fn copy_into<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn copy_into<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let src = arg(e, operands, 1)?;
-    let v = if out.dtype == DType::Bool {
-        to_bool(e, src, loc)?
-    } else {
-        e.convert(src.0, src.1, out.dtype, loc)?
-    };
-    e.broadcast(
-        v,
-        &TensorType::new(out.dtype, src.1.shape.clone()),
-        out,
-        loc,
-    )
+    let v = if out.dtype == DType::Bool { to_bool(e, src, loc)? } else { e.convert(src.0, src.1, out.dtype, loc)? };
+    e.broadcast(v, &TensorType::new(out.dtype, src.1.shape.clone()), out, loc)
 }

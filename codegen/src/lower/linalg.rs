@@ -17,22 +17,12 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 fn precision(dtype: DType) -> Option<(&'static str, String)> {
-    matches!(dtype, DType::F32 | DType::F64).then(|| {
-        (
-            "precision_config",
-            "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".to_string(),
-        )
-    })
+    matches!(dtype, DType::F32 | DType::F64)
+        .then(|| ("precision_config", "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".to_string()))
 }
 
 /// `mm`, `bmm`, `addmm`.
-pub fn matmul<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    op: &Op,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn matmul<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (a, b) = match op {
         Op::Addmm => (arg(e, operands, 1)?, arg(e, operands, 2)?),
         _ => (arg(e, operands, 0)?, arg(e, operands, 1)?),
@@ -54,35 +44,14 @@ pub fn matmul<'c, 'a>(
 }
 
 /// `aten.convolution`.
-pub fn convolution<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    op: &Op,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    let Op::Convolution {
-        stride,
-        padding,
-        dilation,
-        transposed,
-        output_padding,
-        groups,
-        has_bias,
-    } = op
-    else {
+pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } = op else {
         return Err(e.internal("not a convolution"));
     };
     let (x, w) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let n = w.1.rank() - 2;
-    let per_dim = |v: &[i64], default, what| {
-        fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m))
-    };
-    let (stride, padding, dilation) = (
-        per_dim(stride, 1, "stride")?,
-        per_dim(padding, 0, "padding")?,
-        per_dim(dilation, 1, "dilation")?,
-    );
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let (stride, padding, dilation) = (per_dim(stride, 1, "stride")?, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?);
     let spatial: Vec<String> = (0..n).map(|i| i.to_string()).collect();
     let sp = spatial.join(", ");
     let mut attrs = vec![("batch_group_count", "1 : i64".to_string())];
@@ -91,13 +60,7 @@ pub fn convolution<'c, 'a>(
         let out_pad = per_dim(output_padding, 0, "output_padding")?;
         // Reverse the kernel spatially; its dims are [in, out/groups, k...].
         let spatial_dims: Vec<i64> = (2..w.1.rank() as i64).collect();
-        let reversed = e.op(
-            "stablehlo.reverse",
-            loc,
-            &[w.0],
-            w.1,
-            &[("dimensions", i64s(&spatial_dims))],
-        )?;
+        let reversed = e.op("stablehlo.reverse", loc, &[w.0], w.1, &[("dimensions", i64s(&spatial_dims))])?;
         weight = if *groups == 1 {
             reversed
         } else {
@@ -110,13 +73,7 @@ pub fn convolution<'c, 'a>(
             let mut perm = vec![1, 0, 2];
             perm.extend(3..3 + n as i64);
             let t2 = TensorType::new(w.1.dtype, [vec![cin / g, g, cout_g], ks.to_vec()].concat());
-            let r2 = e.op(
-                "stablehlo.transpose",
-                loc,
-                &[r1],
-                &t2,
-                &[("permutation", i64s(&perm))],
-            )?;
+            let r2 = e.op("stablehlo.transpose", loc, &[r1], &t2, &[("permutation", i64s(&perm))])?;
             let t3 = TensorType::new(w.1.dtype, [vec![cin / g, g * cout_g], ks.to_vec()].concat());
             e.reshape(r2, &t2, &t3, loc)?
         };
@@ -138,10 +95,7 @@ pub fn convolution<'c, 'a>(
         strides = stride.clone();
         feature_groups = *groups;
     }
-    attrs.push((
-        "dimension_numbers",
-        format!("#stablehlo.conv<[b, f, {sp}]x{kernel_layout}->[b, f, {sp}]>"),
-    ));
+    attrs.push(("dimension_numbers", format!("#stablehlo.conv<[b, f, {sp}]x{kernel_layout}->[b, f, {sp}]>")));
     attrs.push(("feature_group_count", format!("{feature_groups} : i64")));
     attrs.push(("window_strides", i64s(&strides)));
     attrs.push(("padding", padding_attr(&pads)));
@@ -153,12 +107,6 @@ pub fn convolution<'c, 'a>(
         return Ok(y);
     }
     let b = arg(e, operands, 2)?;
-    let bb = e.op(
-        "stablehlo.broadcast_in_dim",
-        loc,
-        &[b.0],
-        out,
-        &[("broadcast_dimensions", "array<i64: 1>".into())],
-    )?;
+    let bb = e.op("stablehlo.broadcast_in_dim", loc, &[b.0], out, &[("broadcast_dimensions", "array<i64: 1>".into())])?;
     e.op("stablehlo.add", loc, &[y, bb], out, &[])
 }

@@ -32,11 +32,7 @@ pub fn lower<'c, 'a>(
     loc: Location<'c>,
 ) -> Result<Vec<Value<'c, 'a>>> {
     let one = |v: Result<Value<'c, 'a>>| v.map(|v| vec![v]);
-    let first = || {
-        results
-            .first()
-            .ok_or_else(|| e.internal("node has no result"))
-    };
+    let first = || results.first().ok_or_else(|| e.internal("node has no result"));
     match op {
         Op::Full { value } => one(creation::full(e, *value, first()?, loc)),
         Op::Arange { start, step, .. } => one(creation::arange(e, *start, *step, first()?, loc)),
@@ -46,31 +42,19 @@ pub fn lower<'c, 'a>(
         Op::Where => one(elementwise::select(e, operands, first()?, loc)),
         Op::Clamp { min, max } => one(elementwise::clamp(e, *min, *max, operands, first()?, loc)),
         Op::Convert { .. } | Op::Copy => one(elementwise::convert(e, operands, first()?, loc)),
-        Op::Reduce {
-            op, dims, keepdim, ..
-        } => one(reduction::reduce(
-            e,
-            *op,
-            dims,
-            *keepdim,
-            operands,
-            first()?,
-            loc,
-        )),
+        Op::Reduce { op, dims, keepdim, .. } => one(reduction::reduce(e, *op, dims, *keepdim, operands, first()?, loc)),
         Op::Softmax { dim, log } => one(reduction::softmax(e, *dim, *log, operands, first()?, loc)),
         Op::Cdist { .. } | Op::Pdist { .. } => one(distance::lower(e, op, operands, first()?, loc)),
         Op::EmbeddingBag { .. } => indexing::embedding_bag(e, op, operands, results, loc),
         Op::MaskedScatter => one(indexing::masked_scatter(e, operands, first()?, loc)),
-        Op::LayerNorm { .. }
-        | Op::GroupNorm { .. }
-        | Op::BatchNorm { .. }
-        | Op::BatchNormBatchStats { .. } => normalization::lower(e, op, operands, results, loc),
+        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } | Op::BatchNormBatchStats { .. } => {
+            normalization::lower(e, op, operands, results, loc)
+        }
         Op::Mm | Op::Bmm | Op::Addmm => one(linalg::matmul(e, op, operands, first()?, loc)),
         Op::Convolution { .. } => one(linalg::convolution(e, op, operands, first()?, loc)),
-        Op::MaxPool { .. }
-        | Op::AvgPool { .. }
-        | Op::AdaptiveAvgPool { .. }
-        | Op::UpsampleNearest { .. } => pooling::lower(e, op, operands, results, loc),
+        Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
+            pooling::lower(e, op, operands, results, loc)
+        }
         Op::View { .. }
         | Op::Permute { .. }
         | Op::Expand { .. }
@@ -80,78 +64,29 @@ pub fn lower<'c, 'a>(
         | Op::Squeeze { .. }
         | Op::Cat { .. }
         | Op::Split { .. } => shape::lower(e, op, operands, results, loc),
-        Op::Embedding
-        | Op::Index { .. }
-        | Op::Gather { .. }
-        | Op::IndexSelect { .. }
-        | Op::Scatter { .. }
-        | Op::IndexPut { .. } => one(indexing::lower(e, op, operands, first()?, loc)),
-        Op::SelectScatter { .. } | Op::SliceScatter { .. } => {
-            one(indexing::embed(e, op, operands, first()?, loc))
+        Op::Embedding | Op::Index { .. } | Op::Gather { .. } | Op::IndexSelect { .. } | Op::Scatter { .. } | Op::IndexPut { .. } => {
+            one(indexing::lower(e, op, operands, first()?, loc))
         }
+        Op::SelectScatter { .. } | Op::SliceScatter { .. } => one(indexing::embed(e, op, operands, first()?, loc)),
         Op::Sort { .. } | Op::Topk { .. } => indexing::sort(e, op, operands, results, loc),
-        Op::Elu { .. } | Op::LeakyRelu { .. } => {
-            one(elementwise::elu_like(e, op, operands, first()?, loc))
-        }
-        Op::ClampTensor { has_min, has_max } => one(elementwise::clamp_tensor(
-            e,
-            *has_min,
-            *has_max,
-            operands,
-            first()?,
-            loc,
-        )),
+        Op::Elu { .. } | Op::LeakyRelu { .. } => one(elementwise::elu_like(e, op, operands, first()?, loc)),
+        Op::ClampTensor { has_min, has_max } => one(elementwise::clamp_tensor(e, *has_min, *has_max, operands, first()?, loc)),
         Op::CopyInto => one(elementwise::copy_into(e, operands, first()?, loc)),
-        Op::ArgReduce { .. } | Op::MaxMin { .. } => {
-            reduction::arg_reduce(e, op, operands, results, loc)
-        }
-        Op::Var {
-            dims,
-            correction,
-            keepdim,
-        } => one(reduction::var(
-            e,
-            dims,
-            *correction,
-            *keepdim,
-            operands,
-            first()?,
-            loc,
-        )),
+        Op::ArgReduce { .. } | Op::MaxMin { .. } => reduction::arg_reduce(e, op, operands, results, loc),
+        Op::Var { dims, correction, keepdim } => one(reduction::var(e, dims, *correction, *keepdim, operands, first()?, loc)),
         Op::Cumsum { dim, .. } => one(reduction::cumsum(e, *dim, operands, first()?, loc)),
-        Op::Pad { .. }
-        | Op::Repeat { .. }
-        | Op::Flip { .. }
-        | Op::Diagonal { .. }
-        | Op::AsStrided { .. } => shape::lower(e, op, operands, results, loc),
-        Op::UpsampleBilinear { .. } => pooling::lower(e, op, operands, results, loc),
-        Op::GridSample {
-            mode,
-            padding,
-            align_corners,
-        } => one(sampling::grid_sample(
-            e,
-            *mode,
-            *padding,
-            *align_corners,
-            operands,
-            first()?,
-            loc,
-        )),
-        Op::Input { .. } | Op::Unknown { .. } => {
-            Err(e.internal(format!("{} reached lowering", op.name())))
+        Op::Pad { .. } | Op::Repeat { .. } | Op::Flip { .. } | Op::Diagonal { .. } | Op::AsStrided { .. } => {
+            shape::lower(e, op, operands, results, loc)
         }
+        Op::UpsampleBilinear { .. } => pooling::lower(e, op, operands, results, loc),
+        Op::GridSample { mode, padding, align_corners } => {
+            one(sampling::grid_sample(e, *mode, *padding, *align_corners, operands, first()?, loc))
+        }
+        Op::Input { .. } | Op::Unknown { .. } => Err(e.internal(format!("{} reached lowering", op.name()))),
     }
 }
 
 /// Operand `i`, or an internal error (the verifier guarantees arity, so this is a bug).
-pub fn arg<'c, 'a, 't>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, 't>],
-    i: usize,
-) -> Result<Operand<'c, 'a, 't>> {
-    operands
-        .get(i)
-        .copied()
-        .ok_or_else(|| e.internal(format!("missing operand {i}")))
+pub fn arg<'c, 'a, 't>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, 't>], i: usize) -> Result<Operand<'c, 'a, 't>> {
+    operands.get(i).copied().ok_or_else(|| e.internal(format!("missing operand {i}")))
 }

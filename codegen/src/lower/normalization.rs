@@ -17,22 +17,11 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 /// Lowers one norm op to its results.
-pub fn lower<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    op: &Op,
-    operands: &[Operand<'c, 'a, '_>],
-    results: &[TensorType],
-    loc: Location<'c>,
-) -> Result<Vec<V<'c, 'a>>> {
+pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let x = arg(e, operands, 0)?;
     let work = compute_dtype(x.1.dtype);
     match op {
-        Op::LayerNorm {
-            normalized_shape,
-            eps,
-            has_weight,
-            has_bias,
-        } => {
+        Op::LayerNorm { normalized_shape, eps, has_weight, has_bias } => {
             let k = normalized_shape.len();
             let dims: Vec<usize> = (x.1.rank() - k..x.1.rank()).collect();
             let xt = TensorType::new(work, x.1.shape.clone());
@@ -43,18 +32,9 @@ pub fn lower<'c, 'a>(
             let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, None, loc)?;
             let out = e.convert(y, &xt, x.1.dtype, loc)?;
             let stat_out = &results[1];
-            Ok(vec![
-                out,
-                e.convert(mean, &st, stat_out.dtype, loc)?,
-                e.convert(rstd, &st, stat_out.dtype, loc)?,
-            ])
+            Ok(vec![out, e.convert(mean, &st, stat_out.dtype, loc)?, e.convert(rstd, &st, stat_out.dtype, loc)?])
         }
-        Op::GroupNorm {
-            groups,
-            eps,
-            has_weight,
-            has_bias,
-        } => {
+        Op::GroupNorm { groups, eps, has_weight, has_bias } => {
             // [N, C, *] -> [N, G, C/G * prod(*)], statistics over the last dim.
             let (n, c) = (x.1.shape[0], x.1.shape[1]);
             let per_group = x.1.num_elements() as i64 / (n * groups).max(1);
@@ -71,17 +51,9 @@ pub fn lower<'c, 'a>(
             let mean = e.reshape(mean, &st, &ng, loc)?;
             let rstd = e.reshape(rstd, &st, &ng, loc)?;
             let sd = results[1].dtype;
-            Ok(vec![
-                out,
-                e.convert(mean, &ng, sd, loc)?,
-                e.convert(rstd, &ng, sd, loc)?,
-            ])
+            Ok(vec![out, e.convert(mean, &ng, sd, loc)?, e.convert(rstd, &ng, sd, loc)?])
         }
-        Op::BatchNormBatchStats {
-            eps,
-            has_weight,
-            has_bias,
-        } => {
+        Op::BatchNormBatchStats { eps, has_weight, has_bias } => {
             // Statistics over every dim but the channels (dim 1).
             let c = x.1.shape[1];
             let dims: Vec<usize> = (0..x.1.rank()).filter(|&d| d != 1).collect();
@@ -95,17 +67,9 @@ pub fn lower<'c, 'a>(
             let mean = e.reshape(mean, &st, &ct, loc)?;
             let rstd = e.reshape(rstd, &st, &ct, loc)?;
             let sd = results[1].dtype;
-            Ok(vec![
-                out,
-                e.convert(mean, &ct, sd, loc)?,
-                e.convert(rstd, &ct, sd, loc)?,
-            ])
+            Ok(vec![out, e.convert(mean, &ct, sd, loc)?, e.convert(rstd, &ct, sd, loc)?])
         }
-        Op::BatchNorm {
-            eps,
-            has_weight,
-            has_bias,
-        } => {
+        Op::BatchNorm { eps, has_weight, has_bias } => {
             let c = x.1.shape[1];
             let xt = TensorType::new(work, x.1.shape.clone());
             let xv = e.convert(x.0, x.1, work, loc)?;
@@ -131,14 +95,7 @@ pub fn lower<'c, 'a>(
 }
 
 /// Mean and rstd over `dims` (kept as size-1 dims).
-fn stats<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    t: &TensorType,
-    dims: &[usize],
-    eps: Scalar,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, V<'c, 'a>, TensorType)> {
+fn stats<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, dims: &[usize], eps: Scalar, loc: Location<'c>) -> Result<(V<'c, 'a>, V<'c, 'a>, TensorType)> {
     let count: i64 = dims.iter().map(|&d| t.shape[d]).product();
     let (sum, st) = reduce_to(e, (x, t), dims, true, Combiner::Add, t.dtype, loc)?;
     let n = e.splat(Scalar::Int(count), &st, loc)?;
@@ -148,26 +105,12 @@ fn stats<'c, 'a>(
     let sq = e.op("stablehlo.multiply", loc, &[centered, centered], t, &[])?;
     let (ssum, _) = reduce_to(e, (sq, t), dims, true, Combiner::Add, t.dtype, loc)?;
     let var = e.op("stablehlo.divide", loc, &[ssum, n], &st, &[])?;
-    let var = e.op(
-        "stablehlo.add",
-        loc,
-        &[var, e.splat(eps, &st, loc)?],
-        &st,
-        &[],
-    )?;
+    let var = e.op("stablehlo.add", loc, &[var, e.splat(eps, &st, loc)?], &st, &[])?;
     let rstd = e.op("stablehlo.rsqrt", loc, &[var], &st, &[])?;
     Ok((mean, rstd, st))
 }
 
-fn normalize<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    t: &TensorType,
-    mean: V<'c, 'a>,
-    rstd: V<'c, 'a>,
-    st: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn normalize<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, mean: V<'c, 'a>, rstd: V<'c, 'a>, st: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mb = e.broadcast(mean, st, t, loc)?;
     let rb = e.broadcast(rstd, st, t, loc)?;
     let centered = e.op("stablehlo.subtract", loc, &[x, mb], t, &[])?;
@@ -175,20 +118,8 @@ fn normalize<'c, 'a>(
 }
 
 /// A per-channel vector `[C]` broadcast along dim 1 of `to`.
-fn channel_broadcast<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    v: V<'c, 'a>,
-    from: &TensorType,
-    to: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    e.op(
-        "stablehlo.broadcast_in_dim",
-        loc,
-        &[v],
-        &TensorType::new(from.dtype, to.shape.clone()),
-        &[("broadcast_dimensions", "array<i64: 1>".into())],
-    )
+fn channel_broadcast<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    e.op("stablehlo.broadcast_in_dim", loc, &[v], &TensorType::new(from.dtype, to.shape.clone()), &[("broadcast_dimensions", "array<i64: 1>".into())])
 }
 
 /// `y * weight + bias` for the optional operands starting at `first`; `channels` = Some(C)

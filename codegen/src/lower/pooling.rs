@@ -23,50 +23,20 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 /// Stride, padding and dilation of an `n`-dim window (an empty stride means the kernel size).
-fn window_params(
-    e: &Emitter<'_, '_>,
-    kernel: &[i64],
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+fn window_params(e: &Emitter<'_, '_>, kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64]) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
     let n = kernel.len();
-    let per_dim = |v: &[i64], default, what| {
-        fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m))
-    };
-    let s = if stride.is_empty() {
-        kernel.to_vec()
-    } else {
-        per_dim(stride, 0, "stride")?
-    };
-    Ok((
-        s,
-        per_dim(padding, 0, "padding")?,
-        per_dim(dilation, 1, "dilation")?,
-    ))
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let s = if stride.is_empty() { kernel.to_vec() } else { per_dim(stride, 0, "stride")? };
+    Ok((s, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?))
 }
 
 /// Lowers one pooling op to its results.
-pub fn lower<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    op: &Op,
-    operands: &[Operand<'c, 'a, '_>],
-    results: &[TensorType],
-    loc: Location<'c>,
-) -> Result<Vec<V<'c, 'a>>> {
+pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let x = arg(e, operands, 0)?;
-    let out = results
-        .first()
-        .ok_or_else(|| e.internal("pooling has no result"))?;
+    let out = results.first().ok_or_else(|| e.internal("pooling has no result"))?;
     let rank = x.1.rank();
     match op {
-        Op::MaxPool {
-            kernel,
-            stride,
-            padding,
-            dilation,
-            ..
-        } => {
+        Op::MaxPool { kernel, stride, padding, dilation, .. } => {
             let n = kernel.len();
             let (s, p, d) = window_params(e, kernel, stride, padding, dilation)?;
             let wins = windows(x.1, out, kernel, &s, &p, &d);
@@ -79,18 +49,7 @@ pub fn lower<'c, 'a>(
                 let v = if rank == n + 2 {
                     channels_last_max(e, x, out, &wins, init, loc)?
                 } else {
-                    e.reduce_window(
-                        x.0,
-                        x.1,
-                        out,
-                        window,
-                        strides,
-                        dil,
-                        pads,
-                        Combiner::Max,
-                        init,
-                        loc,
-                    )?
+                    e.reduce_window(x.0, x.1, out, window, strides, dil, pads, Combiner::Max, init, loc)?
                 };
                 let indices = TensorType::new(DType::I64, out.shape.clone());
                 return Ok(vec![v, e.splat(Scalar::Int(0), &indices, loc)?]);
@@ -100,20 +59,8 @@ pub fn lower<'c, 'a>(
             let mut flat: Option<V<'c, 'a>> = None;
             let mut scale = 1;
             for k in (rank - n..rank).rev() {
-                let io = e.op(
-                    "stablehlo.iota",
-                    loc,
-                    &[],
-                    &it,
-                    &[("iota_dimension", format!("{k} : i64"))],
-                )?;
-                let term = e.op(
-                    "stablehlo.multiply",
-                    loc,
-                    &[io, e.splat(Scalar::Int(scale), &it, loc)?],
-                    &it,
-                    &[],
-                )?;
+                let io = e.op("stablehlo.iota", loc, &[], &it, &[("iota_dimension", format!("{k} : i64"))])?;
+                let term = e.op("stablehlo.multiply", loc, &[io, e.splat(Scalar::Int(scale), &it, loc)?], &it, &[])?;
                 flat = Some(match flat {
                     None => term,
                     Some(acc) => e.op("stablehlo.add", loc, &[acc, term], &it, &[])?,
@@ -124,14 +71,7 @@ pub fn lower<'c, 'a>(
             let (v, i) = e.arg_reduce_window(x.0, idx, out, window, strides, dil, pads, loc)?;
             Ok(vec![v, i])
         }
-        Op::AvgPool {
-            kernel,
-            stride,
-            padding,
-            count_include_pad,
-            divisor_override,
-            ..
-        } => {
+        Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
             let n = kernel.len();
             let (s, p, _) = window_params(e, kernel, stride, padding, &[])?;
             let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &vec![1; n]);
@@ -140,18 +80,7 @@ pub fn lower<'c, 'a>(
             let ot = TensorType::new(work, out.shape.clone());
             let xv = e.convert(x.0, x.1, work, loc)?;
             let zero = Scalar::Int(0);
-            let sum = e.reduce_window(
-                xv,
-                &xt,
-                &ot,
-                &window,
-                &strides,
-                &dil,
-                &pads,
-                Combiner::Add,
-                zero,
-                loc,
-            )?;
+            let sum = e.reduce_window(xv, &xt, &ot, &window, &strides, &dil, &pads, Combiner::Add, zero, loc)?;
             let divisor = match divisor_override {
                 Some(dv) => e.splat(Scalar::Int(*dv), &ot, loc)?,
                 None => {
@@ -160,39 +89,18 @@ pub fn lower<'c, 'a>(
                     // pads with zeros, so it never counts).
                     let ones = e.splat(Scalar::Int(1), &xt, loc)?;
                     let (src, st, pads2) = if *count_include_pad {
-                        let lo: Vec<i64> = (0..rank)
-                            .map(|i| if i + n >= rank { p[i + n - rank] } else { 0 })
-                            .collect();
+                        let lo: Vec<i64> = (0..rank).map(|i| if i + n >= rank { p[i + n - rank] } else { 0 }).collect();
                         let padded: Vec<i64> = (0..rank).map(|i| xt.shape[i] + 2 * lo[i]).collect();
                         let pt = TensorType::new(work, padded);
                         let one = e.splat(Scalar::Int(1), &TensorType::new(work, vec![]), loc)?;
-                        let attrs = [
-                            ("edge_padding_low", i64s(&lo)),
-                            ("edge_padding_high", i64s(&lo)),
-                            ("interior_padding", i64s(&vec![0; rank])),
-                        ];
+                        let attrs = [("edge_padding_low", i64s(&lo)), ("edge_padding_high", i64s(&lo)), ("interior_padding", i64s(&vec![0; rank]))];
                         let padded_ones = e.op("stablehlo.pad", loc, &[ones, one], &pt, &attrs)?;
-                        let rest: Vec<(i64, i64)> = pads
-                            .iter()
-                            .zip(&lo)
-                            .map(|(&(l, h), &q)| (l - q, h - q))
-                            .collect();
+                        let rest: Vec<(i64, i64)> = pads.iter().zip(&lo).map(|(&(l, h), &q)| (l - q, h - q)).collect();
                         (padded_ones, pt, rest)
                     } else {
                         (ones, xt.clone(), pads.clone())
                     };
-                    e.reduce_window(
-                        src,
-                        &st,
-                        &ot,
-                        &window,
-                        &strides,
-                        &dil,
-                        &pads2,
-                        Combiner::Add,
-                        zero,
-                        loc,
-                    )?
+                    e.reduce_window(src, &st, &ot, &window, &strides, &dil, &pads2, Combiner::Add, zero, loc)?
                 }
             };
             let avg = e.op("stablehlo.divide", loc, &[sum, divisor], &ot, &[])?;
@@ -210,27 +118,16 @@ pub fn lower<'c, 'a>(
                     continue;
                 }
                 // src = floor(dst * in / out), exactly in integers.
-                let idx: Vec<i64> = (0..o)
-                    .map(|j| ((j as i128 * inp as i128) / o as i128) as i64)
-                    .collect();
+                let idx: Vec<i64> = (0..o).map(|j| ((j as i128 * inp as i128) / o as i128) as i64).collect();
                 let it = TensorType::new(DType::I64, vec![o]);
-                let text = format!(
-                    "dense<[{}]> : tensor<{o}xi64>",
-                    idx.iter()
-                        .map(|v| v.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
+                let text = format!("dense<[{}]> : tensor<{o}xi64>", idx.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "));
                 let iv = e.op("stablehlo.constant", loc, &[], &it, &[("value", text)])?;
                 cur = index_select(e, (cur, &cur_t), d, iv, o, loc)?;
                 cur_t.shape[d] = o;
             }
             Ok(vec![cur])
         }
-        Op::UpsampleBilinear {
-            output_size,
-            align_corners,
-        } => {
+        Op::UpsampleBilinear { output_size, align_corners } => {
             let n = output_size.len();
             let work = compute_dtype(x.1.dtype);
             let mut t = TensorType::new(work, x.1.shape.clone());
@@ -256,11 +153,7 @@ fn bilinear_weights(inp: i64, out: i64, align_corners: bool) -> Vec<f64> {
     let mut a = vec![0.0; (inp * out) as usize];
     for o in 0..out {
         let src = if align_corners {
-            if out > 1 {
-                o as f64 * (inp - 1) as f64 / (out - 1) as f64
-            } else {
-                0.0
-            }
+            if out > 1 { o as f64 * (inp - 1) as f64 / (out - 1) as f64 } else { 0.0 }
         } else {
             ((o as f64 + 0.5) * inp as f64 / out as f64 - 0.5).max(0.0)
         };
@@ -275,63 +168,29 @@ fn bilinear_weights(inp: i64, out: i64, align_corners: bool) -> Vec<f64> {
 
 /// `v` with dim `d` (size `in`) contracted against the constant `[in, out]` matrix `a`, the
 /// new dim put back in place of `d`.
-fn contract_dim<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    v: V<'c, 'a>,
-    t: &TensorType,
-    d: usize,
-    a: &[f64],
-    o: i64,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, TensorType)> {
+fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: usize, a: &[f64], o: i64, loc: Location<'c>) -> Result<(V<'c, 'a>, TensorType)> {
     let (rank, inp) = (t.rank(), t.shape[d]);
     let mut next = t.clone();
     next.shape[d] = o;
     let at = TensorType::new(t.dtype, vec![inp, o]);
     let rows: Vec<String> = a
         .chunks(o as usize)
-        .map(|r| {
-            format!(
-                "[{}]",
-                r.iter()
-                    .map(|v| format!("{v:.17e}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+        .map(|r| format!("[{}]", r.iter().map(|v| format!("{v:.17e}")).collect::<Vec<_>>().join(", ")))
         .collect();
-    let text = format!(
-        "dense<[{}]> : {}",
-        rows.join(", "),
-        crate::emit::mlir_type_text(&at)
-    );
+    let text = format!("dense<[{}]> : {}", rows.join(", "), crate::emit::mlir_type_text(&at));
     let am = e.op("stablehlo.constant", loc, &[], &at, &[("value", text)])?;
     // dot_general puts the free lhs dims first and the new dim last: transpose back.
     let mut dot_shape: Vec<i64> = (0..rank).filter(|&k| k != d).map(|k| t.shape[k]).collect();
     dot_shape.push(o);
     let dt = TensorType::new(t.dtype, dot_shape);
-    let mut attrs = vec![(
-        "dot_dimension_numbers",
-        format!(
-            "#stablehlo.dot<lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [0]>"
-        ),
-    )];
+    let mut attrs = vec![("dot_dimension_numbers", format!("#stablehlo.dot<lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [0]>"))];
     if matches!(t.dtype, DType::F32 | DType::F64) {
-        attrs.push((
-            "precision_config",
-            "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".into(),
-        ));
+        attrs.push(("precision_config", "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".into()));
     }
     let dot = e.op("stablehlo.dot_general", loc, &[v, am], &dt, &attrs)?;
     let mut perm: Vec<i64> = (0..rank as i64 - 1).collect();
     perm.insert(d, rank as i64 - 1);
-    let r = e.op(
-        "stablehlo.transpose",
-        loc,
-        &[dot],
-        &next,
-        &[("permutation", i64s(&perm))],
-    )?;
+    let r = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", i64s(&perm))])?;
     Ok((r, next))
 }
 
@@ -353,39 +212,18 @@ fn channels_last_max<'c, 'a>(
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
     // [0, 2, 3, ..., 1]: the window's per-dim parameters move with the dims.
-    let to_last: Vec<usize> = std::iter::once(0)
-        .chain(2..x.1.rank())
-        .chain(std::iter::once(1))
-        .collect();
+    let to_last: Vec<usize> = std::iter::once(0).chain(2..x.1.rank()).chain(std::iter::once(1)).collect();
     let pick = |v: &[i64]| to_last.iter().map(|&i| v[i]).collect::<Vec<_>>();
     let pads_l: Vec<(i64, i64)> = to_last.iter().map(|&i| pads[i]).collect();
     let (xt, ot) = (permuted(x.1, &to_last), permuted(out, &to_last));
     let xl = e.transpose(x.0, x.1, &to_last, loc)?;
-    let yl = e.reduce_window(
-        xl,
-        &xt,
-        &ot,
-        &pick(window),
-        &pick(strides),
-        &pick(dil),
-        &pads_l,
-        Combiner::Max,
-        init,
-        loc,
-    )?;
+    let yl = e.reduce_window(xl, &xt, &ot, &pick(window), &pick(strides), &pick(dil), &pads_l, Combiner::Max, init, loc)?;
     e.transpose(yl, &ot, &inverse(&to_last), loc)
 }
 
 /// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
 /// end so the window count matches the result shape).
-fn windows(
-    x: &TensorType,
-    out: &TensorType,
-    kernel: &[i64],
-    s: &[i64],
-    p: &[i64],
-    d: &[i64],
-) -> Windows {
+fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
     let (rank, n) = (x.rank(), kernel.len());
     let lead = rank - n;
     let mut window = vec![1; lead];
@@ -406,13 +244,7 @@ fn windows(
 /// Adaptive average pooling: a plain average pool where every input size is a multiple of its
 /// output size, else PyTorch's variable windows, one dim at a time, as a product with a
 /// constant averaging matrix.
-fn adaptive<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    output_size: &[i64],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn adaptive<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, output_size: &[i64], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let rank = x.1.rank();
     let n = output_size.len();
     let work = compute_dtype(x.1.dtype);
@@ -431,25 +263,8 @@ fn adaptive<'c, 'a>(
             let mut window = vec![1; rank];
             window[d] = k;
             let pads = vec![(0, 0); rank];
-            let sum = e.reduce_window(
-                v,
-                &t,
-                &next,
-                &window,
-                &window,
-                &vec![1; rank],
-                &pads,
-                Combiner::Add,
-                Scalar::Int(0),
-                loc,
-            )?;
-            v = e.op(
-                "stablehlo.divide",
-                loc,
-                &[sum, e.splat(Scalar::Int(k), &next, loc)?],
-                &next,
-                &[],
-            )?;
+            let sum = e.reduce_window(v, &t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
+            v = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
         } else {
             // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.
             let mut a = vec![0.0f64; (inp * o) as usize];

@@ -173,12 +173,7 @@ impl<'a> TraceView<'a> {
         let p = &mut v.pools;
         for i in &t.inputs {
             let meta = p.meta(&i.meta);
-            v.inputs.push(InputView {
-                name: &i.name,
-                kind: i.kind,
-                weight: i.weight.as_deref(),
-                meta,
-            });
+            v.inputs.push(InputView { name: &i.name, kind: i.kind, weight: i.weight.as_deref(), meta });
         }
         for n in &t.nodes {
             let args = p.push_args(n.args.iter());
@@ -194,18 +189,8 @@ impl<'a> TraceView<'a> {
                 p.metas.push(m);
             }
             let meta = span(start, p.metas.len());
-            let source = n.source.as_ref().map(|s| SourceView {
-                file: &s.file,
-                line: s.line,
-            });
-            v.nodes.push(NodeView {
-                name: &n.name,
-                target: &n.target,
-                args,
-                kwargs,
-                meta,
-                source,
-            });
+            let source = n.source.as_ref().map(|s| SourceView { file: &s.file, line: s.line });
+            v.nodes.push(NodeView { name: &n.name, target: &n.target, args, kwargs, meta, source });
         }
         v.outputs = p.push_args(t.outputs.iter());
         v
@@ -214,10 +199,7 @@ impl<'a> TraceView<'a> {
 
 /// The span `start..end` of a pool (pools never outgrow `u32`: see `decode.rs`).
 pub(crate) fn span(start: usize, end: usize) -> Span {
-    Span {
-        start: start as u32,
-        len: (end - start) as u32,
-    }
+    Span { start: start as u32, len: (end - start) as u32 }
 }
 
 impl<'a> Pools<'a> {
@@ -236,11 +218,7 @@ impl<'a> Pools<'a> {
             Dim::Static(v) => DimView::Static(*v),
             Dim::Symbolic(s) => DimView::Symbolic(s),
         }));
-        MetaView {
-            dtype: &m.dtype,
-            sizes: span(start, self.dims.len()),
-            storage_offset: m.storage_offset,
-        }
+        MetaView { dtype: &m.dtype, sizes: span(start, self.dims.len()), storage_offset: m.storage_offset }
     }
 
     fn arg(&mut self, a: &'a Arg) -> ArgView<'a> {
@@ -254,9 +232,7 @@ impl<'a> Pools<'a> {
         match a {
             Arg::Tensor(n) => ArgView::Tensor(n),
             Arg::Tensors(ns) => ArgView::Tensors(list!(names, ns.iter().map(|n| Some(n.as_str())))),
-            Arg::OptionalTensors(ns) => {
-                ArgView::OptionalTensors(list!(names, ns.iter().map(Option::as_deref)))
-            }
+            Arg::OptionalTensors(ns) => ArgView::OptionalTensors(list!(names, ns.iter().map(Option::as_deref))),
             Arg::Int(v) => ArgView::Int(*v),
             Arg::Ints(v) => ArgView::Ints(list!(ints, v.iter().copied())),
             Arg::Float(v) => ArgView::Float(v.0),

@@ -26,22 +26,14 @@ pub type InferResult = Result<Option<Results>, String>;
 pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     if let Some(n) = op.arity() {
         if operands.len() != n {
-            return Err(format!(
-                "{} takes {n} operand(s), got {}",
-                op.name(),
-                operands.len()
-            ));
+            return Err(format!("{} takes {n} operand(s), got {}", op.name(), operands.len()));
         }
     }
     let t = |dtype: DType, shape: Shape| Ok(Some(smallvec![TensorType::new(dtype, shape)]));
     let x = operands.first().copied();
     match op {
         // Embedding bag's bookkeeping results depend on the CPU code path; the trace says.
-        Op::Input { .. }
-        | Op::Full { .. }
-        | Op::Arange { .. }
-        | Op::Unknown { .. }
-        | Op::EmbeddingBag { .. } => Ok(None),
+        Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } | Op::Unknown { .. } | Op::EmbeddingBag { .. } => Ok(None),
         Op::Unary(u) => {
             let x = x.ok_or("missing operand")?;
             let dtype = match u {
@@ -56,9 +48,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let promoted = result_type(operands);
             let dtype = match b {
                 b if b.returns_bool() => DType::Bool,
-                BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Copysign => {
-                    promote::float_result(promoted)
-                }
+                BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Copysign => promote::float_result(promoted),
                 _ => promoted,
             };
             t(dtype, shape)
@@ -66,10 +56,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::Compare(_) => t(DType::Bool, broadcast_all(operands)?),
         Op::Where => {
             if operands[0].dtype != DType::Bool {
-                return Err(format!(
-                    "aten.where condition must be bool, found {}",
-                    operands[0].dtype
-                ));
+                return Err(format!("aten.where condition must be bool, found {}", operands[0].dtype));
             }
             t(result_type(&operands[1..]), broadcast_all(operands)?)
         }
@@ -77,14 +64,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             // Scalar bounds promote like wrapped numbers: a float bound on an integer tensor
             // gives the default float.
             let x = x.ok_or("missing operand")?;
-            let float_bound = [min, max]
-                .iter()
-                .any(|b| matches!(b, Some(crate::Scalar::Float(_))));
-            let dtype = if float_bound && !x.dtype.is_float() {
-                DType::F32
-            } else {
-                x.dtype
-            };
+            let float_bound = [min, max].iter().any(|b| matches!(b, Some(crate::Scalar::Float(_))));
+            let dtype = if float_bound && !x.dtype.is_float() { DType::F32 } else { x.dtype };
             t(dtype, x.shape.clone())
         }
         Op::Copy | Op::Softmax { .. } => {
@@ -92,48 +73,33 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             t(x.dtype, x.shape.clone())
         }
         Op::Convert { dtype } => t(*dtype, x.ok_or("missing operand")?.shape.clone()),
-        Op::Reduce {
-            op,
-            dims,
-            keepdim,
-            dtype: out_dtype,
-        } => {
+        Op::Reduce { op, dims, keepdim, dtype: out_dtype } => {
             let x = x.ok_or("missing operand")?;
             let dtype = match op {
                 _ if out_dtype.is_some() => out_dtype.unwrap_or(x.dtype), // the dtype= argument wins
                 ReduceOp::Sum | ReduceOp::Prod if !x.dtype.is_float() => DType::I64,
                 ReduceOp::Any | ReduceOp::All => DType::Bool,
                 ReduceOp::Mean if !x.dtype.is_float() => {
-                    return Err(format!(
-                        "aten.mean needs a floating-point input, found {}",
-                        x.dtype
-                    ))
+                    return Err(format!("aten.mean needs a floating-point input, found {}", x.dtype))
                 }
                 _ => x.dtype,
             };
             t(dtype, shape::reduce(&x.shape, dims, *keepdim)?)
         }
-        Op::LayerNorm { .. }
-        | Op::GroupNorm { .. }
-        | Op::BatchNorm { .. }
-        | Op::BatchNormBatchStats { .. } => nn::norm(op, operands),
+        Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::BatchNorm { .. } | Op::BatchNormBatchStats { .. } => nn::norm(op, operands),
         Op::Cdist { .. } | Op::Pdist { .. } => nn::distance(op, operands),
         Op::MaskedScatter => {
             let (x, mask, src) = (operands[0], operands[1], operands[2]);
-            if mask.dtype != DType::Bool
-                || broadcast_shapes(&mask.shape, &x.shape)? != x.shape
-                || src.dtype != x.dtype
-            {
+            if mask.dtype != DType::Bool || broadcast_shapes(&mask.shape, &x.shape)? != x.shape || src.dtype != x.dtype {
                 return Err(format!("aten.masked_scatter needs a bool mask broadcasting to {x} and a source of its dtype, found {mask} and {src}"));
             }
             t(x.dtype, x.shape.clone())
         }
         Op::Mm | Op::Bmm | Op::Addmm => nn::matmul(op, operands),
         Op::Convolution { .. } => nn::convolution(op, operands),
-        Op::MaxPool { .. }
-        | Op::AvgPool { .. }
-        | Op::AdaptiveAvgPool { .. }
-        | Op::UpsampleNearest { .. } => nn::pool(op, operands),
+        Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
+            nn::pool(op, operands)
+        }
         Op::View { .. }
         | Op::Permute { .. }
         | Op::Expand { .. }
@@ -153,11 +119,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::Elu { .. } | Op::LeakyRelu { .. } => {
             let x = x.ok_or("missing operand")?;
             if !x.dtype.is_float() {
-                return Err(format!(
-                    "{} needs a floating-point input, found {}",
-                    op.name(),
-                    x.dtype
-                ));
+                return Err(format!("{} needs a floating-point input, found {}", op.name(), x.dtype));
             }
             t(x.dtype, x.shape.clone())
         }
@@ -165,9 +127,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::CopyInto => {
             let (dst, src) = (operands[0], operands[1]);
             if broadcast_shapes(&src.shape, &dst.shape)? != dst.shape {
-                return Err(format!(
-                    "aten.copy: source {src} does not broadcast to {dst}"
-                ));
+                return Err(format!("aten.copy: source {src} does not broadcast to {dst}"));
             }
             t(dst.dtype, dst.shape.clone())
         }
@@ -183,25 +143,16 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::MaxMin { dim, keepdim, .. } => {
             let x = x.ok_or("missing operand")?;
             let shape = shape::reduce(&x.shape, &[*dim], *keepdim)?;
-            Ok(Some(smallvec![
-                TensorType::new(x.dtype, shape.clone()),
-                TensorType::new(DType::I64, shape)
-            ]))
+            Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
         }
         Op::Var { dims, keepdim, .. } => {
             let x = x.ok_or("missing operand")?;
             if !x.dtype.is_float() {
-                return Err(format!(
-                    "aten.var needs a floating-point input, found {}",
-                    x.dtype
-                ));
+                return Err(format!("aten.var needs a floating-point input, found {}", x.dtype));
             }
             t(x.dtype, shape::reduce(&x.shape, dims, *keepdim)?)
         }
-        Op::Cumsum {
-            dim,
-            dtype: out_dtype,
-        } => {
+        Op::Cumsum { dim, dtype: out_dtype } => {
             let x = x.ok_or("missing operand")?;
             normalize_dim(*dim, x.rank())?;
             let dtype = match out_dtype {
@@ -232,16 +183,8 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Shape, String> {
     let rank = a.len().max(b.len());
     let mut out = Shape::from_elem(0, rank);
     for (i, o) in out.iter_mut().enumerate() {
-        let da = if i < rank - a.len() {
-            1
-        } else {
-            a[i - (rank - a.len())]
-        };
-        let db = if i < rank - b.len() {
-            1
-        } else {
-            b[i - (rank - b.len())]
-        };
+        let da = if i < rank - a.len() { 1 } else { a[i - (rank - a.len())] };
+        let db = if i < rank - b.len() { 1 } else { b[i - (rank - b.len())] };
         *o = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -253,12 +196,8 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Shape, String> {
 }
 
 fn broadcast_all(operands: &[&TensorType]) -> Result<Shape, String> {
-    let Some((first, rest)) = operands.split_first() else {
-        return Ok(Shape::new());
-    };
-    rest.iter().try_fold(first.shape.clone(), |acc, t| {
-        broadcast_shapes(&acc, &t.shape)
-    })
+    let Some((first, rest)) = operands.split_first() else { return Ok(Shape::new()) };
+    rest.iter().try_fold(first.shape.clone(), |acc, t| broadcast_shapes(&acc, &t.shape))
 }
 
 /// `d` as an index into a tensor of rank `rank` (negative counts from the end).
@@ -269,11 +208,7 @@ pub fn normalize_dim(d: i64, rank: usize) -> Result<usize, String> {
     if d < -r_eff || d >= r_eff {
         return Err(format!("dimension {d} out of range for rank {rank}"));
     }
-    Ok(if d < 0 {
-        (d + r_eff) as usize
-    } else {
-        d as usize
-    })
+    Ok(if d < 0 { (d + r_eff) as usize } else { d as usize })
 }
 
 #[cfg(test)]
@@ -288,41 +223,19 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(
-            broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(),
-            vec![2, 4, 3]
-        );
+        assert_eq!(broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
         assert_eq!(broadcast_shapes(&[], &[5]).unwrap(), vec![5]);
-        assert!(broadcast_shapes(&[2, 3], &[4])
-            .unwrap_err()
-            .contains("do not broadcast"));
+        assert!(broadcast_shapes(&[2, 3], &[4]).unwrap_err().contains("do not broadcast"));
     }
 
     #[test]
     fn elementwise_dtypes() {
         let i = TensorType::new(I64, vec![3]);
-        let r = infer(&Op::Binary(BinaryOp::Div), &[&i, &i])
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r[0].dtype, F32,
-            "integer true division gives the default float"
-        );
-        let r = infer(&Op::Unary(UnaryOp::IsNan), &[&t(&[2])])
-            .unwrap()
-            .unwrap();
+        let r = infer(&Op::Binary(BinaryOp::Div), &[&i, &i]).unwrap().unwrap();
+        assert_eq!(r[0].dtype, F32, "integer true division gives the default float");
+        let r = infer(&Op::Unary(UnaryOp::IsNan), &[&t(&[2])]).unwrap().unwrap();
         assert_eq!(r[0].dtype, Bool);
-        let r = infer(
-            &Op::Reduce {
-                op: ReduceOp::Sum,
-                dims: vec![0].into(),
-                keepdim: false,
-                dtype: None,
-            },
-            &[&i],
-        )
-        .unwrap()
-        .unwrap();
+        let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0].into(), keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
         assert_eq!(r[0], TensorType::new(I64, vec![]));
     }
 }

@@ -237,32 +237,14 @@ func.func @main(%a: tensor<5xf32>, %b: tensor<5xf32>) -> (tensor<5xbf16>, tensor
 #[test]
 fn byte_transfers_check_sizes() {
     let client = cpu_client();
-    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    let err = client
-        .upload_bytes(ElementType::F32, &[4], &bytes)
-        .err()
-        .map(|e| e.to_string());
-    assert!(
-        err.as_deref()
-            .unwrap_or("")
-            .contains("needs 16 bytes, got 12"),
-        "{err:?}"
-    );
-    let buf = client
-        .upload_bytes(ElementType::F32, &[3], &bytes)
-        .expect("upload");
+    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let err = client.upload_bytes(ElementType::F32, &[4], &bytes).err().map(|e| e.to_string());
+    assert!(err.as_deref().unwrap_or("").contains("needs 16 bytes, got 12"), "{err:?}");
+    let buf = client.upload_bytes(ElementType::F32, &[3], &bytes).expect("upload");
     assert_eq!(buf.byte_size().ok(), Some(12));
     let mut small = [0u8; 8];
     let err = buf.copy_into(&mut small).err().map(|e| e.to_string());
-    assert!(
-        err.as_deref()
-            .unwrap_or("")
-            .contains("needs a 12-byte destination, got 8"),
-        "{err:?}"
-    );
+    assert!(err.as_deref().unwrap_or("").contains("needs a 12-byte destination, got 8"), "{err:?}");
     let mut out = [0u8; 12];
     buf.copy_into(&mut out).expect("download");
     assert_eq!(out.to_vec(), bytes);
