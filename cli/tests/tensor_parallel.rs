@@ -97,44 +97,16 @@ fn a_plan_file_splits_what_it_names_and_a_dim_out_of_range_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    std::fs::write(
-        &plan,
-        r#"{"devices": 2, "split": [{"weights": "fc1.bias", "dim": 1}]}"#,
-    )
-    .unwrap();
-    let out = fxhlo(
-        &[
-            "run",
-            fixture("gpt_block").to_str().unwrap(),
-            "--plan",
-            plan.to_str().unwrap(),
-        ],
-        &[],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("splits dim 1 of weight `fc1.bias`")
-            && err.contains("rank 1"),
-        "{err}"
-    );
-
-    std::fs::write(&plan, r#"{"devices": 2, "splits": []}"#).unwrap();
-    let out = fxhlo(
-        &[
-            "run",
-            fixture("gpt_block").to_str().unwrap(),
-            "--plan",
-            plan.to_str().unwrap(),
-        ],
-        &[],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("not a tensor-parallel plan")
-            && err.contains("splits"),
-        "{err}"
-    );
+    // `plan`'s run of gpt_block, which must fail: its stderr.
+    let refused = |text: &str| {
+        std::fs::write(&plan, text).unwrap();
+        let out = fxhlo(&["run", fixture("gpt_block").to_str().unwrap(), "--plan", plan.to_str().unwrap()], &[]);
+        assert!(!out.status.success(), "{text} ran");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused(r#"{"devices": 2, "split": [{"weights": "fc1.bias", "dim": 1}]}"#);
+    assert!(err.contains("splits dim 1 of weight `fc1.bias`") && err.contains("rank 1"), "{err}");
+    let err = refused(r#"{"devices": 2, "splits": []}"#);
+    assert!(err.contains("not a tensor-parallel plan") && err.contains("splits"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -114,7 +114,9 @@ const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
   indexing node and the call raises `IndexError` naming the node instead. Valid ranges are
   PyTorch's: `[-n, n)` for advanced indexing, `[0, n)` for the others.
 - **NaN in `maximum`/`minimum`/`clamp`/`relu`/`amax`/`amin`/max pooling** propagates, as in eager
-  (selected explicitly: XLA's CPU `maximum` drops a NaN second operand). `fmax`/`fmin` return
+  (selected explicitly: XLA's CPU `maximum` drops a NaN second operand; for `amax`/`amin` the
+  check is a second reduction outside the reduction's body, because libtpu's fusion pass
+  crashed on a `select` inside it). `fmax`/`fmin` return
   NaN only where both operands are NaN.
 - **`copysign`** copies the sign bit, so `-0.0` and negative NaNs give a negative result, as in
   eager.
