@@ -23,6 +23,7 @@ use crate::env::FXHLO_AOT_WORKER;
 use crate::pipeline::{Lowered, Pipeline};
 use crate::{Error, Result};
 
+
 /// A target to compile for ahead of time, resolved: its plugin and the identity the cache key
 /// gives it.
 #[derive(Debug, Clone)]
@@ -45,15 +46,8 @@ impl AotTarget {
             )));
         }
         let target = Target::resolve_ahead_of_time(name, env)?;
-        let id = format!(
-            "{name} ahead of time, plugin {}",
-            plugin_identity(&target.plugin)
-        );
-        Ok(AotTarget {
-            name: name.clone(),
-            target,
-            id,
-        })
+        let id = format!("{name} ahead of time, plugin {}", plugin_identity(&target.plugin));
+        Ok(AotTarget { name: name.clone(), target, id })
     }
 }
 
@@ -69,13 +63,8 @@ fn plugin_identity(plugin: &Path) -> String {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let file = plugin
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let package = package_version(plugin)
-        .map(|v| format!(" ({v})"))
-        .unwrap_or_default();
+    let file = plugin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let package = package_version(plugin).map(|v| format!(" ({v})")).unwrap_or_default();
     format!("{file}{package} {size} bytes modified {modified}")
 }
 
@@ -85,17 +74,11 @@ fn package_version(plugin: &Path) -> Option<String> {
     let pkg_dir = plugin.parent()?;
     let pkg = pkg_dir.file_name()?.to_str()?.to_string();
     let site = pkg_dir.parent()?;
-    std::fs::read_dir(site)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .find_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let rest = name
-                .strip_suffix(".dist-info")?
-                .strip_prefix(&format!("{pkg}-"))?
-                .to_string();
-            Some(format!("{pkg} {rest}"))
-        })
+    std::fs::read_dir(site).ok()?.filter_map(|e| e.ok()).find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rest = name.strip_suffix(".dist-info")?.strip_prefix(&format!("{pkg}-"))?.to_string();
+        Some(format!("{pkg} {rest}"))
+    })
 }
 
 /// How to start the worker process: a program and the arguments before the worker's own.
@@ -112,21 +95,16 @@ impl Worker {
     /// `FXHLO_AOT_WORKER` when set, else `fxhlo` next to the running executable (the CLI
     /// itself; test binaries live one folder below it), else `fxhlo` on `PATH`.
     pub fn from_env() -> Worker {
-        let binary = std::env::var_os(FXHLO_AOT_WORKER)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let exe = std::env::current_exe().ok();
-                let name = format!("fxhlo{}", std::env::consts::EXE_SUFFIX);
-                exe.iter()
-                    .flat_map(|e| e.ancestors().skip(1).take(2))
-                    .map(|dir| dir.join(&name))
-                    .find(|p| p.is_file())
-                    .unwrap_or_else(|| PathBuf::from(name))
-            });
-        Worker {
-            program: binary,
-            args: vec!["aot-worker".into()],
-        }
+        let binary = std::env::var_os(FXHLO_AOT_WORKER).map(PathBuf::from).unwrap_or_else(|| {
+            let exe = std::env::current_exe().ok();
+            let name = format!("fxhlo{}", std::env::consts::EXE_SUFFIX);
+            exe.iter()
+                .flat_map(|e| e.ancestors().skip(1).take(2))
+                .map(|dir| dir.join(&name))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| PathBuf::from(name))
+        });
+        Worker { program: binary, args: vec!["aot-worker".into()] }
     }
 }
 
@@ -177,24 +155,14 @@ impl Pipeline {
         }
         if cache.config().error_on_compile && !fresh {
             let (_, detail) = cache.explain_miss(key);
-            return Err(Error::CompileRefused {
-                graph: graph.to_string(),
-                detail,
-            });
+            return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
         let partitions = self.options().devices();
         let (bytes, cost) = run_worker(graph, &lowered.mlir, target, worker, partitions)?;
         cache.count_compile();
         cache.put(key, bytes.clone());
         tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
-        Ok(AotCompiled {
-            graph: graph.to_string(),
-            bytes,
-            cost: Some(cost),
-            key: key.clone(),
-            cached: None,
-            compile_time: start.elapsed(),
-        })
+        Ok(AotCompiled { graph: graph.to_string(), bytes, cost: Some(cost), key: key.clone(), cached: None, compile_time: start.elapsed() })
     }
 }
 
@@ -300,19 +268,11 @@ fn run_worker(
                 .find_map(|l| l.strip_prefix("error: "))
                 .unwrap_or(stderr.trim())
                 .to_string();
-            return Err(Error::AotCompile {
-                graph: graph.to_string(),
-                target: label,
-                message,
-            });
+            return Err(Error::AotCompile { graph: graph.to_string(), target: label, message });
         }
     }
     // Anything else: the compiler died. Keep the module for a bug report.
-    let kept = std::env::temp_dir().join(format!(
-        "fxhlo-crash-{}-{}.mlir",
-        file_safe(graph),
-        std::process::id()
-    ));
+    let kept = std::env::temp_dir().join(format!("fxhlo-crash-{}-{}.mlir", file_safe(graph), std::process::id()));
     let kept = match std::fs::copy(&module, &kept) {
         Ok(_) => kept,
         Err(_) => {
@@ -321,10 +281,7 @@ fn run_worker(
             module
         }
     };
-    let tail: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !startup_noise(l))
-        .collect();
+    let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty() && !startup_noise(l)).collect();
     let tail = if tail.is_empty() {
         "(nothing beyond the plugin's start-up warnings)".to_string()
     } else {
@@ -388,15 +345,8 @@ impl WorkDir {
     fn new() -> Result<WorkDir> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "fxhlo-aot-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        let dir = std::env::temp_dir().join(format!("fxhlo-aot-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         Ok(WorkDir(dir))
     }
 }
@@ -423,13 +373,9 @@ pub fn worker_main(args: &[String]) -> i32 {
         let i = args.iter().position(|a| a == flag)?;
         args.get(i + 1).cloned()
     };
-    let (Some(plugin), Some(topology), Some(module), Some(out), Some(cost)) = (
-        get("--plugin"),
-        get("--topology"),
-        get("--module"),
-        get("--out"),
-        get("--cost"),
-    ) else {
+    let (Some(plugin), Some(topology), Some(module), Some(out), Some(cost)) =
+        (get("--plugin"), get("--topology"), get("--module"), get("--out"), get("--cost"))
+    else {
         eprintln!("error: usage: aot-worker --plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>");
         return 2;
     };
@@ -444,11 +390,7 @@ pub fn worker_main(args: &[String]) -> i32 {
     };
     let run = || -> std::result::Result<(), String> {
         let mlir = std::fs::read_to_string(&module).map_err(|e| format!("{module}: {e}"))?;
-        let target = Target {
-            device: fxhlo_runtime::DeviceKind::Tpu,
-            plugin: PathBuf::from(&plugin),
-            topology: Some(topology.clone()),
-        };
+        let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology.clone()) };
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
         let exe = compiler
             .compile(

@@ -117,13 +117,7 @@ impl Pipeline {
     /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the cache key,
     /// the imported IR, the IR after passes (if they changed it) and the module (or the
     /// lowering error) are written.
-    pub fn lower(
-        &self,
-        graph: &Graph,
-        frozen: &Frozen,
-        dump: Option<&Dump>,
-        target: &str,
-    ) -> Result<Lowered> {
+    pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
         let key = self.key(graph, frozen, target);
         if let Some(d) = dump {
             d.write_file("cache-key.json", key.to_json().as_bytes())?;
@@ -135,10 +129,7 @@ impl Pipeline {
         let mut optimized = graph.clone();
         PassManager::new(self.options.passes()).run(&mut optimized)?;
         let checks = Checks(
-            optimized
-                .outputs()
-                .get(graph.outputs().len()..)
-                .unwrap_or_default()
+            optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
                 .iter()
                 .map(|v| {
                     let name = &optimized.node(v.node).name;
@@ -209,12 +200,7 @@ impl Pipeline {
                 }
             })
             .collect();
-        Ok(Lowered {
-            mlir,
-            inputs,
-            checks,
-            key,
-        })
+        Ok(Lowered { mlir, inputs, checks, key })
     }
 }
 
@@ -247,26 +233,14 @@ pub struct Checks(pub Vec<String>);
 impl Checks {
     /// Splits the check outputs off `outputs` (a run's results, read on the host by `read`)
     /// and fails with [`Error::IndexOutOfRange`] naming the first node whose check is true.
-    pub fn strip<T>(
-        &self,
-        graph: &str,
-        outputs: &mut Vec<T>,
-        read: impl Fn(&T) -> Result<bool>,
-    ) -> Result<()> {
+    pub fn strip<T>(&self, graph: &str, outputs: &mut Vec<T>, read: impl Fn(&T) -> Result<bool>) -> Result<()> {
         let n = outputs.len().checked_sub(self.0.len()).ok_or_else(|| {
-            Error::Input(format!(
-                "graph `{graph}`: {} outputs, fewer than its {} index checks",
-                outputs.len(),
-                self.0.len()
-            ))
+            Error::Input(format!("graph `{graph}`: {} outputs, fewer than its {} index checks", outputs.len(), self.0.len()))
         })?;
         let checks = outputs.split_off(n);
         for (node, flag) in self.0.iter().zip(&checks) {
             if read(flag)? {
-                return Err(Error::IndexOutOfRange {
-                    graph: graph.to_string(),
-                    node: node.clone(),
-                });
+                return Err(Error::IndexOutOfRange { graph: graph.to_string(), node: node.clone() });
             }
         }
         Ok(())
@@ -297,33 +271,14 @@ mod tests {
     fn options_read_json_with_defaults_and_name_what_is_wrong() {
         assert_eq!(Options::from_json("{}").ok(), Some(Options::default()));
         let o = Options::from_json(r#"{"device": "cpu", "check_indices": true}"#).ok();
-        assert_eq!(
-            o,
-            Some(Options {
-                device: TargetName::default(),
-                check_indices: true
-            })
-        );
-        let unknown = Options::from_json(r#"{"devise": "cpu"}"#)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        assert_eq!(o, Some(Options { device: TargetName::default(), check_indices: true }));
+        let unknown = Options::from_json(r#"{"devise": "cpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(unknown.contains("unknown field `devise`"), "{unknown}");
-        let bad = Options::from_json(r#"{"device": "gpu"}"#)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let bad = Options::from_json(r#"{"device": "gpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(bad.contains("gpu"), "{bad}");
         // The JSON form round-trips, and another value changes the fingerprint.
         let text = serde_json::to_string(&Options::default()).unwrap_or_default();
         assert_eq!(Options::from_json(&text).ok(), Some(Options::default()));
-        assert_ne!(
-            Options::default().fingerprint(),
-            Options {
-                check_indices: true,
-                ..Options::default()
-            }
-            .fingerprint()
-        );
+        assert_ne!(Options::default().fingerprint(), Options { check_indices: true, ..Options::default() }.fingerprint());
     }
 }

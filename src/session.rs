@@ -44,11 +44,7 @@ impl Session {
     }
 
     /// [`Session::new_in`] with its own compile cache instead of the process's.
-    pub fn with_cache(
-        options: Options,
-        env: &EnvConfig,
-        cache: Arc<CompileCache>,
-    ) -> Result<Session> {
+    pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Session> {
         if options.device.is_ahead_of_time() {
             return Err(Error::Options(format!(
                 "device `{}` is a topology to compile for ahead of time, with no device to run on here: \
@@ -59,12 +55,7 @@ impl Session {
         let target = Target::resolve_in(options.device.device, env)?;
         let client = Client::with_devices(&target, env, options.devices())?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
-        Ok(Session {
-            pipeline: Pipeline::new(options),
-            target,
-            client,
-            cache,
-        })
+        Ok(Session { pipeline: Pipeline::new(options), target, client, cache })
     }
 
     /// The compile cache this session reads and fills.
@@ -76,12 +67,7 @@ impl Session {
     /// version as PJRT reports them, and the device count.
     pub fn target_id(&self) -> String {
         let c = &self.client;
-        target_id(
-            &c.platform_name(),
-            &c.platform_version(),
-            c.addressable_device_count(),
-            self.target.topology.as_deref(),
-        )
+        target_id(&c.platform_name(), &c.platform_version(), c.addressable_device_count(), self.target.topology.as_deref())
     }
 
     /// The key of `graph` (as imported) compiled by this session with `frozen` inputs.
@@ -91,12 +77,7 @@ impl Session {
 
     /// The executable of `key` from the cache, or `mlir` compiled (and cached) on a miss; with
     /// where it came from (`None`: compiled). With `FXHLO_ERROR_ON_COMPILE` a miss is an error.
-    pub fn executable(
-        &self,
-        graph: &str,
-        key: &CacheKey,
-        mlir: &str,
-    ) -> Result<(Executable, Option<Tier>)> {
+    pub fn executable(&self, graph: &str, key: &CacheKey, mlir: &str) -> Result<(Executable, Option<Tier>)> {
         if let Some((bytes, tier)) = self.cache.get(key) {
             match self.client.load_serialized(&bytes) {
                 Ok(exe) => return Ok((exe, Some(tier))),
@@ -108,10 +89,7 @@ impl Session {
         }
         if self.cache.config().error_on_compile {
             let (_, detail) = self.cache.explain_miss(key);
-            return Err(Error::CompileRefused {
-                graph: graph.to_string(),
-                detail,
-            });
+            return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
         let devices = self.pipeline.options().devices();
         let executable = self.client.compile_with_options(
@@ -125,10 +103,7 @@ impl Session {
         self.cache.count_compile();
         match executable.serialize() {
             Ok(bytes) => self.cache.put(key, bytes),
-            Err(e) => tracing::warn!(
-                graph,
-                "fxhlo cache: the plugin cannot serialize this executable ({e}); not cached"
-            ),
+            Err(e) => tracing::warn!(graph, "fxhlo cache: the plugin cannot serialize this executable ({e}); not cached"),
         }
         Ok((executable, None))
     }
@@ -177,37 +152,15 @@ impl Session {
     /// named in `frozen` (parameters, usually) become constants of the executable, holding the
     /// given bytes, and are not inputs of [`Compiled`]: XLA may fold them, and later changes
     /// to the tensors they came from are not seen.
-    pub fn compile_dumped(
-        &self,
-        graph: &Graph,
-        dump: Option<&Dump>,
-        frozen: &Frozen,
-    ) -> Result<Compiled> {
+    pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
         let start = Instant::now();
-        let Lowered {
-            mlir,
-            key,
-            inputs,
-            checks,
-        } = self
-            .pipeline
-            .lower(graph, frozen, dump, &self.target_id())?;
+        let Lowered { mlir, key, inputs, checks } = self.pipeline.lower(graph, frozen, dump, &self.target_id())?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
         let (executable, cached) = self.executable(&graph.name, &key, &mlir)?;
         let compile_time = start.elapsed();
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
-        Ok(Compiled {
-            graph: graph.name.clone(),
-            executable,
-            mlir,
-            inputs,
-            checks,
-            key,
-            cached,
-            codegen_time,
-            compile_time,
-        })
+        Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
     }
 }
 
@@ -236,8 +189,7 @@ impl Compiled {
     /// Runs on host tensors given in calling order (every input, weights included); checks
     /// each against the signature first.
     pub fn run(&self, session: &Session, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> =
-            args.iter().map(|a| (a, None)).collect();
+        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> = args.iter().map(|a| (a, None)).collect();
         self.run_resident(session, &mut ResidentWeights::new(args.len()), &unkept)
     }
 
@@ -279,9 +231,7 @@ impl Compiled {
                 fresh.push(None);
                 continue;
             }
-            let buffer = session
-                .client()
-                .upload_permuted(arg, sig.layout.as_deref())?;
+            let buffer = session.client().upload_permuted(arg, sig.layout.as_deref())?;
             match stamp {
                 Some(stamp) => {
                     weights.keep(i, *stamp, buffer, Box::new(()));
@@ -358,10 +308,7 @@ impl Compiled {
         for sig in &self.inputs {
             let view = match &sig.weight {
                 Some(key) => bundle.weights.as_ref().and_then(|w| w.get(key)),
-                None => bundle
-                    .reference
-                    .as_ref()
-                    .and_then(|r| r.get(&format!("input.{}", sig.name))),
+                None => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
             };
             let view = view.ok_or_else(|| {
                 Error::Input(format!(

@@ -20,11 +20,7 @@ use fxhlo::{
 const FXHLO_LOG: &str = "FXHLO_LOG";
 
 #[derive(Parser)]
-#[command(
-    name = "fxhlo",
-    version,
-    about = "fxhlo: FX graphs to StableHLO on PJRT devices"
-)]
+#[command(name = "fxhlo", version, about = "fxhlo: FX graphs to StableHLO on PJRT devices")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -191,10 +187,7 @@ fn main() -> ExitCode {
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env(FXHLO_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
@@ -250,20 +243,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 // The last line carries the errors, whatever the outcome.
                 println!("{report}");
-                return Ok(if passed {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                });
+                return Ok(if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE });
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import {
-            bundle,
-            print,
-            dot,
-            write_bin,
-        } => {
+        Command::Import { bundle, print, dot, write_bin } => {
             let bundle = open(&bundle)?;
             if print {
                 print!("{}", fxhlo::ir::print(&bundle.graph));
@@ -277,41 +261,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if !print && !dot {
                 let g = &bundle.graph;
-                eprintln!(
-                    "imported `{}`: {} nodes, {} inputs, {} outputs",
-                    g.name,
-                    g.node_count(),
-                    g.inputs().len(),
-                    g.outputs().len()
-                );
+                eprintln!("imported `{}`: {} nodes, {} inputs, {} outputs", g.name, g.node_count(), g.inputs().len(), g.outputs().len());
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench {
-            bundle,
-            device,
-            compiles,
-            runs,
-        } => {
+        Command::Bench { bundle, device, compiles, runs } => {
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
-            let private = CacheConfig {
-                mode: CacheMode::Off,
-                error_on_compile: false,
-                ..CacheConfig::from_env()
-            };
-            let options = Options {
-                device: device_kind(device).into(),
-                ..Options::default()
-            };
-            let session = Session::with_cache(
-                options,
-                &EnvConfig::from_env(),
-                Arc::new(CompileCache::new(private)),
-            )?;
+            let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
+            let options = Options { device: device_kind(device).into(), ..Options::default() };
+            let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
             for _ in 0..compiles.max(1) {
@@ -330,36 +292,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 latency.push(t.elapsed().as_secs_f64());
             }
             latency.remove(0); // the first run includes one-time allocations
-            let (cg, cp, lat) = (
-                median(&mut codegen),
-                median(&mut compile),
-                median(&mut latency),
-            );
+            let (cg, cp, lat) = (median(&mut codegen), median(&mut compile), median(&mut latency));
             println!("bundle: {} ({} nodes)", b.graph.name, b.graph.node_count());
             println!("import:       {:>9.2} ms", import.as_secs_f64() * 1e3);
-            println!(
-                "codegen:      {:>9.2} ms  (median of {})",
-                cg * 1e3,
-                codegen.len()
-            );
-            println!(
-                "PJRT compile: {:>9.2} ms  (median of {})",
-                cp * 1e3,
-                compile.len()
-            );
+            println!("codegen:      {:>9.2} ms  (median of {})", cg * 1e3, codegen.len());
+            println!("PJRT compile: {:>9.2} ms  (median of {})", cp * 1e3, compile.len());
             println!("codegen share of compile: {:.1} %", 100.0 * cg / (cg + cp));
             match load {
-                Some(load) => println!(
-                    "cache load:   {:>9.2} ms  (deserializing the executable)",
-                    load.as_secs_f64() * 1e3
-                ),
+                Some(load) => println!("cache load:   {:>9.2} ms  (deserializing the executable)", load.as_secs_f64() * 1e3),
                 None => println!("cache load:   n/a (the plugin cannot serialize this executable)"),
             }
-            println!(
-                "run (upload + execute + download): {:.3} ms  (median of {})",
-                lat * 1e3,
-                latency.len()
-            );
+            println!("run (upload + execute + download): {:.3} ms  (median of {})", lat * 1e3, latency.len());
             Ok(ExitCode::SUCCESS)
         }
         Command::Compile {
@@ -382,11 +325,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let bundle = open(&bundle)?;
             let dump = match &dump {
                 Some(root) => {
-                    let d = fxhlo::Dump::create(
-                        root,
-                        &bundle.graph.name,
-                        &fxhlo::ir::print(&bundle.graph),
-                    )?;
+                    let d = fxhlo::Dump::create(root, &bundle.graph.name, &fxhlo::ir::print(&bundle.graph))?;
                     // The trace that was read: its own bytes when it was JSON, else its JSON.
                     let json = match std::fs::read(&bundle.graph_file) {
                         Ok(bytes) if !bytes.starts_with(fxhlo::frontend::encoding::MAGIC) => bytes,
@@ -419,8 +358,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if cache {
                 let session = Session::new(options)?;
-                let compiled =
-                    session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
+                let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
                 let line = cache_line(&session, &compiled);
                 match emit {
                     None => println!("{line}"),
@@ -438,11 +376,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
                 // No device here: the key names the device kind only (nothing is compiled or cached).
                 let target = format!("{} (not compiled)", options.device);
-                Some(
-                    fxhlo::Pipeline::new(options.clone())
-                        .lower(&bundle.graph, &Frozen::new(), dump.as_ref(), &target)
-                        .context("lowering to StableHLO")?,
-                )
+                Some(fxhlo::Pipeline::new(options.clone()).lower(&bundle.graph, &Frozen::new(), dump.as_ref(), &target).context("lowering to StableHLO")?)
             } else {
                 None
             };
@@ -456,9 +390,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", aot::cost(&bundle, &target, tp.plan()?)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::AotWorker { args } => Ok(ExitCode::from(
-            fxhlo::aot::worker_main(&args).clamp(0, 255) as u8,
-        )),
+        Command::AotWorker { args } => Ok(ExitCode::from(fxhlo::aot::worker_main(&args).clamp(0, 255) as u8)),
         Command::Cache { command } => cache::run(command),
     }
 }
@@ -487,16 +419,10 @@ fn cache_line(session: &Session, compiled: &Compiled) -> String {
     let platform = session.client().platform_name();
     let digest = compiled.key.hex();
     let config = session.cache().config();
-    let entry = config
-        .dir
-        .as_deref()
-        .map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.key));
+    let entry = config.dir.as_deref().map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.key));
     let stored = match (config.mode, &entry) {
         (CacheMode::Off, _) => format!("not stored on disk ({}=off)", fxhlo::env::FXHLO_CACHE),
-        (_, None) => format!(
-            "not stored on disk (no cache folder: set {})",
-            fxhlo::env::FXHLO_CACHE_DIR
-        ),
+        (_, None) => format!("not stored on disk (no cache folder: set {})", fxhlo::env::FXHLO_CACHE_DIR),
         (_, Some(path)) if path.is_file() => format!("entry {}", path.display()),
         (CacheMode::ReadOnly, Some(_)) => {
             format!("not stored on disk ({}=read-only)", fxhlo::env::FXHLO_CACHE)
@@ -507,16 +433,8 @@ fn cache_line(session: &Session, compiled: &Compiled) -> String {
         ),
     };
     match compiled.cached {
-        None => format!(
-            "compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}",
-            compiled.graph,
-            provenance(compiled)
-        ),
-        Some(_) => format!(
-            "`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}",
-            compiled.graph,
-            provenance(compiled)
-        ),
+        None => format!("compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}", compiled.graph, provenance(compiled)),
+        Some(_) => format!("`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}", compiled.graph, provenance(compiled)),
     }
 }
 
@@ -545,10 +463,5 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// `f32[2,4] = [0.1, ...]`, at most 8 values.
 fn describe(t: &HostTensor) -> String {
-    format!(
-        "{}{:?} = {}",
-        t.element_type.name(),
-        t.dims,
-        fxhlo::Values::of(t).preview(8)
-    )
+    format!("{}{:?} = {}", t.element_type.name(), t.dims, fxhlo::Values::of(t).preview(8))
 }

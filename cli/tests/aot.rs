@@ -22,6 +22,7 @@ fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -54,33 +55,12 @@ fn model_fixtures_compile_ahead_of_time_for_v6e_and_v5e() {
             let bundle = fixtures().join(format!("{name}.fxt"));
             let exe = dir.join(format!("{name}-{}.tpu", topology.replace(':', "_")));
             let target = format!("tpu:{topology}");
-            let out = fxhlo(
-                &[
-                    "compile",
-                    bundle.to_str().unwrap(),
-                    "--target",
-                    &target,
-                    "-o",
-                    exe.to_str().unwrap(),
-                ],
-                &[],
-            );
-            assert!(
-                out.status.success(),
-                "{name} for {target}: {}",
-                stderr(&out)
-            );
-            assert!(
-                stdout(&out).contains(&format!("`{name}` for {target}: compiled in")),
-                "{}",
-                stdout(&out)
-            );
+            let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", &target, "-o", exe.to_str().unwrap()], &[]);
+            assert!(out.status.success(), "{name} for {target}: {}", stderr(&out));
+            assert!(stdout(&out).contains(&format!("`{name}` for {target}: compiled in")), "{}", stdout(&out));
             let size = fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
             // A real TPU executable: libtpu's serialized form is at least tens of kilobytes.
-            assert!(
-                size > 10_000,
-                "{name} for {target}: executable of {size} bytes"
-            );
+            assert!(size > 10_000, "{name} for {target}: executable of {size} bytes");
         }
     }
     let _ = fs::remove_dir_all(&dir);
@@ -162,10 +142,7 @@ fn a_crash_of_the_tpu_compiler_is_an_error_not_a_dead_process() {
 fn ahead_of_time_executables_go_through_the_cache_keyed_by_topology() {
     let dir = scratch("cache");
     let cache = dir.join("cache");
-    let env = [
-        ("FXHLO_CACHE", "read-write"),
-        ("FXHLO_CACHE_DIR", cache.to_str().unwrap()),
-    ];
+    let env = [("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", cache.to_str().unwrap())];
     let bundle = fixtures().join("mlp.fxt");
     let b = bundle.to_str().unwrap();
     let key = |out: &Output| {
@@ -176,29 +153,13 @@ fn ahead_of_time_executables_go_through_the_cache_keyed_by_topology() {
             .unwrap_or_default()
     };
     let first = fxhlo(&["compile", b, "--target", "tpu:v6e:2x2"], &env);
-    assert!(
-        first.status.success() && stdout(&first).contains("compiled in"),
-        "{}",
-        stderr(&first)
-    );
+    assert!(first.status.success() && stdout(&first).contains("compiled in"), "{}", stderr(&first));
     let second = fxhlo(&["compile", b, "--target", "tpu:v6e:2x2"], &env);
-    assert!(
-        second.status.success() && stdout(&second).contains("already cached (disk tier"),
-        "{}",
-        stdout(&second)
-    );
+    assert!(second.status.success() && stdout(&second).contains("already cached (disk tier"), "{}", stdout(&second));
     assert_eq!(key(&first), key(&second));
     let other = fxhlo(&["compile", b, "--target", "tpu:v5e:2x2"], &env);
-    assert!(
-        other.status.success() && stdout(&other).contains("compiled in"),
-        "{}",
-        stdout(&other)
-    );
-    assert_ne!(
-        key(&first),
-        key(&other),
-        "v6e and v5e executables must not share a key"
-    );
+    assert!(other.status.success() && stdout(&other).contains("compiled in"), "{}", stdout(&other));
+    assert_ne!(key(&first), key(&other), "v6e and v5e executables must not share a key");
     assert_eq!(key(&first).len(), 64);
     let _ = fs::remove_dir_all(&dir);
 }
@@ -217,10 +178,7 @@ fn the_cost_of_a_matmul_is_two_m_n_k_flops() {
         ),
     )
     .unwrap();
-    let out = fxhlo(
-        &["cost", module.to_str().unwrap(), "--target", "tpu:v6e:2x2"],
-        &[],
-    );
+    let out = fxhlo(&["cost", module.to_str().unwrap(), "--target", "tpu:v6e:2x2"], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let field = |name: &str| -> f64 {
@@ -250,15 +208,7 @@ fn the_cost_of_a_matmul_is_two_m_n_k_flops() {
 #[test]
 fn an_unknown_topology_is_named_in_the_error() {
     let bundle = fixtures().join("mlp.fxt");
-    let out = fxhlo(
-        &[
-            "compile",
-            bundle.to_str().unwrap(),
-            "--target",
-            "tpu:v99:9x9",
-        ],
-        &[],
-    );
+    let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", "tpu:v99:9x9"], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("v99:9x9"), "{}", stderr(&out));
 }
@@ -276,10 +226,7 @@ fn tpu_without_a_tpu_fails_in_under_a_second_and_says_how_to_compile_ahead_of_ti
     println!("failed after {:.0} ms", took.as_secs_f64() * 1e3);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(
-        err.contains("no TPU found") && err.contains("--target tpu:v6e:2x2"),
-        "{err}"
-    );
+    assert!(err.contains("no TPU found") && err.contains("--target tpu:v6e:2x2"), "{err}");
     assert!(took < Duration::from_secs(1), "took {took:?}");
     let _ = fs::remove_dir_all(&dev);
 }

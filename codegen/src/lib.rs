@@ -38,10 +38,7 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
             ops.push(UnsupportedOp {
                 target,
                 node: node.name.to_string(),
-                source: node
-                    .source
-                    .as_ref()
-                    .map(|s| format!("{}:{}", s.file, s.line)),
+                source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
             });
         }
     }
@@ -70,10 +67,7 @@ pub fn lower_with(
 ) -> Result<String> {
     let unsupported = unsupported_ops(graph)?;
     if !unsupported.is_empty() {
-        return Err(Error::Unsupported {
-            graph: graph.name.clone(),
-            ops: unsupported,
-        });
+        return Err(Error::Unsupported { graph: graph.name.clone(), ops: unsupported });
     }
     let ctx = Context::new();
     // Only `func` is an upstream dialect we use; loading every upstream dialect costs tens of
@@ -85,31 +79,17 @@ pub fn lower_with(
     let module_loc = Location::new(&ctx, &graph.name, 0, 0);
     let mut module = Module::new(module_loc);
     for name in frozen.keys() {
-        if !graph
-            .inputs()
-            .iter()
-            .any(|&id| graph.node(id).name == *name)
-        {
-            return Err(Error::Internal {
-                node: name.clone(),
-                message: "frozen, but not an input of the graph".into(),
-            });
+        if !graph.inputs().iter().any(|&id| graph.node(id).name == *name) {
+            return Err(Error::Internal { node: name.clone(), message: "frozen, but not an input of the graph".into() });
         }
     }
-    let params: Vec<NodeId> = graph
-        .inputs()
-        .iter()
-        .copied()
-        .filter(|&id| !frozen.contains_key(&*graph.node(id).name))
-        .collect();
+    let params: Vec<NodeId> =
+        graph.inputs().iter().copied().filter(|&id| !frozen.contains_key(&*graph.node(id).name)).collect();
     let declared = |id: NodeId| match layouts.get(&id) {
         Some(perm) => layout::permuted(&graph.node(id).results[0], perm),
         None => graph.node(id).results[0].clone(),
     };
-    let arg_types: Vec<_> = params
-        .iter()
-        .map(|&id| emit::tensor_type(&ctx, &declared(id)))
-        .collect();
+    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &declared(id))).collect();
     let result_types: Vec<_> = graph
         .outputs()
         .iter()
@@ -117,10 +97,7 @@ pub fn lower_with(
         .collect::<Option<_>>()
         .ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
 
-    let arg_locs: Vec<_> = params
-        .iter()
-        .map(|&id| node_location(&ctx, graph, id))
-        .collect();
+    let arg_locs: Vec<_> = params.iter().map(|&id| node_location(&ctx, graph, id)).collect();
     let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
     emit_body(&ctx, &block, graph, &params, frozen, layouts)?;
     let region = Region::new();
@@ -167,18 +144,12 @@ pub fn lower_with(
     );
     module.body().append_operation(main);
     if !module.as_operation().verify() {
-        return Err(Error::Internal {
-            node: graph.name.clone(),
-            message: "the built module does not verify".into(),
-        });
+        return Err(Error::Internal { node: graph.name.clone(), message: "the built module does not verify".into() });
     }
     module
         .as_operation()
         .to_string_with_flags(OperationPrintingFlags::new().enable_debug_info(true, false))
-        .map_err(|e| Error::Internal {
-            node: graph.name.clone(),
-            message: format!("printing the module: {e}"),
-        })
+        .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("printing the module: {e}") })
 }
 
 /// Lowers every node into `block` and appends the `func.return`. `params` are the inputs that
@@ -194,19 +165,12 @@ fn emit_body<'c>(
 ) -> Result<()> {
     let mut e = Emitter::new(ctx, block);
     for (i, &id) in params.iter().enumerate() {
-        let arg = block
-            .argument(i)
-            .map_err(|err| e.internal(err.to_string()))?;
+        let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
         let value = match layouts.get(&id) {
             Some(perm) => {
                 e.node = graph.node(id).name.to_string();
                 let declared = layout::permuted(&graph.node(id).results[0], perm);
-                e.transpose(
-                    arg.into(),
-                    &declared,
-                    &layout::inverse(perm),
-                    node_location(ctx, graph, id),
-                )?
+                e.transpose(arg.into(), &declared, &layout::inverse(perm), node_location(ctx, graph, id))?
             }
             None => arg.into(),
         };
@@ -220,11 +184,8 @@ fn emit_body<'c>(
             e.bind(ValueRef::first(id), value);
         }
     }
-    let used: std::collections::HashSet<ValueRef> = graph
-        .node_ids()
-        .flat_map(|n| graph.operands(n))
-        .chain(graph.outputs().iter().copied())
-        .collect();
+    let used: std::collections::HashSet<ValueRef> =
+        graph.node_ids().flat_map(|n| graph.operands(n)).chain(graph.outputs().iter().copied()).collect();
     for id in graph.topo_order()? {
         if matches!(graph.node(id).op, Op::Input { .. }) {
             continue;
@@ -241,57 +202,29 @@ fn emit_body<'c>(
             .collect();
         let values = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
         for (k, value) in values.into_iter().enumerate() {
-            e.bind(
-                ValueRef {
-                    node: id,
-                    result: k as u32,
-                },
-                value,
-            );
+            e.bind(ValueRef { node: id, result: k as u32 }, value);
         }
     }
-    let results = graph
-        .outputs()
-        .iter()
-        .map(|v| e.value(*v))
-        .collect::<Result<Vec<_>>>()?;
+    let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
     block.append_operation(func::r#return(&results, Location::unknown(ctx)));
     Ok(())
 }
 
-fn lower_node<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    graph: &Graph,
-    id: NodeId,
-    loc: Location<'c>,
-) -> Result<Vec<Value<'c, 'a>>> {
+fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Location<'c>) -> Result<Vec<Value<'c, 'a>>> {
     let node = graph.node(id);
     let refs = graph.operands(id);
     let mut operands = Vec::with_capacity(refs.len());
     for v in &refs {
-        let ty = graph
-            .value_type(*v)
-            .ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
+        let ty = graph.value_type(*v).ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
         operands.push((e.value(*v)?, ty));
     }
     // Every result empty: nothing to compute (and StableHLO rejects some ops on empty shapes).
-    if !node.results.is_empty()
-        && node.results.iter().all(|t| t.num_elements() == 0)
-        && !matches!(node.op, Op::Input { .. })
-    {
-        return node
-            .results
-            .iter()
-            .map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc))
-            .collect();
+    if !node.results.is_empty() && node.results.iter().all(|t| t.num_elements() == 0) && !matches!(node.op, Op::Input { .. }) {
+        return node.results.iter().map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc)).collect();
     }
     let values = lower::lower(e, &node.op, &operands, &node.results, loc)?;
     if values.len() != node.results.len() {
-        return Err(e.internal(format!(
-            "lowering gave {} values for {} results",
-            values.len(),
-            node.results.len()
-        )));
+        return Err(e.internal(format!("lowering gave {} values for {} results", values.len(), node.results.len())));
     }
     Ok(values)
 }
@@ -301,9 +234,7 @@ fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<String> {
     let node = graph.node(id);
     match &node.op {
         Op::Unknown { target } => Some(target.clone()),
-        Op::EmbeddingBag { .. }
-            if (1..node.results.len() as u32).any(|k| result_used(graph, id, k)) =>
-        {
+        Op::EmbeddingBag { .. } if (1..node.results.len() as u32).any(|k| result_used(graph, id, k)) => {
             Some("aten._embedding_bag (bookkeeping results)".into())
         }
         _ => None,
@@ -312,10 +243,7 @@ fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<String> {
 
 /// Whether result `k` of node `id` is used by another node or returned.
 fn result_used(graph: &Graph, id: NodeId, k: u32) -> bool {
-    let v = ValueRef {
-        node: id,
-        result: k,
-    };
+    let v = ValueRef { node: id, result: k };
     graph.outputs().contains(&v) || graph.node_ids().any(|n| graph.operands(n).contains(&v))
 }
 

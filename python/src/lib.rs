@@ -68,9 +68,7 @@ impl Executable {
         }
         let session = session(py, &p.options)?;
         // Another thread compiled it: the cache's memory tier has it, loaded in a few ms.
-        let (exe, _) = session
-            .executable(&p.graph, &p.key, &p.mlir)
-            .map_err(|e| compile_error(py, &e))?;
+        let (exe, _) = session.executable(&p.graph, &p.key, &p.mlir).map_err(|e| compile_error(py, &e))?;
         Ok(insert_loaded(p, session, exe))
     }
 }
@@ -105,11 +103,7 @@ impl Executable {
             }
             if arg.resident {
                 let ptr = data_ptr(&t)?;
-                let stamp = version(&t).map(|version| WeightStamp {
-                    identity: t.as_ptr() as usize,
-                    data_ptr: ptr,
-                    version,
-                });
+                let stamp = version(&t).map(|version| WeightStamp { identity: t.as_ptr() as usize, data_ptr: ptr, version });
                 if st.resident.hit(i, stamp).is_some() {
                     fresh.push(None);
                     continue;
@@ -123,24 +117,14 @@ impl Executable {
             let buffer = st
                 .session
                 .client()
-                .upload_strided(
-                    arg.element,
-                    &arg.device_dims,
-                    view.byte_strides.as_deref(),
-                    bytes,
-                )
+                .upload_strided(arg.element, &arg.device_dims, view.byte_strides.as_deref(), bytes)
                 .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
-            let counter = if arg.resident {
-                &p.weight_uploads
-            } else {
-                &p.input_uploads
-            };
+            let counter = if arg.resident { &p.weight_uploads } else { &p.input_uploads };
             counter.fetch_add(1, Ordering::Relaxed);
             match keep {
                 Some(stamp) => {
                     // The tensor object stays alive with the slot, so its identity is unique.
-                    st.resident
-                        .keep(i, stamp, buffer, Box::new(t.clone().unbind()));
+                    st.resident.keep(i, stamp, buffer, Box::new(t.clone().unbind()));
                     fresh.push(None);
                 }
                 None => fresh.push(Some(buffer)),
@@ -178,12 +162,10 @@ impl Executable {
         let mut outputs = outputs;
         if !p.checks.0.is_empty() {
             let flag = |b: &DeviceBuffer| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0));
-            p.checks
-                .strip(&p.graph, &mut outputs, flag)
-                .map_err(|e| match e {
-                    fxhlo::Error::IndexOutOfRange { .. } => PyIndexError::new_err(e.to_string()),
-                    e => error(py, "ExecutionError", &e.to_string()),
-                })?;
+            p.checks.strip(&p.graph, &mut outputs, flag).map_err(|e| match e {
+                fxhlo::Error::IndexOutOfRange { .. } => PyIndexError::new_err(e.to_string()),
+                e => error(py, "ExecutionError", &e.to_string()),
+            })?;
         }
         p.calls.fetch_add(1, Ordering::Relaxed);
         let list = PyList::empty(py);
@@ -206,10 +188,7 @@ impl Executable {
             };
             let kwargs = PyDict::new(py);
             kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(element).bind(py))?;
-            let tensor = dt
-                .torch_empty
-                .bind(py)
-                .call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
+            let tensor = dt.torch_empty.bind(py).call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
             if len > 0 {
                 let ptr = data_ptr(&tensor)?;
                 // SAFETY: `tensor` is a fresh contiguous CPU tensor of exactly `len` bytes that
@@ -273,12 +252,7 @@ impl Executable {
     /// are handed over without a copy, as on the CPU plugin) and `roundtrip_ns` (upload, run,
     /// download). Medians in nanoseconds. The reference for fxhlo's per-call
     /// overhead: a Python call costs this plus what the bridge adds.
-    fn bench_raw<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Bound<'py, PyList>,
-        iters: usize,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    fn bench_raw<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>, iters: usize) -> PyResult<Bound<'py, PyDict>> {
         let p = &self.program;
         let dt = dtypes(py)?;
         let state = self.loaded(py)?;
@@ -295,20 +269,13 @@ impl Executable {
             }
         }
         let upload = || -> Result<Vec<DeviceBuffer>, fxhlo::runtime::Error> {
-            params
-                .iter()
-                .zip(&hosts)
-                .map(|(a, h)| client.upload_bytes(a.element, &a.device_dims, h))
-                .collect()
+            params.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.device_dims, h)).collect()
         };
         let bufs = upload().map_err(rt)?;
         let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
         let first = st.exe.run(&refs).map_err(rt)?;
-        let mut sinks: Vec<Vec<u8>> = first
-            .iter()
-            .map(|b| b.byte_size().map(|n| vec![0u8; n]))
-            .collect::<Result<_, _>>()
-            .map_err(rt)?;
+        let mut sinks: Vec<Vec<u8>> =
+            first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(rt)?;
         let iters = iters.max(1);
         // The median time of `iters` runs of `f`, in nanoseconds.
         let median = |f: &mut dyn FnMut() -> Result<(), fxhlo::runtime::Error>| -> PyResult<u128> {
@@ -336,9 +303,7 @@ impl Executable {
         let roundtrip = median(&mut || {
             let bufs = upload()?;
             let outs = st.exe.run(&bufs.iter().collect::<Vec<_>>())?;
-            outs.iter()
-                .zip(sinks.iter_mut())
-                .try_for_each(|(o, sink)| o.copy_into(sink))
+            outs.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))
         })?;
         let d = PyDict::new(py);
         d.set_item("execute_ns", execute)?;
@@ -374,18 +339,14 @@ fn compile(
     dump: Option<PathBuf>,
     frozen: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Executable> {
-    let options =
-        fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let options = fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let session = session(py, &options)?;
     let values = frozen_values(frozen)?;
     let (graph, compiled) = session
         .compile_json(trace_json, origin.as_ref(), dump.as_deref(), &values)
         .map_err(|e| compile_error(py, &e))?;
-    let layouts: HashMap<&str, &Vec<usize>> = compiled
-        .inputs
-        .iter()
-        .filter_map(|s| Some((s.name.as_str(), s.layout.as_ref()?)))
-        .collect();
+    let layouts: HashMap<&str, &Vec<usize>> =
+        compiled.inputs.iter().filter_map(|s| Some((s.name.as_str(), s.layout.as_ref()?))).collect();
     let inputs = graph
         .inputs()
         .iter()
@@ -540,10 +501,7 @@ fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("misses_by_reason", misses)?;
     d.set_item("bytes_on_disk", s.bytes_on_disk)?;
     d.set_item("entries_on_disk", s.entries_on_disk)?;
-    d.set_item(
-        "dir",
-        cache.config().dir.as_ref().map(|p| p.display().to_string()),
-    )?;
+    d.set_item("dir", cache.config().dir.as_ref().map(|p| p.display().to_string()))?;
     let mode = match cache.config().mode {
         fxhlo::CacheMode::ReadWrite => "read-write",
         fxhlo::CacheMode::ReadOnly => "read-only",
@@ -559,12 +517,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // fxhlo's own warnings (an unusable cache entry, a cache folder that cannot be written)
     // reach stderr as in the CLI; `FXHLO_LOG` chooses the level (default `warn`; `info` shows
     // why each compile missed the cache). Another subscriber set by the host process wins.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FXHLO_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FXHLO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
     m.add_class::<Executable>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;

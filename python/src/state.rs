@@ -73,8 +73,7 @@ thread_local! {
 
 /// This thread's session for `options` (its device and compile options), created on first use.
 pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>> {
-    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned())
-    {
+    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
         return Ok(c);
     }
     let env = plugin_env(py, options.device.device)?;
@@ -98,10 +97,7 @@ pub(crate) fn plugin_env(
         // environment that is (fxhlo/_plugin.py says why). FXHLO_PJRT_PLUGIN and FXHLO_VENV,
         // when set, choose instead; when nothing is found the runtime's own search runs.
         let files = fxhlo::runtime::plugin::plugin_files(device).to_vec();
-        env.plugin = py
-            .import("fxhlo._plugin")?
-            .call_method1("find", (files,))?
-            .extract()?;
+        env.plugin = py.import("fxhlo._plugin")?.call_method1("find", (files,))?.extract()?;
     }
     if env.venv.is_none() && env.virtual_env.is_none() {
         // Not activated (`.venv/bin/python` run directly): search the interpreter's own
@@ -111,11 +107,7 @@ pub(crate) fn plugin_env(
     Ok(env)
 }
 
-pub(crate) fn insert_loaded(
-    p: &Program,
-    session: Rc<Session>,
-    exe: Loaded,
-) -> Rc<RefCell<ThreadExec>> {
+pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
     let t = Rc::new(RefCell::new(ThreadExec {
         session,
         exe,

@@ -255,12 +255,7 @@ impl Client {
     /// The bytes are read once, during the call (no staging copy): the caller may reuse them
     /// as soon as this returns. `bytes.len()` must be the dense size of `dims`. Booleans are
     /// one byte each and must be 0 or 1.
-    pub fn upload_bytes(
-        &self,
-        element_type: ElementType,
-        dims: &[i64],
-        bytes: &[u8],
-    ) -> Result<DeviceBuffer> {
+    pub fn upload_bytes(&self, element_type: ElementType, dims: &[i64], bytes: &[u8]) -> Result<DeviceBuffer> {
         self.upload_strided(element_type, dims, None, bytes)
     }
 

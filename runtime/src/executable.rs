@@ -84,10 +84,7 @@ impl RawApi {
         mlir: &str,
         options: &[u8],
     ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
-        let f = self
-            .table()
-            .PJRT_Client_Compile
-            .ok_or("the plugin does not implement PJRT_Client_Compile")?;
+        let f = self.table().PJRT_Client_Compile.ok_or("the plugin does not implement PJRT_Client_Compile")?;
         let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Client_Compile_Args::new();
         args.client = client;
