@@ -166,10 +166,28 @@ impl Pipeline {
     }
 }
 
-/// Imports a trace (the exporter's JSON, as the Python backend hands it over) and compiles it
-/// ahead of time for `options.device` (a target with a topology) through the process's
-/// compile cache; `dump` and `frozen` as in [`crate::Session::compile_json`]; `env` says where
-/// to find the plugin.
+/// Lowers `graph` for `options.device` (a target with a topology) and compiles it ahead of
+/// time through the process's compile cache (with `fresh`, not read from it: a cost analysis
+/// comes only from a compile). Returns the lowered module too. `frozen` and `dump` as in
+/// [`crate::Session::compile_dumped`]; `env` says where to find the plugin.
+pub fn compile_graph(
+    graph: &fxhlo_ir::Graph,
+    frozen: &crate::Frozen,
+    dump: Option<&crate::Dump>,
+    options: crate::Options,
+    env: &EnvConfig,
+    worker: &Worker,
+    fresh: bool,
+) -> Result<(Lowered, AotCompiled)> {
+    let target = AotTarget::resolve(&options.device, env)?;
+    let pipeline = Pipeline::new(options);
+    let lowered = pipeline.lower(graph, frozen, dump, &target.id)?;
+    let compiled = pipeline.compile_ahead_of_time(&graph.name, &lowered, &target, &CompileCache::global(), worker, fresh)?;
+    Ok((lowered, compiled))
+}
+
+/// [`compile_graph`] of a trace (the exporter's JSON, as the Python backend hands it over),
+/// with `dump` a root folder for the graph's dump.
 pub fn compile_json_ahead_of_time(
     json: &[u8],
     origin: &Path,
@@ -179,18 +197,8 @@ pub fn compile_json_ahead_of_time(
     env: &EnvConfig,
     worker: &Worker,
 ) -> Result<AotCompiled> {
-    let target = AotTarget::resolve(&options.device, env)?;
     let (graph, dump) = crate::session::import_json(json, origin, dump)?;
-    let pipeline = Pipeline::new(options);
-    let lowered = pipeline.lower(&graph, frozen, dump.as_ref(), &target.id)?;
-    pipeline.compile_ahead_of_time(
-        &graph.name,
-        &lowered,
-        &target,
-        &CompileCache::global(),
-        worker,
-        false,
-    )
+    compile_graph(&graph, frozen, dump.as_ref(), options, env, worker, false).map(|(_, compiled)| compiled)
 }
 
 /// Compiles a StableHLO module (text) for an ahead-of-time target in the worker, bypassing the
@@ -380,7 +388,7 @@ pub fn worker_main(args: &[String]) -> i32 {
         return 2;
     };
     // SPMD partitions (a tensor-parallel plan's devices); 1 when not given.
-    let partitions: i64 = match get("--partitions").map(|p| p.parse()) {
+    let partitions: usize = match get("--partitions").map(|p| p.parse()) {
         None => 1,
         Some(Ok(p)) if p >= 1 => p,
         Some(_) => {
@@ -393,14 +401,7 @@ pub fn worker_main(args: &[String]) -> i32 {
         let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology.clone()) };
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
         let exe = compiler
-            .compile(
-                &mlir,
-                &CompileOptions {
-                    num_partitions: partitions,
-                    use_spmd_partitioning: partitions > 1,
-                    ..CompileOptions::default()
-                },
-            )
+            .compile(&mlir, &CompileOptions::partitioned(partitions))
             .map_err(|e| e.to_string())?;
         fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes)
             .map_err(|e| format!("{out}: {e}"))?;

@@ -17,7 +17,7 @@ pub use fxhlo_codegen::Frozen;
 /// (which builds it from `torch.compile(..., options={...})` and hands it over as JSON). The
 /// defaults compile for the CPU plugin with the default pipeline. Dump folders and logging are
 /// not options: they never change the executable, so they are not part of the cache key.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// The target to compile for (and run on): `cpu`, `cuda`, `tpu`, or `tpu:<topology>` such
@@ -31,16 +31,6 @@ pub struct Options {
     /// Split the weights a plan names across devices and run the graph as one SPMD program
     /// over them (see [`TensorParallel`]); `None`: one device.
     pub tensor_parallel: Option<TensorParallel>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            device: TargetName::default(),
-            check_indices: false,
-            tensor_parallel: None,
-        }
-    }
 }
 
 impl Options {

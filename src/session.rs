@@ -91,15 +91,8 @@ impl Session {
             let (_, detail) = self.cache.explain_miss(key);
             return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
-        let devices = self.pipeline.options().devices();
-        let executable = self.client.compile_with_options(
-            mlir,
-            &CompileOptions {
-                num_partitions: devices as i64,
-                use_spmd_partitioning: devices > 1,
-                ..CompileOptions::default()
-            },
-        )?;
+        let partitions = CompileOptions::partitioned(self.pipeline.options().devices());
+        let executable = self.client.compile_with_options(mlir, &partitions)?;
         self.cache.count_compile();
         match executable.serialize() {
             Ok(bytes) => self.cache.put(key, bytes),
@@ -280,16 +273,7 @@ impl Compiled {
         for (sig, arg) in self.inputs.iter().zip(args) {
             for (d, list) in per_device.iter_mut().enumerate() {
                 let buffer = match sig.split {
-                    Some(dim) => {
-                        let (dims, strides, range) = shard_view(arg, dim, devices, d)?;
-                        client.upload_strided_to(
-                            d,
-                            arg.element_type,
-                            &dims,
-                            Some(&strides),
-                            &arg.bytes[range],
-                        )?
-                    }
+                    Some(dim) => client.upload_shard_to(d, arg, dim, devices, d)?,
                     None => client.upload_permuted_to(d, arg, sig.layout.as_deref())?,
                 };
                 list.push(buffer);
@@ -342,32 +326,4 @@ pub(crate) fn import_json(
         None => None,
     };
     Ok((graph, dump))
-}
-
-/// Device `d`'s slice of `t` split along `dim` into `n` equal parts, as a strided view: its
-/// dims, its byte strides, and the byte range of `t.bytes` it lies in (from its first element
-/// to the end of the tensor; the strides keep reads inside the slice).
-fn shard_view(
-    t: &HostTensor,
-    dim: usize,
-    n: usize,
-    d: usize,
-) -> Result<(Vec<i64>, Vec<i64>, std::ops::Range<usize>)> {
-    let size = t.dims.get(dim).copied().unwrap_or(0);
-    if n == 0 || size % n as i64 != 0 {
-        return Err(Error::Input(format!(
-            "dim {dim} of {:?} does not split into {n} equal parts",
-            t.dims
-        )));
-    }
-    let esize = t.element_type.byte_size() as i64;
-    let mut strides = vec![esize; t.dims.len()];
-    for i in (0..t.dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * t.dims[i + 1].max(1);
-    }
-    let part = size / n as i64;
-    let mut dims = t.dims.clone();
-    dims[dim] = part;
-    let start = (d as i64 * part * strides[dim]) as usize;
-    Ok((dims, strides, start..t.bytes.len()))
 }

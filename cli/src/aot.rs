@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use fxhlo::aot::{AotCompiled, AotTarget, Worker};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{CostAnalysis, EnvConfig, TargetName};
-use fxhlo::{CompileCache, Dump, Frozen, Lowered, Options, Pipeline, TensorParallel};
+use fxhlo::{Dump, Frozen, Lowered, Options, TensorParallel};
 
 /// Lowers `bundle` for the ahead-of-time `target` and compiles it through the process's
 /// compile cache (with `fresh`, not read from it: the cost analysis comes only from a compile).
@@ -19,12 +19,8 @@ pub(crate) fn compile(
     dump: Option<&Dump>,
     fresh: bool,
 ) -> anyhow::Result<(Lowered, AotCompiled)> {
-    let aot = AotTarget::resolve(&options.device, &EnvConfig::from_env())?;
-    let pipeline = Pipeline::new(options.clone());
-    let lowered = pipeline.lower(&bundle.graph, &Frozen::new(), dump, &aot.id)?;
-    let cache = CompileCache::global();
-    let compiled = pipeline.compile_ahead_of_time(&bundle.graph.name, &lowered, &aot, &cache, &Worker::from_env(), fresh)?;
-    Ok((lowered, compiled))
+    let env = EnvConfig::from_env();
+    Ok(fxhlo::aot::compile_graph(&bundle.graph, &Frozen::new(), dump, options.clone(), &env, &Worker::from_env(), fresh)?)
 }
 
 /// A StableHLO file compiled as it is (no cache): its name (the file stem), the executable, its

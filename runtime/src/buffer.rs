@@ -40,6 +40,16 @@ pub(crate) fn check_permutation(perm: &[usize], rank: usize) -> Result<()> {
 }
 
 impl HostTensor {
+    /// Row-major byte strides of the dense tensor (a dim of size 0 counts as 1, so strides
+    /// stay meaningful).
+    pub fn byte_strides(&self) -> Vec<i64> {
+        let mut strides = vec![self.element_type.byte_size() as i64; self.dims.len()];
+        for i in (0..self.dims.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * self.dims[i + 1].max(1);
+        }
+        strides
+    }
+
     /// The tensor with its dims permuted (`out.dims[i] = dims[perm[i]]`), data moved to match:
     /// what `torch.permute(perm).contiguous()` gives.
     pub fn permuted(&self, perm: &[usize]) -> Result<HostTensor> {

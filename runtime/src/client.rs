@@ -229,26 +229,37 @@ impl Client {
         perm: Option<&[usize]>,
     ) -> Result<DeviceBuffer> {
         t.validate()?;
-        let normalized: Vec<u8>;
-        let bytes = if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
-            // Any non-zero byte means true; the device wants 0/1.
-            normalized = t.bytes.iter().map(|&b| u8::from(b != 0)).collect();
-            &normalized
-        } else {
-            &t.bytes
-        };
+        let bytes = device_bytes(t);
         let Some(perm) = perm else {
-            return self.upload_strided_to(device, t.element_type, &t.dims, None, bytes);
+            return self.upload_strided_to(device, t.element_type, &t.dims, None, &bytes);
         };
         crate::buffer::check_permutation(perm, t.dims.len())?;
-        // Row-major byte strides of `t`, read in the permuted order.
-        let mut strides = vec![t.element_type.byte_size() as i64; t.dims.len()];
-        for i in (0..t.dims.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * t.dims[i + 1].max(1);
-        }
+        // `t`'s row-major byte strides, read in the permuted order.
+        let strides = t.byte_strides();
         let dims: Vec<i64> = perm.iter().map(|&p| t.dims[p]).collect();
         let byte_strides: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
-        self.upload_strided_to(device, t.element_type, &dims, Some(&byte_strides), bytes)
+        self.upload_strided_to(device, t.element_type, &dims, Some(&byte_strides), &bytes)
+    }
+
+    /// Slice `index` of `t` split along `dim` into `parts` equal slices (a tensor-parallel
+    /// shard), to the addressable device `device`: a strided view of `t`, so the plugin reads
+    /// the slice while copying and nothing is copied on the host first.
+    pub fn upload_shard_to(&self, device: usize, t: &HostTensor, dim: usize, parts: usize, index: usize) -> Result<DeviceBuffer> {
+        t.validate()?;
+        let size = t.dims.get(dim).copied().unwrap_or(0);
+        if parts == 0 || index >= parts || size % parts as i64 != 0 {
+            return Err(Error::InvalidTensor(format!(
+                "slice {index} of {parts} along dim {dim} of a tensor with dims {:?}: the dim must exist and split evenly",
+                t.dims
+            )));
+        }
+        let bytes = device_bytes(t);
+        let strides = t.byte_strides();
+        let part = size / parts as i64;
+        let mut dims = t.dims.clone();
+        dims[dim] = part;
+        let start = (index as i64 * part * strides[dim]) as usize;
+        self.upload_strided_to(device, t.element_type, &dims, Some(&strides), &bytes[start..])
     }
 
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.
@@ -304,5 +315,15 @@ impl Client {
             self.raw,
             self.id,
         ))
+    }
+}
+
+/// `t`'s bytes as the device takes them: booleans as 0/1 (any non-zero byte means true), the
+/// rest as they are.
+fn device_bytes(t: &HostTensor) -> std::borrow::Cow<'_, [u8]> {
+    if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
+        t.bytes.iter().map(|&b| u8::from(b != 0)).collect::<Vec<u8>>().into()
+    } else {
+        (&t.bytes[..]).into()
     }
 }

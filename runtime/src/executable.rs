@@ -32,6 +32,16 @@ impl Default for CompileOptions {
 }
 
 impl CompileOptions {
+    /// One replica over `partitions` devices, partitioned by XLA's SPMD partitioner from the
+    /// module's sharding annotations (`partitions <= 1`: the defaults, one device).
+    pub fn partitioned(partitions: usize) -> CompileOptions {
+        CompileOptions {
+            num_partitions: partitions.max(1) as i64,
+            use_spmd_partitioning: partitions > 1,
+            ..CompileOptions::default()
+        }
+    }
+
     /// The `pjrt` options (XLA `CompileOptionsProto`) these stand for.
     pub(crate) fn to_pjrt(&self) -> pjrt::CompileOptions {
         let mut options = pjrt::CompileOptions::new();
@@ -123,13 +133,15 @@ impl RawApi {
     }
 
     /// Runs `exe` with one argument list per device (`args[d]` for device `d`; one list for a
-    /// single-device executable), none donated, and waits; `num_outputs` buffers per device.
+    /// single-device executable), none donated, and waits. Returns `num_outputs` buffers per
+    /// device, device after device in one list. A single-device call allocates only that list
+    /// and the non-donation indices, as before partitioned runs existed: it is the hot path.
     fn execute(
         &self,
         exe: *mut PJRT_LoadedExecutable,
         args: &[&[*mut PJRT_Buffer]],
         num_outputs: usize,
-    ) -> std::result::Result<Vec<Vec<*mut PJRT_Buffer>>, String> {
+    ) -> std::result::Result<Vec<*mut PJRT_Buffer>, String> {
         let f = self
             .table()
             .PJRT_LoadedExecutable_Execute
@@ -142,13 +154,22 @@ impl RawApi {
         let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
         options.non_donatable_input_indices = keep.as_ptr();
         options.num_non_donatable_input_indices = keep.len();
-        let argument_lists: Vec<*const *mut PJRT_Buffer> =
-            args.iter().map(|a| a.as_ptr()).collect();
-        let mut outputs: Vec<Vec<*mut PJRT_Buffer>> =
-            vec![vec![std::ptr::null_mut(); num_outputs]; args.len()];
-        let output_lists: Vec<*mut *mut PJRT_Buffer> =
-            outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
-        let mut done: Vec<*mut pjrt_sys::PJRT_Event> = vec![std::ptr::null_mut(); args.len()];
+        let mut outputs: Vec<*mut PJRT_Buffer> = vec![std::ptr::null_mut(); num_outputs * args.len()];
+        // Per-device lists: on the stack for one device, else in vectors.
+        let (one_arg, one_out, mut one_done);
+        let (many_args, many_outs, mut many_done): (Vec<_>, Vec<_>, Vec<_>);
+        let (argument_lists, output_lists, done): (&[*const *mut PJRT_Buffer], &[*mut *mut PJRT_Buffer], &mut [*mut pjrt_sys::PJRT_Event]) =
+            if args.len() == 1 {
+                one_arg = [args[0].as_ptr()];
+                one_out = [outputs.as_mut_ptr()];
+                one_done = [std::ptr::null_mut()];
+                (&one_arg, &one_out, &mut one_done)
+            } else {
+                many_args = args.iter().map(|a| a.as_ptr()).collect();
+                many_outs = outputs.chunks_mut(num_outputs.max(1)).map(|o| o.as_mut_ptr()).collect();
+                many_done = vec![std::ptr::null_mut(); args.len()];
+                (&many_args, &many_outs, &mut many_done)
+            };
         let mut call = pjrt_sys::PJRT_LoadedExecutable_Execute_Args::new();
         call.executable = exe;
         call.options = &mut options;
@@ -163,15 +184,14 @@ impl RawApi {
         // the call.
         self.check(unsafe { f(&mut call) })?;
         let mut finished = Ok(());
-        for event in done {
+        for &event in done.iter() {
             let r = self.await_event(event);
             if finished.is_ok() {
                 finished = r;
             }
         }
-        let all = || outputs.iter().flatten().copied();
-        if all().any(|p| p.is_null()) {
-            for p in all().filter(|p| !p.is_null()) {
+        if outputs.iter().any(|p| p.is_null()) {
+            for &p in outputs.iter().filter(|p| !p.is_null()) {
                 self.destroy_buffer(p);
             }
             return Err(finished.err().unwrap_or_else(|| {
@@ -179,7 +199,7 @@ impl RawApi {
             }));
         }
         if let Err(message) = finished {
-            for p in all() {
+            for &p in &outputs {
                 self.destroy_buffer(p);
             }
             return Err(message);
@@ -220,22 +240,12 @@ impl Executable {
         if let Some(signature) = &self.signature {
             signature.check(args)?;
         }
-        let mut ptrs = Vec::with_capacity(args.len());
-        for arg in args {
-            if arg.client_id() != self.client_id {
-                return Err(Error::ForeignObject("an argument buffer"));
-            }
-            ptrs.push(arg.raw_ptr());
-        }
+        let ptrs = self.raw_args(args)?;
         let outputs = self
             .raw
             .execute(self.ptr, &[&ptrs], self.num_outputs)
             .map_err(|message| Error::Execute { message })?;
-        let results = self
-            .wrap_outputs(outputs)?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let results = self.wrap_outputs(outputs)?;
         tracing::trace!(
             args = args.len(),
             results = results.len(),
@@ -249,45 +259,38 @@ impl Executable {
     /// shard of a split parameter, or the whole of a replicated one), one list per partition,
     /// uploaded to that device. Returns each device's results.
     pub fn run_partitioned(&self, args: &[Vec<&DeviceBuffer>]) -> Result<Vec<Vec<DeviceBuffer>>> {
-        let mut ptrs: Vec<Vec<*mut PJRT_Buffer>> = Vec::with_capacity(args.len());
-        for list in args {
-            let mut device = Vec::with_capacity(list.len());
-            for arg in list {
-                if arg.client_id() != self.client_id {
-                    return Err(Error::ForeignObject("an argument buffer"));
-                }
-                device.push(arg.raw_ptr());
-            }
-            ptrs.push(device);
-        }
+        let ptrs = args.iter().map(|list| self.raw_args(list)).collect::<Result<Vec<_>>>()?;
         let lists: Vec<&[*mut PJRT_Buffer]> = ptrs.iter().map(Vec::as_slice).collect();
         let outputs = self
             .raw
             .execute(self.ptr, &lists, self.num_outputs)
             .map_err(|message| Error::Execute { message })?;
-        self.wrap_outputs(outputs)
+        let mut results = self.wrap_outputs(outputs)?.into_iter();
+        Ok((0..args.len()).map(|_| results.by_ref().take(self.num_outputs).collect()).collect())
     }
 
-    /// Takes ownership of raw output buffers, per device: every one is wrapped (owned) before
-    /// any can fail, so none leaks.
-    fn wrap_outputs(&self, outputs: Vec<Vec<*mut PJRT_Buffer>>) -> Result<Vec<Vec<DeviceBuffer>>> {
-        let client = self.loaded.client();
-        let owned: Vec<Vec<pjrt::Buffer>> = outputs
-            .into_iter()
-            .map(|d| {
-                d.into_iter()
-                    .map(|p| pjrt::Buffer::wrap(client, p))
-                    .collect()
+    /// The raw buffers of `args`, which must belong to this executable's client.
+    fn raw_args(&self, args: &[&DeviceBuffer]) -> Result<Vec<*mut PJRT_Buffer>> {
+        args.iter()
+            .map(|arg| {
+                if arg.client_id() == self.client_id {
+                    Ok(arg.raw_ptr())
+                } else {
+                    Err(Error::ForeignObject("an argument buffer"))
+                }
             })
-            .collect();
+            .collect()
+    }
+
+    /// Takes ownership of raw output buffers: every one is wrapped (owned) before any can
+    /// fail, so none leaks.
+    fn wrap_outputs(&self, outputs: Vec<*mut PJRT_Buffer>) -> Result<Vec<DeviceBuffer>> {
+        let client = self.loaded.client();
+        let owned: Vec<pjrt::Buffer> = outputs.into_iter().map(|p| pjrt::Buffer::wrap(client, p)).collect();
         owned
             .into_iter()
-            .map(|d| {
-                d.into_iter()
-                    .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))
-                    .collect()
-            })
-            .collect::<Result<Vec<Vec<_>>>>()
+            .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))
+            .collect()
     }
 
     /// The executable's bytes, for [`crate::Client::load_serialized`] with the same plugin.
