@@ -276,4 +276,21 @@ fn the_tensor_parallel_plan_compiles_for_v6e_slices_of_4_and_8_chips() {
             "{name}: executable sizes {sizes:?}"
         );
     }
+    // The annotations reach the partitioner: each of 4 chips does well under the whole
+    // block's flops (the split matmuls are a quarter each; norms and softmax stay whole).
+    let flops = |devices: &str| -> f64 {
+        let bundle = fixtures().join("gpt_block.fxt");
+        let out = fxhlo(
+            &["cost", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2", "--tensor-parallel", devices],
+            &[("FXHLO_CACHE", "off")],
+        );
+        let text = stdout(&out);
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("flops:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no flops in: {text}\n{}", stderr(&out)))
+    };
+    let (one, four) = (flops("1"), flops("4"));
+    println!("gpt_block flops per chip: 1 chip {one:.4e}, 4 chips {four:.4e}");
+    assert!(four < 0.75 * one, "per-chip flops over 4 chips {four} vs one chip {one}");
 }

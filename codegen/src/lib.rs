@@ -17,7 +17,7 @@ use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
 use melior::dialect::{func, DialectHandle};
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationPrintingFlags};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationPrintingFlags};
 use melior::ir::r#type::FunctionType;
 use melior::ir::{Attribute, Block, Identifier, Location, Module, Region, RegionLike, Value};
 use melior::Context;
@@ -105,7 +105,13 @@ pub fn lower_with(
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
     let mut attributes = Vec::new();
     if let Some(s) = shardings {
-        let dict = |text: String| format!("{{mhlo.sharding = \"{text}\"}}");
+        let parse = |text: &str| {
+            Attribute::parse(&ctx, text).ok_or_else(|| Error::Internal {
+                node: graph.name.clone(),
+                message: format!("cannot parse the sharding attribute {text}"),
+            })
+        };
+        let dict = |text: String| format!("{{sdy.sharding = {text}}}");
         let args: Vec<String> = params
             .iter()
             .map(|&id| dict(s.sharding_text(s.split.get(&id).copied(), declared(id).rank())))
@@ -113,26 +119,23 @@ pub fn lower_with(
         let results: Vec<String> = graph
             .outputs()
             .iter()
-            .map(|_| dict(s.sharding_text(None, 0)))
+            .filter_map(|v| graph.value_type(*v))
+            .map(|t| dict(s.sharding_text(None, t.rank())))
             .collect();
         for (name, list) in [("arg_attrs", args), ("res_attrs", results)] {
-            let text = format!("[{}]", list.join(", "));
-            let attr = Attribute::parse(&ctx, &text).ok_or_else(|| Error::Internal {
-                node: graph.name.clone(),
-                message: format!("cannot parse the sharding attributes {text}"),
-            })?;
-            attributes.push((Identifier::new(&ctx, name), attr));
+            attributes.push((Identifier::new(&ctx, name), parse(&format!("[{}]", list.join(", ")))?));
         }
-        let partitions =
-            Attribute::parse(&ctx, &format!("{} : i32", s.devices)).ok_or_else(|| {
-                Error::Internal {
-                    node: graph.name.clone(),
-                    message: "cannot build mhlo.num_partitions".into(),
-                }
-            })?;
+        let mesh = OperationBuilder::new("sdy.mesh", module_loc)
+            .add_attributes(&[
+                (Identifier::new(&ctx, "sym_name"), StringAttribute::new(&ctx, "mesh").into()),
+                (Identifier::new(&ctx, "mesh"), parse(&s.mesh_text())?),
+            ])
+            .build()
+            .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("building sdy.mesh: {e}") })?;
+        module.body().append_operation(mesh);
         module
             .as_operation_mut()
-            .set_attribute("mhlo.num_partitions", partitions);
+            .set_attribute("mhlo.num_partitions", parse(&format!("{} : i32", s.devices))?);
     }
     let main = func::func(
         &ctx,

@@ -1,11 +1,21 @@
 //! SPMD annotations: which parameters of `@main` are split across devices. The plan is chosen
 //! before codegen (the facade's `TensorParallel` resolves it per input); codegen only writes it
-//! as GSPMD `mhlo.sharding` attributes on the parameters and results and the module's
-//! partition count, and XLA's SPMD partitioner does the rest (collectives included).
+//! as Shardy annotations, the form XLA's partitioner is moving to (GSPMD's `mhlo.sharding`
+//! propagation is deprecated): one mesh `@mesh` with a single axis `"tp"` over every device,
+//! `sdy.sharding` on `@main`'s parameters and results, and the module's partition count. XLA's
+//! SPMD partitioner does the rest, collectives included; compile with
+//! `use_shardy_partitioner` (the runtime's `CompileOptions::partitioned` sets it).
+//!
+//! The Shardy dialect is not registered in fxhlo's MLIR context, so the mesh is a generic
+//! operation and the shardings are opaque attributes; the PJRT plugin parses them with the
+//! dialect registered.
 
 use std::collections::HashMap;
 
 use fxhlo_ir::NodeId;
+
+/// The name of the one mesh axis every split uses.
+pub const AXIS: &str = "tp";
 
 /// The partition count and the split of each split parameter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,25 +28,19 @@ pub struct InputShardings {
 }
 
 impl InputShardings {
-    /// The `mhlo.sharding` text of a parameter of rank `rank`: split along `dim` over every
-    /// device (`{devices=[1,4,1]0,1,2,3}`), or `{replicated}`.
+    /// The text of the `mesh` attribute of the module's `sdy.mesh @mesh`: one axis over every
+    /// device.
+    pub fn mesh_text(&self) -> String {
+        format!("#sdy.mesh<[\"{AXIS}\"={}]>", self.devices)
+    }
+
+    /// The `sdy.sharding` text of a value of rank `rank`: split along `dim` over the mesh
+    /// axis (`#sdy.sharding<@mesh, [{}, {"tp"}, {}]>`), or replicated (every dim `{}`).
     pub fn sharding_text(&self, dim: Option<usize>, rank: usize) -> String {
-        match dim {
-            Some(d) if d < rank => {
-                let tiles: Vec<String> = (0..rank)
-                    .map(|i| {
-                        if i == d {
-                            self.devices.to_string()
-                        } else {
-                            "1".into()
-                        }
-                    })
-                    .collect();
-                let ids: Vec<String> = (0..self.devices).map(|i| i.to_string()).collect();
-                format!("{{devices=[{}]{}}}", tiles.join(","), ids.join(","))
-            }
-            _ => "{replicated}".into(),
-        }
+        let dims: Vec<String> = (0..rank)
+            .map(|i| if Some(i) == dim { format!("{{\"{AXIS}\"}}") } else { "{}".into() })
+            .collect();
+        format!("#sdy.sharding<@mesh, [{}]>", dims.join(", "))
     }
 }
 
@@ -45,13 +49,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sharding_text_tiles_one_dim() {
+    fn sharding_text_splits_one_dim() {
         let s = InputShardings {
             devices: 4,
             split: HashMap::new(),
         };
-        assert_eq!(s.sharding_text(Some(1), 3), "{devices=[1,4,1]0,1,2,3}");
-        assert_eq!(s.sharding_text(Some(0), 1), "{devices=[4]0,1,2,3}");
-        assert_eq!(s.sharding_text(None, 2), "{replicated}");
+        assert_eq!(s.sharding_text(Some(1), 3), r#"#sdy.sharding<@mesh, [{}, {"tp"}, {}]>"#);
+        assert_eq!(s.sharding_text(Some(0), 1), r#"#sdy.sharding<@mesh, [{"tp"}]>"#);
+        assert_eq!(s.sharding_text(None, 2), "#sdy.sharding<@mesh, [{}, {}]>");
+        assert_eq!(s.sharding_text(None, 0), "#sdy.sharding<@mesh, []>");
+        assert_eq!(s.mesh_text(), r#"#sdy.mesh<["tp"=4]>"#);
     }
 }

@@ -17,8 +17,11 @@ pub struct CompileOptions {
     /// Partitions (SPMD shards); 1 by default. [`Executable::run`] runs single-device
     /// executables only; more partitions compile but need a multi-device run.
     pub num_partitions: i64,
-    /// Partition with SPMD (from `mhlo.sharding` annotations) when `num_partitions > 1`.
+    /// Partition with SPMD when `num_partitions > 1`.
     pub use_spmd_partitioning: bool,
+    /// Partition with Shardy (from `sdy.sharding` annotations and an `sdy.mesh`) instead of
+    /// GSPMD's `mhlo.sharding` (XLA is retiring GSPMD propagation).
+    pub use_shardy_partitioner: bool,
 }
 
 impl Default for CompileOptions {
@@ -27,17 +30,19 @@ impl Default for CompileOptions {
             num_replicas: 1,
             num_partitions: 1,
             use_spmd_partitioning: false,
+            use_shardy_partitioner: false,
         }
     }
 }
 
 impl CompileOptions {
     /// One replica over `partitions` devices, partitioned by XLA's SPMD partitioner from the
-    /// module's sharding annotations (`partitions <= 1`: the defaults, one device).
+    /// module's Shardy annotations (`partitions <= 1`: the defaults, one device).
     pub fn partitioned(partitions: usize) -> CompileOptions {
         CompileOptions {
             num_partitions: partitions.max(1) as i64,
             use_spmd_partitioning: partitions > 1,
+            use_shardy_partitioner: partitions > 1,
             ..CompileOptions::default()
         }
     }
@@ -49,6 +54,7 @@ impl CompileOptions {
             build.num_replicas = self.num_replicas;
             build.num_partitions = self.num_partitions;
             build.use_spmd_partitioning = self.use_spmd_partitioning;
+            build.use_shardy_partitioner = self.use_shardy_partitioner;
         }
         options
     }
