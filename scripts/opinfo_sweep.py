@@ -1,0 +1,299 @@
+"""PyTorch's OpInfo database through fxhlo: the project's op oracle.
+
+Every OpInfo op (``torch.testing._internal.common_methods_invocations.op_db``) with CPU samples
+runs through ``torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False)`` and is
+compared with eager by ``torch.testing.assert_close`` (NaN equal to NaN). An op that fxhlo fails
+is run again through ``aot_eager`` (the same capture with eager kernels): where that fails too,
+the op is *excluded* (PyTorch cannot capture it; not fxhlo's to fix), otherwise it *fails*, with
+the reason: the ATen ops fxhlo does not lower, the error's first line, or the largest error.
+
+    python scripts/opinfo_sweep.py --dtypes float32 --out testsuite/opinfo/results.json
+    python scripts/opinfo_sweep.py --ops sin,cumsum -v          # a few ops, reasons printed
+
+Ops run in worker processes (``--jobs``) that report one JSON line per op; a worker that dies
+(a crash in a compiler) or stalls past ``--timeout`` seconds on one op is replaced, and that op
+is recorded as ``crash``/``timeout``, so one bad op never stops the sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DTYPES = ("float32", "float16", "bfloat16", "int64", "bool")
+
+
+def op_key(op) -> str:
+    """The op's name as OpInfo writes it (``name.variant`` for variants)."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+# ---- the worker: runs ops in this process, one JSON line each -------------------------------
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    line = next((l.strip() for l in text if l.strip()), "")
+    return f"{type(e).__name__}: {line}"[:300]
+
+
+def _reason(e: BaseException) -> str:
+    """A short, stable reason: the unlowered ATen ops, or the error's type and first line."""
+    import fxhlo
+
+    seen = e
+    while seen is not None:
+        if isinstance(seen, fxhlo.UnsupportedOpsError):
+            return "unlowered: " + ", ".join(sorted({t for t, _, _ in seen.ops}))
+        seen = seen.__cause__ or seen.__context__
+    return _first_line(e)
+
+
+def _run(op, sample, backend: str | None):
+    import torch
+
+    def fn(x, *args, **kwargs):
+        return op(x, *args, **kwargs)
+
+    if backend is None:
+        return fn(sample.input, *sample.args, **sample.kwargs)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        return compiled(sample.input, *sample.args, **sample.kwargs)
+
+
+def _close(actual, expected) -> str | None:
+    """None when equal by ``assert_close`` (NaN = NaN), else the mismatch's first line."""
+    import torch
+
+    try:
+        torch.testing.assert_close(actual, expected, equal_nan=True, check_device=False)
+    except Exception as e:  # noqa: BLE001 -- any mismatch (type, shape, values) is a failure
+        lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+        detail = next((l for l in lines if l.startswith("Greatest absolute")), "")
+        return f"mismatch: {lines[0] if lines else type(e).__name__} {detail}".strip()[:300]
+    return None
+
+
+def _samples(op, dtype, count: int):
+    import torch
+
+    out = []
+    try:
+        for sample in op.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False):
+            out.append(sample)
+            if len(out) == count:
+                break
+    except Exception as e:  # noqa: BLE001 -- a sample generator that fails excludes the op
+        return None, _first_line(e)
+    return out, None
+
+
+def check_op(op, dtype: str, count: int) -> dict:
+    """One op at one dtype: pass, fail (reason) or excluded (reason)."""
+    import torch
+
+    samples, err = _samples(op, dtype, count)
+    if samples is None:
+        return {"status": "excluded", "reason": f"sample inputs fail: {err}"}
+    ran = 0
+    for sample in samples:
+        try:
+            with torch.no_grad():
+                expected = _run(op, sample, None)
+        except Exception:  # noqa: BLE001 -- eager refuses this sample: not a test of fxhlo
+            continue
+        ran += 1
+        reason = None
+        try:
+            reason = _close(_run(op, sample, "fxhlo"), expected)
+        except Exception as e:  # noqa: BLE001
+            reason = _reason(e)
+        if reason is None:
+            continue
+        try:
+            ref = _close(_run(op, sample, "aot_eager"), expected)
+        except Exception as e:  # noqa: BLE001
+            ref = _first_line(e)
+        if ref is not None:
+            # Nondeterministic ops (random draws, empty) differ from eager through aot_eager too.
+            return {"status": "excluded", "reason": f"aot_eager fails too: {ref}", "fxhlo": reason}
+        return {"status": "fail", "reason": reason}
+    if ran == 0:
+        return {"status": "excluded", "reason": f"no {dtype} sample runs in eager"}
+    return {"status": "pass", "samples": ran}
+
+
+def worker(names: list[str], dtypes: list[str], count: int) -> None:
+    import warnings
+
+    import torch
+    import torch._dynamo
+
+    import fxhlo  # noqa: F401 -- registers the backend
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    warnings.filterwarnings("ignore")
+    torch._dynamo.config.cache_size_limit = 64
+    torch.manual_seed(0)
+    by_key = {op_key(op): op for op in op_db}
+    for name in names:
+        op = by_key[name]
+        for dtype in dtypes:
+            print(json.dumps({"op": name, "dtype": dtype, "start": True}), flush=True)
+            if getattr(torch, dtype) not in op.supported_dtypes("cpu"):
+                result = {"status": "unsupported", "reason": f"OpInfo lists no {dtype} on CPU"}
+            else:
+                t = time.perf_counter()
+                result = check_op(op, dtype, count)
+                result["seconds"] = round(time.perf_counter() - t, 2)
+            print(json.dumps({"op": name, "dtype": dtype, **result}), flush=True)
+
+
+# ---- the parent: shards ops over workers, survives crashes and stalls -----------------------
+
+
+def _all_ops() -> list[str]:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return [op_key(op) for op in op_db]
+
+
+def sweep(names: list[str], dtypes: list[str], count: int, jobs: int, timeout: float, verbose: bool) -> dict:
+    pending = queue.Queue()
+    for n in names:
+        pending.put(n)
+    results: dict[str, dict] = {}
+    lock = threading.Lock()
+
+    def lane() -> None:
+        while True:
+            batch = []
+            try:
+                while len(batch) < 40:
+                    batch.append(pending.get_nowait())
+            except queue.Empty:
+                pass
+            if not batch:
+                return
+            _run_batch(batch)
+
+    def _run_batch(batch: list[str]) -> None:
+        cmd = [sys.executable, __file__, "--worker", "--ops", ",".join(batch), "--dtypes", ",".join(dtypes),
+               "--samples", str(count)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=dict(os.environ, PYTHONWARNINGS="ignore"))
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] + [lines.put(None)], daemon=True).start()
+        current = None
+        done = set()
+        while True:
+            try:
+                line = lines.get(timeout=timeout)
+            except queue.Empty:
+                proc.kill()
+                _record(current, {"status": "fail", "reason": f"timeout: no result in {timeout:.0f} s"})
+                break
+            if line is None:
+                if current is not None:
+                    _record(current, {"status": "fail", "reason": f"crash: the worker died (exit {proc.wait()})"})
+                break
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # something else printed to stdout
+            key = (msg["op"], msg["dtype"])
+            if msg.get("start"):
+                current = key
+                continue
+            current = None
+            done.add(msg["op"])
+            _record(key, {k: v for k, v in msg.items() if k not in ("op", "dtype")})
+        proc.wait()
+        # Ops after the one that crashed or stalled go back in the queue.
+        started = {k[0] for k in results_keys()}
+        for n in batch:
+            if n not in started:
+                pending.put(n)
+
+    def results_keys():
+        with lock:
+            return [tuple(k.split("|")) for k in results]
+
+    def _record(key, result) -> None:
+        if key is None:
+            return
+        with lock:
+            results[f"{key[0]}|{key[1]}"] = result
+            if verbose or result["status"] == "fail":
+                print(f"{key[0]:<40} {key[1]:<9} {result['status']:<11} {result.get('reason', '')}", flush=True)
+
+    threads = [threading.Thread(target=lane) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    table: dict[str, dict] = {}
+    for key, result in sorted(results.items()):
+        op, dtype = key.split("|")
+        table.setdefault(op, {})[dtype] = result
+    return table
+
+
+def summary(table: dict) -> dict:
+    counts: dict[str, dict] = {}
+    for per_dtype in table.values():
+        for dtype, r in per_dtype.items():
+            c = counts.setdefault(dtype, {"pass": 0, "fail": 0, "excluded": 0, "unsupported": 0})
+            c[r["status"]] += 1
+    return counts
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", help="comma-separated OpInfo names (default: all)")
+    ap.add_argument("--dtypes", default="float32", help=f"comma-separated, of {', '.join(DTYPES)}")
+    ap.add_argument("--samples", type=int, default=3, help="samples per op and dtype (the first N)")
+    ap.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds one op may take")
+    ap.add_argument("--out", type=Path, help="write the per-op results as JSON")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every op, not only failures")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    dtypes = [d for d in a.dtypes.split(",") if d]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad:
+        ap.error(f"unknown dtype {bad[0]!r}; choose from {', '.join(DTYPES)}")
+    if a.worker:
+        worker(a.ops.split(","), dtypes, a.samples)
+        return 0
+    names = _all_ops()
+    if a.ops:
+        wanted = a.ops.split(",")
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            ap.error(f"no OpInfo op {unknown[0]!r}")
+        names = wanted
+    t = time.perf_counter()
+    table = sweep(names, dtypes, a.samples, a.jobs, a.timeout, a.verbose)
+    counts = summary(table)
+    for dtype, c in counts.items():
+        print(f"{dtype}: {c['pass']} pass, {c['fail']} fail, {c['excluded']} excluded, "
+              f"{c['unsupported']} not supported by the op ({time.perf_counter() - t:.0f} s)")
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps({"samples": a.samples, "ops": table}, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
