@@ -40,6 +40,10 @@ def op_key(op) -> str:
 
 
 def _first_line(e: BaseException) -> str:
+    # Dynamo wraps a backend's error ("backend='fxhlo' raised:"): report the backend's own.
+    inner = getattr(e, "inner_exception", None)
+    if inner is not None:
+        e = inner
     text = str(e).strip().splitlines()
     line = next((l.strip() for l in text if l.strip()), "")
     return f"{type(e).__name__}: {line}"[:300]

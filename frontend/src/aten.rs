@@ -205,6 +205,14 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         "maximum" => bin(BinaryOp::Maximum),
         "minimum" => bin(BinaryOp::Minimum),
         "atan2" => bin(BinaryOp::Atan2),
+        "nextafter" => bin(BinaryOp::Nextafter),
+        "hypot" => bin(BinaryOp::Hypot),
+        "zeta" | "special_zeta" => bin(BinaryOp::Zeta),
+        "polygamma" => Some(Mapped::Op(Op::Binary(BinaryOp::Polygamma), smallvec![a.tensor(0, "n")?, a.tensor(1, "self")?])),
+        // prims' names of unary ops that ATen spells otherwise.
+        "erf_inv" => op1(Op::Unary(UnaryOp::Erfinv)),
+        "bessel_i1e" => op1(Op::Unary(UnaryOp::I1e)),
+        "bessel_i1" => op1(Op::Unary(UnaryOp::I1)),
         "fmax" => bin(BinaryOp::Fmax),
         "fmin" => bin(BinaryOp::Fmin),
         "copysign" if overload == "Tensor" => bin(BinaryOp::Copysign),
@@ -256,12 +264,16 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
                 // any/all over an empty dim list reduce nothing: x != 0 elementwise.
                 return op1(Op::Convert { dtype: DType::Bool });
             }
+            // `prims.sum(x, dims)` and `prims.prod(x, dims)` take their dims in the default
+            // overload (never keepdim); `aten.sum.default(x)` reduces everything.
+            let prims = op.starts_with("prims.");
             let dims = match overload {
+                "default" if prims => a.ints(1, "dims", &[])?,
                 "default" if matches!(r, ReduceOp::Amax | ReduceOp::Amin) => a.ints(1, "dim", &[])?,
                 "default" => Shape::new(),
                 _ => a.ints(1, "dim", &[])?,
             };
-            let keepdim = if overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin) {
+            let keepdim = if prims || (overload == "default" && !matches!(r, ReduceOp::Amax | ReduceOp::Amin)) {
                 false
             } else {
                 a.bool(2, "keepdim", false)?
@@ -391,6 +403,7 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             op1(Op::Permute { dims })
         }
         "expand" => op1(Op::Expand { sizes: a.ints(1, "size", &[])? }),
+        "broadcast_in_dim" => op1(Op::BroadcastInDim { shape: a.ints(1, "shape", &[])?, dims: a.ints(2, "broadcast_dimensions", &[])? }),
         "slice" => op1(Op::Slice {
             dim: a.int(1, "dim", 0)?,
             start: a.opt_int(2, "start")?.unwrap_or(0),
@@ -433,6 +446,11 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }
         "full" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![])),
         "fill" => Some(Mapped::Op(Op::Full { value: a.scalar(1, "value")? }, smallvec![])),
+        // Uninitialized memory in PyTorch; zeros here (every value is a valid `empty`), so the
+        // ops built on it (padding, windows, scatter targets) see defined values.
+        "empty" | "empty_permuted" | "empty_strided" | "new_empty" | "new_empty_strided" | "empty_like" => {
+            Some(Mapped::Op(Op::Full { value: Scalar::Int(0) }, smallvec![]))
+        }
         "elu" => op1(Op::Elu {
             alpha: a.scalar(1, "alpha").unwrap_or(Scalar::Int(1)),
             scale: a.scalar(2, "scale").unwrap_or(Scalar::Int(1)),
@@ -452,8 +470,10 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             op1(Op::MaxMin { max: name == "max", dim: a.int(1, "dim", 0)?, keepdim: a.bool(2, "keepdim", false)? })
         }
         "var" => {
+            // `prims.var(x, dims, correction)` takes the correction positionally, never keepdim.
             let correction = match overload {
                 "dim" => Scalar::Int(if a.bool(2, "unbiased", true)? { 1 } else { 0 }),
+                _ if op.starts_with("prims.") => a.scalar(2, "correction")?,
                 _ => a.scalar(usize::MAX, "correction").unwrap_or(Scalar::Int(1)),
             };
             let keepdim = if overload == "dim" { a.bool(3, "keepdim", false)? } else { a.bool(usize::MAX, "keepdim", false)? };

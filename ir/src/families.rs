@@ -71,13 +71,29 @@ family!(
         BitwiseNot => "aten.bitwise_not",
         IsNan => "aten.isnan",
         IsInf => "aten.isinf",
+        /// `erfc(x) = 1 - erf(x)`, accurate where `erf` nears 1.
+        Erfc => "aten.erfc",
+        /// Inverse error function.
+        Erfinv => "aten.erfinv",
+        /// `2^x`.
+        Exp2 => "aten.exp2",
+        /// `log|Γ(x)|`.
+        Lgamma => "aten.lgamma",
+        /// `Γ'(x)/Γ(x)`.
+        Digamma => "aten.digamma",
+        /// Exponentially scaled modified Bessel function of the first kind, order 1.
+        I1e => "aten.special_i1e",
+        /// Modified Bessel function of the first kind, order 1.
+        I1 => "aten.special_i1",
+        /// Whether the sign bit is set (`-0.0` and negative NaNs included).
+        Signbit => "aten.signbit",
     }
 );
 
 impl UnaryOp {
     /// Ops whose result is always bool.
     pub fn returns_bool(self) -> bool {
-        matches!(self, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf)
+        matches!(self, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::Signbit)
     }
 
     /// Ops that compute in floating point (integer inputs give the default float dtype).
@@ -86,7 +102,8 @@ impl UnaryOp {
         matches!(
             self,
             Exp | Expm1 | Log | Log1p | Log2 | Log10 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Asin | Acos | Atan
-                | Sinh | Cosh | Asinh | Acosh | Atanh | Sigmoid | Erf | Silu | Gelu | GeluTanh
+                | Sinh | Cosh | Asinh | Acosh | Atanh | Sigmoid | Erf | Silu | Gelu | GeluTanh | Erfc | Erfinv | Exp2
+                | Lgamma | Digamma | I1e | I1
         )
     }
 }
@@ -115,6 +132,14 @@ family!(
         Fmin => "aten.fmin",
         /// `a`'s magnitude with `b`'s sign bit; integer operands give the default float.
         Copysign => "aten.copysign",
+        /// The next float after `a` toward `b`.
+        Nextafter => "aten.nextafter",
+        /// `sqrt(a² + b²)` without overflow or underflow in the squares.
+        Hypot => "aten.hypot",
+        /// Hurwitz zeta `ζ(a, b)`.
+        Zeta => "aten.special_zeta",
+        /// `polygamma(n, x)`: the `n`-th derivative of digamma (`n` a non-negative integer).
+        Polygamma => "aten.polygamma",
         LogicalAnd => "aten.logical_and",
         LogicalOr => "aten.logical_or",
         LogicalXor => "aten.logical_xor",

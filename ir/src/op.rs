@@ -177,6 +177,9 @@ pub enum Op {
     Permute { dims: Shape },
     /// `aten.expand`: broadcast to `sizes` (numpy rules, `-1` keeps a dim).
     Expand { sizes: Shape },
+    /// `prims.broadcast_in_dim`: operand dim `i` becomes result dim `dims[i]` of `shape` (the
+    /// operand's dims are 1 or equal to theirs), as `stablehlo.broadcast_in_dim`.
+    BroadcastInDim { shape: Shape, dims: Shape },
     /// `aten.slice.Tensor`; `end` is clamped to the dim size like Python slicing.
     Slice { dim: i64, start: i64, end: i64, step: i64 },
     /// `aten.select.int`: index `index` of `dim`, which disappears.
@@ -282,6 +285,7 @@ impl Op {
             Op::View { .. } => "aten.view",
             Op::Permute { .. } => "aten.permute",
             Op::Expand { .. } => "aten.expand",
+            Op::BroadcastInDim { .. } => "aten.broadcast_in_dim",
             Op::Slice { .. } => "aten.slice",
             Op::Select { .. } => "aten.select",
             Op::Unsqueeze { .. } => "aten.unsqueeze",
@@ -327,6 +331,7 @@ impl Op {
             Op::Unary(_) | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy | Op::Reduce { .. } => 1,
             Op::Softmax { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } => 1,
             Op::UpsampleNearest { .. } | Op::View { .. } | Op::Permute { .. } | Op::Expand { .. } => 1,
+            Op::BroadcastInDim { .. } => 1,
             Op::Slice { .. } | Op::Select { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Split { .. } => 1,
             Op::Binary(_) | Op::Compare(_) | Op::Mm | Op::Bmm | Op::Embedding => 2,
             Op::Where | Op::Addmm => 3,

@@ -76,6 +76,7 @@ impl Op {
             Op::View { shape } => vec![("shape", ints(shape))],
             Op::Permute { dims } => vec![("dims", ints(dims))],
             Op::Expand { sizes } => vec![("sizes", ints(sizes))],
+            Op::BroadcastInDim { shape, dims } => vec![("shape", ints(shape)), ("dims", ints(dims))],
             Op::Slice { dim, start, end, step } => vec![
                 ("dim", dim.to_string()),
                 ("start", start.to_string()),
@@ -250,6 +251,7 @@ impl Op {
             "aten.view" => Op::View { shape: a.ints("shape")?.into() },
             "aten.permute" => Op::Permute { dims: a.ints("dims")?.into() },
             "aten.expand" => Op::Expand { sizes: a.ints("sizes")?.into() },
+            "aten.broadcast_in_dim" => Op::BroadcastInDim { shape: a.ints("shape")?.into(), dims: a.ints("dims")?.into() },
             "aten.slice" => {
                 Op::Slice { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
             }

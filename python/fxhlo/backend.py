@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch._decomp import core_aten_decompositions
 from torch._dynamo import source as _sources
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
@@ -342,19 +341,40 @@ class OutputLayout:
     def apply(self, outs: list) -> list:
         for i, size, stride, device in self.fixes:
             if stride is not None:
-                fixed = torch.empty_strided(size, stride, dtype=outs[i].dtype, device=device or "cpu")
-                fixed.copy_(outs[i])
-                outs[i] = fixed
+                base = torch.empty(_extent(size, stride), dtype=outs[i].dtype, device=device or "cpu")
+                outs[i] = _write_view(base, size, stride, 0, outs[i])
             elif device is not None:
                 outs[i] = outs[i].to(device)
         for numel, dtype, device, views in self.groups:
             base = torch.empty(numel, dtype=dtype, device=device)
             for i, size, stride, offset in views:
-                view = base.as_strided(size, stride, offset)
-                # Views that overlap hold the same values, so the order of the copies is moot.
-                view.copy_(outs[i])
-                outs[i] = view
+                # Views that overlap hold the same values, so the order of the writes is moot.
+                outs[i] = _write_view(base, size, stride, offset, outs[i])
         return outs
+
+
+def _extent(size, stride, offset: int = 0) -> int:
+    """Elements of storage a view of ``size``/``stride`` from ``offset`` reaches."""
+    if any(d == 0 for d in size):
+        return offset
+    return offset + 1 + sum((d - 1) * s for d, s in zip(size, stride))
+
+
+def _write_view(base: torch.Tensor, size, stride, offset: int, src: torch.Tensor) -> torch.Tensor:
+    """``base.as_strided(size, stride, offset)`` holding ``src``'s values. A view whose elements
+    share memory (``expand``'s stride 0, overlapping windows) cannot be ``copy_``'d into, so its
+    storage is written by index instead (elements that share a location hold equal values)."""
+    view = base.as_strided(size, stride, offset)
+    if torch._debug_has_internal_overlap(view) == 0:
+        view.copy_(src)
+        return view
+    index = torch.full((), offset, dtype=torch.int64, device=base.device)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        index = index + (torch.arange(n, device=base.device) * s).reshape(shape)
+    base.index_put_((index.reshape(-1),), src.to(base.device).reshape(-1))
+    return view
 
 
 # ---- compile --------------------------------------------------------------------------------
@@ -497,7 +517,7 @@ def fxhlo_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **sett
     return aot_autograd(
         fw_compiler=fw,
         bw_compiler=_eager_backward,
-        decompositions=core_aten_decompositions(),
+        decompositions=_export.decompositions(),
     )(gm, example_inputs)
 
 

@@ -53,6 +53,78 @@ class ExportError(Exception):
     """The model cannot be expressed as an fxhlo trace (the message says why)."""
 
 
+# ATen ops that survive the core ATen decompositions but that PyTorch can write in terms of
+# ops fxhlo lowers: decomposed by PyTorch's own rules (`torch._decomp`) before the graph is
+# written, as Inductor does with its larger table. Each was checked against eager by the OpInfo
+# sweep (scripts/opinfo_sweep.py).
+_EXTRA_DECOMPOSITIONS = (
+    "addmv", "as_strided_copy", "as_strided_scatter", "bucketize", "cumprod", "diagonal_scatter",
+    "digamma", "dist", "erfc", "erfinv", "exp2", "frexp", "hypot", "i0", "igamma", "igammac", "ldexp",
+    "lgamma", "narrow_copy", "new_empty_strided", "nextafter", "permute_copy",
+    "special_bessel_j0", "special_bessel_j1", "special_erfcx", "special_i0e", "special_i1",
+    "special_i1e", "special_ndtri", "special_spherical_bessel_j0", "special_zeta", "unbind_copy",
+    "unfold", "var_mean", "view_copy", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "_native_batch_norm_legit_functional", "_batch_norm_with_update_functional",
+    "max_pool2d_with_indices_backward",
+)
+
+
+def _round_decimals(x, decimals: int = 0):
+    # ATen's kernel: scale by 10^|decimals| in x's dtype, round half to even, scale back.
+    if decimals == 0:
+        return torch.round(x)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return torch.round(x * scale) / scale
+    return torch.round(x / scale) * scale
+
+
+def _addbmm(x, batch1, batch2, *, beta=1, alpha=1):
+    product = torch.bmm(batch1, batch2).sum(0)
+    if beta == 0:
+        return alpha * product if alpha != 1 else product
+    return beta * x + alpha * product
+
+
+def _angle(x):
+    # Real input: 0 for x >= 0, pi for x < 0, NaN kept; integers give the default float.
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
+    pi = torch.full_like(x, math.pi)
+    return torch.where(torch.isnan(x), x, torch.where(x < 0, pi, torch.zeros_like(x)))
+
+
+def _assert_async(cond, msg=""):
+    # A device-side assertion (`one_hot`'s range check, ...): eager checks it; a compiled graph
+    # has no way to raise mid-graph, so it is dropped, as Inductor does without debug asserts.
+    return None
+
+
+# fxhlo's own decompositions of ATen ops PyTorch has none for (`torch._decomp` lacks them).
+_OWN_DECOMPOSITIONS = {
+    "round.decimals": _round_decimals,
+    "addbmm.default": _addbmm,
+    "angle.default": _angle,
+    "_assert_async.msg": _assert_async,
+    "_assert_async.default": _assert_async,
+}
+
+
+def decompositions() -> dict:
+    """The decomposition table of fxhlo's capture: the core ATen decompositions,
+    :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table, and :data:`_OWN_DECOMPOSITIONS`."""
+    from torch._decomp import get_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([getattr(torch.ops.aten, name) for name in _EXTRA_DECOMPOSITIONS]))
+    for name, fn in _OWN_DECOMPOSITIONS.items():
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        if not (op.is_view or any(a.alias_info is not None for a in op._schema.arguments)):
+            table[op] = fn
+    return table
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     try:
         return _DTYPES[dtype]
@@ -125,7 +197,7 @@ def capture(model: torch.nn.Module, example_args) -> Capture:
         result["gm"] = gm
         return gm.forward
 
-    aot = aot_autograd(fw_compiler=fw_compiler, decompositions=core_aten_decompositions())
+    aot = aot_autograd(fw_compiler=fw_compiler, decompositions=decompositions())
 
     def backend(gm, example_inputs):
         # Real tensors arrive here, in the order AOT Autograd keeps for its placeholders.

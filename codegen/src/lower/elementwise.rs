@@ -116,6 +116,36 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
             let inf = e.splat(Scalar::float(f64::INFINITY), x.1, loc)?;
             e.compare("EQ", a, inf, &out.shape, loc)
         }
+        Erfc => simple("chlo.erfc"),
+        Erfinv => simple("chlo.erf_inv"),
+        // 2^x through `power`, which XLA computes exactly for integer x (exp(x ln 2) does not).
+        Exp2 => e.op("stablehlo.power", loc, &[k(e, 2.0, out, loc)?, xv()?], out, &[]),
+        Lgamma => simple("chlo.lgamma"),
+        Digamma => simple("chlo.digamma"),
+        I1e => simple("chlo.bessel_i1e"),
+        I1 => {
+            // i1(x) = i1e(x) e^|x|
+            let x = xv()?;
+            let s = e.op("chlo.bessel_i1e", loc, &[x], out, &[])?;
+            let a = e.op("stablehlo.abs", loc, &[x], out, &[])?;
+            let ex = e.op("stablehlo.exponential", loc, &[a], out, &[])?;
+            e.op("stablehlo.multiply", loc, &[s, ex], out, &[])
+        }
+        Signbit if !x.1.dtype.is_float() => {
+            let zero = e.splat(Scalar::Int(0), x.1, loc)?;
+            e.compare("LT", x.0, zero, &out.shape, loc)
+        }
+        Signbit => {
+            let bits = match x.1.dtype {
+                DType::F64 => DType::I64,
+                DType::F32 => DType::I32,
+                _ => DType::I16,
+            };
+            let it = TensorType::new(bits, x.1.shape.clone());
+            let i = e.op("stablehlo.bitcast_convert", loc, &[x.0], &it, &[])?;
+            let zero = e.splat(Scalar::Int(0), &it, loc)?;
+            e.compare("LT", i, zero, &out.shape, loc)
+        }
     }
 }
 
@@ -218,6 +248,29 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
         Fmin => op("stablehlo.minimum", a, c),
         Copysign => copysign(e, a, c, out, loc),
         Atan2 => op("stablehlo.atan2", a, c),
+        Nextafter => op("chlo.next_after", a, c),
+        Zeta => op("chlo.zeta", a, c),
+        Polygamma => op("chlo.polygamma", a, c),
+        Hypot => {
+            // m * sqrt(1 + (n/m)^2) with m = max(|a|, |b|), n = min: no overflow in the squares;
+            // m = 0 gives 0, and an infinite operand gives inf even beside a NaN (C's hypot).
+            let (aa, ca) = (e.op("stablehlo.abs", loc, &[a], out, &[])?, e.op("stablehlo.abs", loc, &[c], out, &[])?);
+            let m = op("stablehlo.maximum", aa, ca)?;
+            let n = op("stablehlo.minimum", aa, ca)?;
+            let zero = k(e, 0.0, out, loc)?;
+            let is_zero = e.compare("EQ", m, zero, shape, loc)?;
+            let r = op("stablehlo.divide", n, m)?;
+            let r = e.op("stablehlo.select", loc, &[is_zero, zero, r], out, &[])?;
+            let one = k(e, 1.0, out, loc)?;
+            let s = op("stablehlo.add", one, op("stablehlo.multiply", r, r)?)?;
+            let h = op("stablehlo.multiply", m, e.op("stablehlo.sqrt", loc, &[s], out, &[])?)?;
+            let inf = k(e, f64::INFINITY, out, loc)?;
+            let a_inf = e.compare("EQ", aa, inf, shape, loc)?;
+            let c_inf = e.compare("EQ", ca, inf, shape, loc)?;
+            let bt = TensorType::new(DType::Bool, shape.clone());
+            let any_inf = e.op("stablehlo.or", loc, &[a_inf, c_inf], &bt, &[])?;
+            e.op("stablehlo.select", loc, &[any_inf, inf, h], out, &[])
+        }
         BitwiseAnd => op("stablehlo.and", a, c),
         BitwiseOr => op("stablehlo.or", a, c),
         BitwiseXor => op("stablehlo.xor", a, c),

@@ -58,6 +58,7 @@ pub fn lower<'c, 'a>(
         Op::View { .. }
         | Op::Permute { .. }
         | Op::Expand { .. }
+        | Op::BroadcastInDim { .. }
         | Op::Slice { .. }
         | Op::Select { .. }
         | Op::Unsqueeze { .. }

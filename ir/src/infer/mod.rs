@@ -48,7 +48,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let promoted = result_type(operands);
             let dtype = match b {
                 b if b.returns_bool() => DType::Bool,
-                BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Copysign => promote::float_result(promoted),
+                BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Copysign | BinaryOp::Hypot | BinaryOp::Zeta | BinaryOp::Polygamma
+                | BinaryOp::Nextafter => promote::float_result(promoted),
                 _ => promoted,
             };
             t(dtype, shape)
@@ -103,6 +104,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::View { .. }
         | Op::Permute { .. }
         | Op::Expand { .. }
+        | Op::BroadcastInDim { .. }
         | Op::Slice { .. }
         | Op::Select { .. }
         | Op::Unsqueeze { .. }

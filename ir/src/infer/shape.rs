@@ -85,6 +85,23 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             }
             with(shape)
         }
+        Op::BroadcastInDim { shape, dims } => {
+            if dims.len() != rank || shape.iter().any(|&s| s < 0) {
+                return Err(format!("broadcast_in_dim of {:?} to {shape:?} along {dims:?} is invalid", x.shape));
+            }
+            let mut last = None;
+            for (i, &d) in dims.iter().enumerate() {
+                let ok = usize::try_from(d).ok().filter(|&d| d < shape.len() && last.is_none_or(|l| d > l));
+                let Some(d) = ok else {
+                    return Err(format!("broadcast_in_dim dims {dims:?} must increase within rank {}", shape.len()));
+                };
+                last = Some(d);
+                if x.shape[i] != 1 && x.shape[i] != shape[d] {
+                    return Err(format!("broadcast_in_dim cannot put dim {i} of {:?} at dim {d} of {shape:?}", x.shape));
+                }
+            }
+            with(shape.clone())
+        }
         Op::Expand { sizes } => {
             if sizes.len() < rank {
                 return Err(format!("aten.expand to {sizes:?} has fewer dims than {:?}", x.shape));
