@@ -363,16 +363,16 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             Some(Mapped::Op(op, ops))
         }
         "max_pool2d_with_indices" | "max_pool3d_with_indices" => op1(Op::MaxPool {
-            kernel: a.ints(1, "kernel_size", &[])?,
-            stride: a.ints(2, "stride", &[])?,
-            padding: a.ints(3, "padding", &[0])?,
-            dilation: a.ints(4, "dilation", &[1])?,
+            kernel: per_dim(a.ints(1, "kernel_size", &[])?, name),
+            stride: per_dim(a.ints(2, "stride", &[])?, name),
+            padding: per_dim(a.ints(3, "padding", &[0])?, name),
+            dilation: per_dim(a.ints(4, "dilation", &[1])?, name),
             ceil_mode: a.bool(5, "ceil_mode", false)?,
         }),
         "avg_pool1d" | "avg_pool2d" | "avg_pool3d" => op1(Op::AvgPool {
-            kernel: a.ints(1, "kernel_size", &[])?,
-            stride: a.ints(2, "stride", &[])?,
-            padding: a.ints(3, "padding", &[0])?,
+            kernel: per_dim(a.ints(1, "kernel_size", &[])?, name),
+            stride: per_dim(a.ints(2, "stride", &[])?, name),
+            padding: per_dim(a.ints(3, "padding", &[0])?, name),
             ceil_mode: a.bool(4, "ceil_mode", false)?,
             count_include_pad: a.bool(5, "count_include_pad", true)?,
             divisor_override: if name == "avg_pool1d" { None } else { a.opt_int(6, "divisor_override")? },
@@ -579,6 +579,17 @@ fn x1<'a>(a: &Args<'a>, name: &str) -> Option<Operand<'a>> {
 
 /// `UnaryOp::from_name` through a map built once: the linear search over every unary op's name
 /// was a tenth of import time (most nodes of a trace are tried as unary ops first).
+/// A pooling parameter with one value per spatial dim: PyTorch takes a single value (`3` or
+/// `(3,)`) for all of them; `name` (`max_pool2d_with_indices`, `avg_pool3d`) says how many.
+/// An empty list (a stride left to default to the kernel) stays empty.
+fn per_dim<T: From<Vec<i64>> + AsRef<[i64]>>(v: T, name: &str) -> T {
+    let dims = ["1d", "2d", "3d"].iter().position(|s| name.contains(s)).map_or(0, |i| i + 1);
+    match v.as_ref() {
+        [one] if dims > 1 => T::from(vec![*one; dims]),
+        _ => v,
+    }
+}
+
 fn unary(name: &str) -> Option<UnaryOp> {
     static BY_NAME: OnceLock<HashMap<&'static str, UnaryOp, FxBuildHasher>> = OnceLock::new();
     BY_NAME.get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect()).get(name).copied()

@@ -431,6 +431,11 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
             f"graph {name}: AOT Autograd's forward graph has {len(placeholders)} inputs for Dynamo's "
             f"{len(inputs)}; fxhlo compiles inference graphs (call the model under torch.no_grad())"
         )
+    if not any(n.op == "call_function" for n in fw_gm.graph.nodes):
+        # Nothing to compute (`torch.broadcast_shapes`, a function returning its input or
+        # constants): the graph's own forward returns what it returns.
+        return make_boxed_func(fw_gm.forward)
+    _scalars_as_tensors(fw_gm)
     try:
         cap = _export.Capture(fw_gm, inputs, None)
         trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
@@ -452,6 +457,35 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
                       FallbackWarning, stacklevel=2)
         return make_boxed_func(fw_gm.forward)
     return CompiledGraph(exe, constants, OutputLayout.of(fw_gm))
+
+
+def _scalars_as_tensors(fw_gm: torch.fx.GraphModule) -> None:
+    """A number read from a tensor and turned back into one (``x.item()`` returned from a
+    function: Dynamo writes ``scalar_tensor(_local_scalar_dense(t), dtype=d)`` and reads the
+    number from the result) becomes ``t`` reshaped to 0-d and converted to ``d``, so the graph
+    stays one of tensors. A number that feeds other ops is left, and refused by the export."""
+    aten = torch.ops.aten
+    changed = False
+    for node in list(fw_gm.graph.nodes):
+        if node.target is not aten._local_scalar_dense.default:
+            continue
+        users = list(node.users)
+        if not users or any(u.target is not aten.scalar_tensor.default for u in users):
+            continue
+        source = node.args[0]
+        for user in users:
+            with fw_gm.graph.inserting_before(user):
+                view = fw_gm.graph.call_function(aten.view.default, (source, []))
+                view.meta["val"] = source.meta["val"].reshape(())
+                dtype = user.kwargs.get("dtype") or torch.get_default_dtype()
+                cast = fw_gm.graph.call_function(aten._to_copy.default, (view,), {"dtype": dtype})
+                cast.meta["val"] = user.meta["val"]
+            user.replace_all_uses_with(cast)
+            fw_gm.graph.erase_node(user)
+        fw_gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        fw_gm.recompile()
 
 
 _ahead_of_time: list[dict] = []

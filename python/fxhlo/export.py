@@ -100,13 +100,55 @@ def _assert_async(cond, msg=""):
     return None
 
 
-# fxhlo's own decompositions of ATen ops PyTorch has none for (`torch._decomp` lacks them).
+def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    # PyTorch's decomposition returns the attention weights where the op returns the
+    # logsumexp of the scores over keys ([N, H, L]); keep its output, compute the logsumexp.
+    from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu as reference
+
+    output, _ = reference(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+    scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
+    scores = (query.float() @ key.float().transpose(-2, -1)) * scale
+    if is_causal:
+        keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask.float()
+    return output, torch.logsumexp(scores, dim=-1)
+
+
+def _index_put(x, indices, values, accumulate=False):
+    # `x[mask] = v` (one boolean index over x's leading dims) as a select or a masked scatter,
+    # which need no data-dependent shape; other index lists stay `index_put`.
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype not in (torch.bool, torch.uint8):
+        return NotImplemented
+    mask = indices[0].bool()
+    rest = x.shape[mask.dim():]
+    m = mask.reshape(*mask.shape, *([1] * len(rest))).expand(x.shape)
+    values = values.to(x.dtype)
+    if values.dim() <= len(rest) or values.shape[0] == 1:
+        # One value (or one row) for every selected position: broadcast.
+        v = values.reshape(values.shape[-len(rest):] if rest and values.dim() > len(rest) else values.shape)
+        v = v.expand(x.shape)
+        return torch.where(m, x + v if accumulate else v, x)
+    # One row per selected position, in order: a masked scatter.
+    if accumulate:
+        return x + torch.zeros_like(x).masked_scatter(m, values)
+    return x.masked_scatter(m, values)
+
+
+# fxhlo's own decompositions of ATen ops PyTorch has none for (`torch._decomp` lacks them),
+# or where its decomposition differs from the op.
 _OWN_DECOMPOSITIONS = {
     "round.decimals": _round_decimals,
     "addbmm.default": _addbmm,
     "angle.default": _angle,
     "_assert_async.msg": _assert_async,
     "_assert_async.default": _assert_async,
+    "_scaled_dot_product_flash_attention_for_cpu.default": _flash_attention_for_cpu,
+    "index_put.default": _index_put,
 }
 
 
