@@ -295,7 +295,11 @@ def main(argv=None) -> int:
               f"{c['unsupported']} not supported by the op ({time.perf_counter() - t:.0f} s)")
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"samples": a.samples, "ops": table}, indent=1, sort_keys=True) + "\n")
+        # Timings vary from run to run: kept out of the file so that a re-recorded sweep diffs
+        # only where a result changed.
+        stable = {op: {d: {k: v for k, v in r.items() if k != "seconds"} for d, r in per.items()}
+                  for op, per in table.items()}
+        a.out.write_text(json.dumps({"samples": a.samples, "ops": stable}, indent=1, sort_keys=True) + "\n")
     return 0
 
 

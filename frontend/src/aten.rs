@@ -412,6 +412,8 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
         }),
         "select" => op1(Op::Select { dim: a.int(1, "dim", 0)?, index: a.int(2, "index", 0)? }),
         "unsqueeze" => op1(Op::Unsqueeze { dim: a.int(1, "dim", 0)? }),
+        // `squeeze.dims(x, [])` squeezes nothing (an empty list in the IR means every dim).
+        "squeeze" if overload == "dims" && a.ints::<Shape>(1, "dim", &[])?.is_empty() => op1(Op::Copy),
         "squeeze" => op1(Op::Squeeze { dims: a.ints(1, "dim", &[])? }),
         "cat" => {
             let Some(Arg::Tensors(ts)) = a.get(0, "tensors") else { return None };

@@ -97,7 +97,68 @@ fn coverage_table() -> String {
          Each lowered op's bundle is compiled on the PJRT CPU plugin and compared with PyTorch eager by\n\
          `every_op_matches_pytorch`.\n\n\
          **{lowered} of {total}** Core ATen ops lowered and tested.\n\n\
-         | op | dtypes tested | status | test |\n|---|---|---|---|\n{}\n\n{SEMANTICS}",
+         | op | dtypes tested | status | test |\n|---|---|---|---|\n{}\n\n{}\n{SEMANTICS}",
+        rows.join("\n"),
+        opinfo_table()
+    )
+}
+
+/// The OpInfo section: every op of PyTorch's OpInfo database with its status per dtype, from
+/// the sweep's committed results (`testsuite/opinfo/*.json`, checked by python/tests/test_opinfo.py).
+fn opinfo_table() -> String {
+    const DTYPES: [&str; 5] = ["float32", "float16", "bfloat16", "int64", "bool"];
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("opinfo");
+    let mut ops: std::collections::BTreeMap<String, serde_json::Map<String, Value>> = Default::default();
+    for file in ["float32.json", "other_dtypes.json"] {
+        let text = fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("testsuite/opinfo/{file}: {e}"));
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("testsuite/opinfo/{file}: {e}"));
+        for (op, per_dtype) in v["ops"].as_object().into_iter().flatten() {
+            let entry = ops.entry(op.clone()).or_default();
+            for (dtype, r) in per_dtype.as_object().into_iter().flatten() {
+                entry.insert(dtype.clone(), r.clone());
+            }
+        }
+    }
+    let status = |r: Option<&Value>| r.and_then(|r| r["status"].as_str()).unwrap_or("-").to_string();
+    let mut counts = Vec::new();
+    for dtype in DTYPES {
+        let of = |s: &str| ops.values().filter(|m| status(m.get(dtype)) == s).count();
+        counts.push(format!(
+            "| {dtype} | {} | {} | {} | {} |",
+            of("pass"),
+            of("fail"),
+            of("excluded"),
+            of("unsupported")
+        ));
+    }
+    let rows: Vec<String> = ops
+        .iter()
+        .map(|(op, m)| {
+            let cells: Vec<String> = DTYPES.iter().map(|d| status(m.get(*d))).collect();
+            let reason = DTYPES
+                .iter()
+                .filter_map(|d| m.get(*d))
+                .find(|r| r["status"].as_str() != Some("pass") && r["status"].as_str() != Some("unsupported"))
+                .and_then(|r| r["reason"].as_str())
+                .unwrap_or("")
+                .replace('|', "\\|")
+                .replace('\n', " ");
+            format!("| `{op}` | {} | {reason} |", cells.join(" | "))
+        })
+        .collect();
+    format!(
+        "## OpInfo coverage\n\n\
+         Every op of PyTorch's OpInfo database (`torch.testing._internal.common_methods_invocations.op_db`)\n\
+         through `torch.compile(fn, backend=\"fxhlo\", fullgraph=True, dynamic=False)` on the CPU plugin,\n\
+         compared with eager by `torch.testing.assert_close` (`scripts/opinfo_sweep.py`; float32 with the\n\
+         first three samples, the other dtypes with the first one). *fail*: `aot_eager` (the same\n\
+         capture, eager kernels) passes and fxhlo does not, with the first reason; *excluded*: `aot_eager`\n\
+         fails too (random ops, data-dependent shapes, ops Dynamo cannot capture), or no sample runs in\n\
+         eager; *unsupported*: OpInfo lists no such dtype for the op. `python/tests/test_opinfo.py`\n\
+         fails when an op that passes here stops passing.\n\n\
+         | dtype | pass | fail | excluded | unsupported |\n|---|---:|---:|---:|---:|\n{}\n\n\
+         | OpInfo op | float32 | float16 | bfloat16 | int64 | bool | first reason |\n|---|---|---|---|---|---|---|\n{}\n",
+        counts.join("\n"),
         rows.join("\n")
     )
 }
@@ -120,6 +181,14 @@ const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
   NaN only where both operands are NaN.
 - **`copysign`** copies the sign bit, so `-0.0` and negative NaNs give a negative result, as in
   eager.
+- **`empty`** (`empty`, `empty_like`, `empty_permuted`, `new_empty`, `empty_strided`) gives zeros:
+  eager leaves the memory uninitialized, so any value is right, and zeros keep the ops built on
+  it deterministic.
+- **`_assert_async`** (the range check `one_hot` and others insert) is dropped, as Inductor does
+  without debug assertions: a compiled graph cannot stop halfway to raise.
+- **`x.item()`** returned from a compiled function comes back from the executable as a 0-d
+  tensor and is read out as a number; a number that feeds further ops inside the graph (a
+  data-dependent `narrow`, `take` start, or size) is refused.
 - **Sizes**: a tensor whose size in bytes overflows a 64-bit integer is refused at import,
   naming the node; one a device cannot allocate fails the call with the plugin's out-of-memory
   error.
