@@ -206,7 +206,6 @@ def sweep(names: list[str], dtypes: list[str], count: int, jobs: int, timeout: f
         lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] + [lines.put(None)], daemon=True).start()
         current = None
-        done = set()
         while True:
             try:
                 line = lines.get(timeout=timeout)
@@ -227,7 +226,6 @@ def sweep(names: list[str], dtypes: list[str], count: int, jobs: int, timeout: f
                 current = key
                 continue
             current = None
-            done.add(msg["op"])
             _record(key, {k: v for k, v in msg.items() if k not in ("op", "dtype")})
         proc.wait()
         # Ops after the one that crashed or stalled go back in the queue.

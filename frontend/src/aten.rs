@@ -579,8 +579,6 @@ fn x1<'a>(a: &Args<'a>, name: &str) -> Option<Operand<'a>> {
     a.tensor(0, name).or_else(|| a.tensor(0, "self"))
 }
 
-/// `UnaryOp::from_name` through a map built once: the linear search over every unary op's name
-/// was a tenth of import time (most nodes of a trace are tried as unary ops first).
 /// A pooling parameter with one value per spatial dim: PyTorch takes a single value (`3` or
 /// `(3,)`) for all of them; `name` (`max_pool2d_with_indices`, `avg_pool3d`) says how many.
 /// An empty list (a stride left to default to the kernel) stays empty.
@@ -592,6 +590,8 @@ fn per_dim<T: From<Vec<i64>> + AsRef<[i64]>>(v: T, name: &str) -> T {
     }
 }
 
+/// `UnaryOp::from_name` through a map built once: the linear search over every unary op's name
+/// was a tenth of import time (most nodes of a trace are tried as unary ops first).
 fn unary(name: &str) -> Option<UnaryOp> {
     static BY_NAME: OnceLock<HashMap<&'static str, UnaryOp, FxBuildHasher>> = OnceLock::new();
     BY_NAME.get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect()).get(name).copied()

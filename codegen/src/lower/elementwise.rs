@@ -136,11 +136,7 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
             e.compare("LT", x.0, zero, &out.shape, loc)
         }
         Signbit => {
-            let bits = match x.1.dtype {
-                DType::F64 => DType::I64,
-                DType::F32 => DType::I32,
-                _ => DType::I16,
-            };
+            let bits = bits_of(x.1.dtype).ok_or_else(|| e.internal(format!("signbit on {}", x.1.dtype)))?;
             let it = TensorType::new(bits, x.1.shape.clone());
             let i = e.op("stablehlo.bitcast_convert", loc, &[x.0], &it, &[])?;
             let zero = e.splat(Scalar::Int(0), &it, loc)?;
@@ -281,12 +277,9 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
 /// `copysign(a, b)` on a float type: `a`'s magnitude bits with `b`'s sign bit, through the
 /// integer type of the same width.
 fn copysign<'c, 'a>(e: &Emitter<'c, 'a>, a: V<'c, 'a>, b: V<'c, 'a>, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    let (bits, sign) = match out.dtype {
-        DType::F64 => (DType::I64, i64::MIN),
-        DType::F32 => (DType::I32, i64::from(i32::MIN)),
-        DType::F16 | DType::BF16 => (DType::I16, i64::from(i16::MIN)),
-        other => return Err(e.internal(format!("copysign on {other}: inference gives a float type"))),
-    };
+    let bits = bits_of(out.dtype).ok_or_else(|| e.internal(format!("copysign on {}: inference gives a float type", out.dtype)))?;
+    // The sign bit alone, sign-extended: i64::MIN shifted down to the integer's width.
+    let sign = i64::MIN >> (64 - 8 * bits.size_bytes());
     let it = TensorType::new(bits, out.shape.clone());
     let cast = |v| e.op("stablehlo.bitcast_convert", loc, &[v], &it, &[]);
     let and = |v, m| e.op("stablehlo.and", loc, &[v, m], &it, &[]);
@@ -294,6 +287,17 @@ fn copysign<'c, 'a>(e: &Emitter<'c, 'a>, a: V<'c, 'a>, b: V<'c, 'a>, out: &Tenso
     let sign = and(cast(b)?, e.splat(Scalar::Int(sign), &it, loc)?)?;
     let r = e.op("stablehlo.or", loc, &[magnitude, sign], &it, &[])?;
     e.op("stablehlo.bitcast_convert", loc, &[r], out, &[])
+}
+
+/// The signed integer type of a float's width, to reach its bits through `bitcast_convert`
+/// (the sign bit is the integer's sign).
+fn bits_of(float: DType) -> Option<DType> {
+    match float {
+        DType::F64 => Some(DType::I64),
+        DType::F32 => Some(DType::I32),
+        DType::F16 | DType::BF16 => Some(DType::I16),
+        _ => None,
+    }
 }
 
 /// `r != 0 && (r < 0) != (b < 0)`: where a truncating remainder/quotient needs Python's fix.

@@ -27,8 +27,7 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
         }
         Op::Expand { .. } => one(e.broadcast(x.0, x.1, out, loc)),
         Op::BroadcastInDim { dims, .. } => {
-            let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-            one(e.op("stablehlo.broadcast_in_dim", loc, &[x.0], out, &[("broadcast_dimensions", crate::emit::i64_array(&dims))]))
+            one(e.op("stablehlo.broadcast_in_dim", loc, &[x.0], out, &[("broadcast_dimensions", i64s(dims))]))
         }
         Op::Slice { dim, start, end, step } => {
             let d = norm(*dim, rank)?;
