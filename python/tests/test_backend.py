@@ -401,8 +401,9 @@ def test_unsupported_ops_with_fallback_eager_warns_once_and_runs():
     ours = [w for w in caught if issubclass(w.category, fxhlo.FallbackWarning)]
     assert len(ours) == 1 and "fxhlotest.twice.default" in str(ours[0].message), [str(w.message) for w in caught]
     assert_matches((first, second), (uses_unsupported(x), uses_unsupported(x)), "eager fallback")
-    assert not fxhlo.compiled_graphs() or all(g.executable.stats()["calls"] == 0 for g in fxhlo.compiled_graphs()
-                                               if "twice" in g.executable.mlir)
+    # Only the op runs in eager: `x + 1` before it and `sin`, `cos`, `+` after it compile
+    # (test_fallback.py tests the split).
+    assert "2 part(s) compiled by fxhlo" in str(ours[0].message), str(ours[0].message)
 
 
 def test_random_op_with_fallback_eager_runs_in_pytorch():
