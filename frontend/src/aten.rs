@@ -536,6 +536,15 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             },
             smallvec![x()?, a.tensor(1, "src")?],
         )),
+        "linalg_cholesky_ex" => op1(Op::Cholesky { upper: a.bool(1, "upper", false)? }),
+        "linalg_solve_triangular" => Some(Mapped::Op(
+            Op::TriangularSolve {
+                upper: a.bool(2, "upper", false)?,
+                left: a.bool(3, "left", true)?,
+                unit_diagonal: a.bool(4, "unitriangular", false)?,
+            },
+            smallvec![x()?, a.tensor(1, "B")?],
+        )),
         "sort" => op1(Op::Sort { dim: a.int(1, "dim", -1)?, descending: a.bool(2, "descending", false)? }),
         "topk" => op1(Op::Topk { k: a.int(1, "k", 1)?, dim: a.int(2, "dim", -1)?, largest: a.bool(3, "largest", true)? }),
         "grid_sampler_2d" => Some(Mapped::Op(

@@ -245,6 +245,15 @@ pub enum Op {
     /// `aten.grid_sampler_2d(input, grid)`: `mode` 0 bilinear, 1 nearest, 2 bicubic; `padding`
     /// 0 zeros, 1 border, 2 reflection.
     GridSample { mode: i64, padding: i64, align_corners: bool },
+    /// `aten.linalg_cholesky_ex(A, upper)` over `[.., n, n]`: the lower (or upper) Cholesky
+    /// factor, the other triangle zero, and an i32 `info` per matrix (0 when it factored; a
+    /// matrix that is not positive definite gives `n`, where eager gives the failing minor's
+    /// order, and a factor holding NaN).
+    Cholesky { upper: bool },
+    /// `aten.linalg_solve_triangular(A, B, upper, left, unitriangular)`: `X` with `A X = B`
+    /// (`left`) or `X A = B`, reading one triangle of `A` (its diagonal taken as ones when
+    /// `unit_diagonal`); batch dims broadcast.
+    TriangularSolve { upper: bool, left: bool, unit_diagonal: bool },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -319,6 +328,8 @@ impl Op {
             Op::Topk { .. } => "aten.topk",
             Op::UpsampleBilinear { .. } => "aten.upsample_bilinear",
             Op::GridSample { .. } => "aten.grid_sample",
+            Op::Cholesky { .. } => "aten.linalg_cholesky",
+            Op::TriangularSolve { .. } => "aten.linalg_solve_triangular",
             Op::Unknown { target } => target,
         }
     }
@@ -349,7 +360,8 @@ impl Op {
             Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
             Op::Scatter { .. } | Op::MaskedScatter => 3,
             Op::Cdist { .. } | Op::GridSample { .. } => 2,
-            Op::Pdist { .. } => 1,
+            Op::Pdist { .. } | Op::Cholesky { .. } => 1,
+            Op::TriangularSolve { .. } => 2,
             Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
             Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),
             Op::Cat { .. } | Op::Unknown { .. } => return None,

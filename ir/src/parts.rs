@@ -154,6 +154,10 @@ impl Op {
             Op::GridSample { mode, padding, align_corners } => {
                 vec![("mode", mode.to_string()), ("padding", padding.to_string()), ("align_corners", b(align_corners))]
             }
+            Op::Cholesky { upper } => vec![("upper", b(upper))],
+            Op::TriangularSolve { upper, left, unit_diagonal } => {
+                vec![("upper", b(upper)), ("left", b(left)), ("unit_diagonal", b(unit_diagonal))]
+            }
             Op::Unknown { target } if needs_quoting(target) => vec![("target", quote(target))],
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
             | Op::Embedding | Op::CopyInto | Op::MaskedScatter | Op::Unknown { .. } => vec![],
@@ -296,6 +300,10 @@ impl Op {
             "aten.select_scatter" => Op::SelectScatter { dim: a.int("dim")?, index: a.int("index")? },
             "aten.slice_scatter" => {
                 Op::SliceScatter { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
+            }
+            "aten.linalg_cholesky" => Op::Cholesky { upper: a.bool("upper")? },
+            "aten.linalg_solve_triangular" => {
+                Op::TriangularSolve { upper: a.bool("upper")?, left: a.bool("left")?, unit_diagonal: a.bool("unit_diagonal")? }
             }
             "aten.sort" => Op::Sort { dim: a.int("dim")?, descending: a.bool("descending")? },
             "aten.topk" => Op::Topk { k: a.int("k")?, dim: a.int("dim")?, largest: a.bool("largest")? },

@@ -34,7 +34,11 @@ from torch._dynamo import source as _sources
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
+from . import custom_ops as _custom_ops
+from . import decompositions as _decompositions
+from . import effects as _effects
 from . import export as _export
+from . import split as _split
 from .errors import AheadOfTimeWarning, CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
 
 DEVICES = ("cpu", "cuda", "tpu")
@@ -56,8 +60,11 @@ OPTIONS = {
                      "index_select or scatter is out of range (default False: the device clamps it "
                      "to the nearest valid index, as XLA does on every device; see docs/ops.md).",
     "fallback": "what to do with a graph fxhlo cannot compile: \"error\" (default) raises with "
-                "every unsupported op; \"eager\" runs it in eager PyTorch with one warning (a "
-                "missing device still raises).",
+                "every unsupported op; \"eager\" runs the ops fxhlo cannot compile (unsupported, "
+                "random) in eager PyTorch and compiles the parts of the graph between them, each "
+                "on its own (never frozen), with one warning per graph naming those ops; a graph "
+                "rejected as a whole runs wholly in eager (a missing device still raises). Custom "
+                "ops with a registered decomposition compile through it in either mode.",
 }
 """Every option the backend takes, with what it does."""
 
@@ -423,8 +430,9 @@ class CompiledGraph:
 
 
 def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch.fx.GraphModule, fw_inputs):
-    from . import _native
-
+    tokens = _effects.strip(fw_gm, len(inputs))
+    if tokens:
+        return _effects.Threaded(_compile_forward(opts, inputs, name, fw_gm, fw_inputs[tokens:]), tokens)
     placeholders = [n for n in fw_gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(inputs):
         raise CompileError(
@@ -436,27 +444,58 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         # constants): the graph's own forward returns what it returns.
         return make_boxed_func(fw_gm.forward)
     _scalars_as_tensors(fw_gm)
+    _custom_ops.decompose(fw_gm)
     try:
-        cap = _export.Capture(fw_gm, inputs, None)
-        trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
-        text = _export.to_json(trace).encode()
-        constants = [operator.attrgetter(n.target)(fw_gm) for n in fw_gm.graph.nodes if n.op == "get_attr"]
-        frozen = _frozen(trace, inputs, constants) if opts.freeze else None
-        dump = None if opts.dump is None else str(opts.dump)
-        if opts.ahead_of_time:
-            return _compile_ahead_of_time(opts, name, text, dump, frozen, fw_gm)
-        exe = _native.compile(text, f"<{name}>", opts.compile_options(), dump, frozen)
+        return _compile_graph(opts, name, fw_gm, inputs, opts.freeze)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":
             if isinstance(e, CompileError):
                 raise
             raise CompileError(f"graph {name}: {e}") from e
-        what = ", ".join(sorted({t for t, _, _ in e.ops})) if isinstance(e, UnsupportedOpsError) else str(e)
-        warnings.warn(f"fxhlo: graph {name} runs in eager PyTorch (fallback=\"eager\"): {what}",
-                      FallbackWarning, stacklevel=2)
-        return make_boxed_func(fw_gm.forward)
-    return CompiledGraph(exe, constants, OutputLayout.of(fw_gm))
+        return _fall_back(opts, name, fw_gm, e)
+
+
+def _compile_graph(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, freeze: bool):
+    """``gm`` written as a trace and compiled in Rust: a :class:`CompiledGraph` (or, for a
+    TPU topology, the eager graph once the executable is in the compile cache). Raises
+    ExportError or CompileError when fxhlo cannot compile it."""
+    from . import _native
+
+    cap = _export.Capture(gm, inputs, None)
+    trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
+    text = _export.to_json(trace).encode()
+    constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes if n.op == "get_attr"]
+    frozen = _frozen(trace, inputs, constants) if freeze else None
+    dump = None if opts.dump is None else str(opts.dump)
+    if opts.ahead_of_time:
+        return _compile_ahead_of_time(opts, name, text, dump, frozen, gm)
+    exe = _native.compile(text, f"<{name}>", opts.compile_options(), dump, frozen)
+    return CompiledGraph(exe, constants, OutputLayout.of(gm))
+
+
+def _fall_back(opts: BackendOptions, name: str, fw_gm: torch.fx.GraphModule, error: Exception):
+    """``fallback="eager"``: the graph runs in eager PyTorch with the parts fxhlo can compile
+    compiled (:mod:`fxhlo.split`), or wholly in eager when the error names no node (the PJRT
+    compiler rejecting the graph) or when compiling ahead of time (calls run in eager here
+    anyway). One FallbackWarning either way. Parts are never frozen: their inputs are whatever
+    the eager graph hands them. The outputs keep PyTorch's layout: eager FX computes the graph's
+    own outputs, and each part's :class:`CompiledGraph` gives its outputs their strides."""
+    if not opts.ahead_of_time:
+        part = functools.partial(_compile_part, opts, name)
+        result = _split.split(fw_gm, error, part)
+        if result is not None:
+            warnings.warn(result.describe(name), FallbackWarning, stacklevel=3)
+            return make_boxed_func(result.module.forward)
+    what = ", ".join(sorted({t for t, _, _ in error.ops})) if isinstance(error, UnsupportedOpsError) else str(error)
+    warnings.warn(f"fxhlo: graph {name} runs in eager PyTorch (fallback=\"eager\"): {what}",
+                  FallbackWarning, stacklevel=3)
+    return make_boxed_func(fw_gm.forward)
+
+
+def _compile_part(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, part: str):
+    """One part of the graph ``name`` split by :func:`_fall_back`, compiled as a graph of its own."""
+    return _compile_graph(opts, f"{name}_{part}", gm, inputs, freeze=False)
 
 
 def _scalars_as_tensors(fw_gm: torch.fx.GraphModule) -> None:
@@ -551,7 +590,7 @@ def fxhlo_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **sett
     return aot_autograd(
         fw_compiler=fw,
         bw_compiler=_eager_backward,
-        decompositions=_export.decompositions(),
+        decompositions=_decompositions.decompositions(),
     )(gm, example_inputs)
 
 

@@ -25,7 +25,7 @@ import contextlib
 import torch
 from torch._decomp import decomposition_table
 
-from . import export as _export
+from . import decompositions as _decompositions
 
 _ATEN_NAMESPACES = ("aten", "prims")
 """The namespaces the compiler knows; an op of any other is a custom op."""
@@ -58,7 +58,7 @@ def _decomposable(node: torch.fx.Node) -> bool:
 def _table() -> dict:
     """fxhlo's table and every decomposition registered for a custom op (a decomposition may
     call another custom op)."""
-    table = dict(_export.decompositions())
+    table = dict(_decompositions.decompositions())
     table.update({op: fn for op, fn in decomposition_table.items() if _custom(op)})
     return table
 

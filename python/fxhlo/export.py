@@ -11,7 +11,6 @@ which round-trips exactly).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import math
@@ -22,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch.utils import _pytree as pytree
+
+from .decompositions import decompositions
 
 FORMAT = "fxhlo-trace"
 SCHEMA_VERSION = 1
@@ -52,117 +52,6 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 class ExportError(Exception):
     """The model cannot be expressed as an fxhlo trace (the message says why)."""
-
-
-# ATen ops that survive the core ATen decompositions but that PyTorch can write in terms of
-# ops fxhlo lowers: decomposed by PyTorch's own rules (`torch._decomp`) before the graph is
-# written, as Inductor does with its larger table. Each passes the OpInfo sweep
-# (scripts/opinfo_sweep.py) through its decomposition. Ops fxhlo lowers itself (lgamma, erfinv,
-# hypot, ...) are not here: their decompositions only rename them to `prims.*`.
-_EXTRA_DECOMPOSITIONS = (
-    "addmv", "as_strided_copy", "cumprod", "dist", "ldexp", "narrow_copy", "permute_copy", "unbind_copy",
-    "unfold", "var_mean", "view_copy", "adaptive_max_pool3d", "_native_batch_norm_legit_functional",
-    "_batch_norm_with_update_functional", "max_pool2d_with_indices_backward",
-)
-
-
-def _round_decimals(x, decimals: int = 0):
-    # ATen's kernel: scale by 10^|decimals| in x's dtype, round half to even, scale back.
-    if decimals == 0:
-        return torch.round(x)
-    scale = 10.0 ** abs(decimals)
-    if decimals > 0:
-        return torch.round(x * scale) / scale
-    return torch.round(x / scale) * scale
-
-
-def _addbmm(x, batch1, batch2, *, beta=1, alpha=1):
-    product = torch.bmm(batch1, batch2).sum(0)
-    if beta == 0:
-        return alpha * product if alpha != 1 else product
-    return beta * x + alpha * product
-
-
-def _angle(x):
-    # Real input: 0 for x >= 0, pi for x < 0, NaN kept; integers give the default float.
-    if not x.is_floating_point():
-        x = x.to(torch.get_default_dtype())
-    pi = torch.full_like(x, math.pi)
-    return torch.where(torch.isnan(x), x, torch.where(x < 0, pi, torch.zeros_like(x)))
-
-
-def _assert_async(cond, msg=""):
-    # A device-side assertion (`one_hot`'s range check, ...): eager checks it; a compiled graph
-    # has no way to raise mid-graph, so it is dropped, as Inductor does without debug asserts.
-    return None
-
-
-def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
-    # PyTorch's decomposition returns the attention weights where the op returns the
-    # logsumexp of the scores over keys ([N, H, L]); keep its output, compute the logsumexp.
-    from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu as reference
-
-    output, _ = reference(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
-    scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
-    scores = (query.float() @ key.float().transpose(-2, -1)) * scale
-    if is_causal:
-        keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask.float()
-    return output, torch.logsumexp(scores, dim=-1)
-
-
-def _index_put(x, indices, values, accumulate=False):
-    # `x[mask] = v` (one boolean index over x's leading dims) as a select or a masked scatter,
-    # which need no data-dependent shape; other index lists stay `index_put`.
-    if len(indices) != 1 or indices[0] is None or indices[0].dtype not in (torch.bool, torch.uint8):
-        return NotImplemented
-    mask = indices[0].bool()
-    rest = x.shape[mask.dim():]
-    m = mask.reshape(*mask.shape, *([1] * len(rest))).expand(x.shape)
-    values = values.to(x.dtype)
-    if values.dim() <= len(rest) or values.shape[0] == 1:
-        # One value (or one row) for every selected position: broadcast, without the leading
-        # size-1 dims that stand for the selected positions.
-        lead = max(values.dim() - len(rest), 0)
-        v = values.reshape(values.shape[lead:]).expand(x.shape)
-        return torch.where(m, x + v if accumulate else v, x)
-    # One row per selected position, in order: a masked scatter.
-    if accumulate:
-        return x + torch.zeros_like(x).masked_scatter(m, values)
-    return x.masked_scatter(m, values)
-
-
-# fxhlo's own decompositions of ATen ops PyTorch has none for (`torch._decomp` lacks them),
-# or where its decomposition differs from the op.
-_OWN_DECOMPOSITIONS = {
-    "round.decimals": _round_decimals,
-    "addbmm.default": _addbmm,
-    "angle.default": _angle,
-    "_assert_async.msg": _assert_async,
-    "_assert_async.default": _assert_async,
-    "_scaled_dot_product_flash_attention_for_cpu.default": _flash_attention_for_cpu,
-    "index_put.default": _index_put,
-}
-
-
-@functools.cache
-def decompositions() -> dict:
-    """The decomposition table of fxhlo's capture: the core ATen decompositions,
-    :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table, and :data:`_OWN_DECOMPOSITIONS`. Built
-    once per process (every compiled graph asks for it; AOT Autograd only reads it)."""
-    from torch._decomp import get_decompositions
-
-    table = dict(core_aten_decompositions())
-    table.update(get_decompositions([getattr(torch.ops.aten, name) for name in _EXTRA_DECOMPOSITIONS]))
-    for name, fn in _OWN_DECOMPOSITIONS.items():
-        packet, overload = name.split(".")
-        table[getattr(getattr(torch.ops.aten, packet), overload)] = fn
-    return table
 
 
 def dtype_name(dtype: torch.dtype) -> str:

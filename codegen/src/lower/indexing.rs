@@ -112,6 +112,20 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
             let w = e.reshape(w, &TensorType::new(DType::I64, idx.1.shape.clone()), &flat, loc)?;
             index_select(e, x, d, w, n, loc)
         }
+        Op::Scatter { .. } if arg(e, operands, 0)?.1.rank() == 0 => {
+            // A 0-d scatter is the 1-element one: lowered on [1]-shaped operands, reshaped back.
+            let lifted: Vec<(V<'c, 'a>, TensorType)> = operands
+                .iter()
+                .map(|&(v, t)| {
+                    let t1 = TensorType::new(t.dtype, if t.rank() == 0 { vec![1] } else { t.shape.to_vec() });
+                    Ok((e.reshape(v, t, &t1, loc)?, t1))
+                })
+                .collect::<Result<_>>()?;
+            let operands: Vec<Operand<'c, 'a, '_>> = lifted.iter().map(|(v, t)| (*v, t)).collect();
+            let out1 = TensorType::new(out.dtype, vec![1]);
+            let r = lower(e, op, &operands, &out1, loc)?;
+            e.reshape(r, &out1, out, loc)
+        }
         Op::Scatter { dim, reduce, include_self } => {
             let (x, idx, src) = (arg(e, operands, 0)?, arg(e, operands, 1)?, arg(e, operands, 2)?);
             let rank = x.1.rank();

@@ -7,11 +7,12 @@
 //! `dilation * (k - 1) - padding` (plus `output_padding` at the end), and convolved with the
 //! spatially reversed kernel whose in/out features are swapped.
 
-use fxhlo_ir::{DType, Op, TensorType};
+use fxhlo_ir::{DType, Op, Scalar, TensorType};
 use melior::ir::{Location, Value};
 
 use super::{arg, Operand};
 use crate::emit::{i64s, padding_attr, Emitter};
+use crate::region::Combiner;
 use crate::Result;
 
 type V<'c, 'a> = Value<'c, 'a>;
@@ -109,4 +110,77 @@ pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c,
     let b = arg(e, operands, 2)?;
     let bb = e.op("stablehlo.broadcast_in_dim", loc, &[b.0], out, &[("broadcast_dimensions", "array<i64: 1>".into())])?;
     e.op("stablehlo.add", loc, &[y, bb], out, &[])
+}
+
+/// An i64 iota of `shape` along `dim`.
+fn iota<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], dim: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let t = TensorType::new(DType::I64, shape.to_vec());
+    e.op("stablehlo.iota", loc, &[], &t, &[("iota_dimension", format!("{dim} : i64"))])
+}
+
+/// `linalg_cholesky_ex` as `stablehlo.cholesky`. StableHLO leaves the other triangle and a
+/// matrix that is not positive definite to the implementation: the other triangle is zeroed,
+/// as PyTorch returns it, and `info` is 1 + the first column whose diagonal came out NaN (the
+/// factorization's square root of a non-positive pivot), which is eager's failing minor.
+pub fn cholesky<'c, 'a>(e: &Emitter<'c, 'a>, upper: bool, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let a = arg(e, operands, 0)?;
+    let (lt, info_t) = (&results[0], &results[1]);
+    let r = a.1.rank();
+    let n = a.1.shape[r - 1];
+    if a.1.num_elements() == 0 {
+        return Ok(vec![e.splat(Scalar::Int(0), lt, loc)?, e.splat(Scalar::Int(0), info_t, loc)?]);
+    }
+    let factor = e.op("stablehlo.cholesky", loc, &[a.0], lt, &[("lower", (!upper).to_string())])?;
+    let shape = &lt.shape;
+    let (row, col) = (iota(e, shape, r - 2, loc)?, iota(e, shape, r - 1, loc)?);
+    let keep = e.compare(if upper { "LE" } else { "GE" }, row, col, shape, loc)?;
+    let zero = e.splat(Scalar::Int(0), lt, loc)?;
+    let factor = e.op("stablehlo.select", loc, &[keep, factor, zero], lt, &[])?;
+    // info: per matrix, the first diagonal position holding NaN, plus one; 0 when none.
+    let bool_t = TensorType::new(DType::Bool, shape.to_vec());
+    let nan = e.compare("NE", factor, factor, shape, loc)?;
+    let diagonal = e.compare("EQ", row, col, shape, loc)?;
+    let nan_diag = e.op("stablehlo.and", loc, &[nan, diagonal], &bool_t, &[])?;
+    let row_nan = e.reduce(nan_diag, &bool_t, &[r - 1], Combiner::Or, loc)?;
+    let rows_t = TensorType::new(DType::I64, shape[..r - 1].to_vec());
+    let rows = iota(e, &rows_t.shape, r - 2, loc)?;
+    let past = e.splat(Scalar::Int(n), &rows_t, loc)?;
+    let at = e.op("stablehlo.select", loc, &[row_nan, rows, past], &rows_t, &[])?;
+    let first_t = TensorType::new(DType::I64, shape[..r - 2].to_vec());
+    let first = e.reduce(at, &rows_t, &[r - 2], Combiner::Min, loc)?;
+    let failed = e.compare("LT", first, e.splat(Scalar::Int(n), &first_t, loc)?, &first_t.shape, loc)?;
+    let order = e.op("stablehlo.add", loc, &[first, e.splat(Scalar::Int(1), &first_t, loc)?], &first_t, &[])?;
+    let info = e.op("stablehlo.select", loc, &[failed, order, e.splat(Scalar::Int(0), &first_t, loc)?], &first_t, &[])?;
+    Ok(vec![factor, e.convert(info, &first_t, info_t.dtype, loc)?])
+}
+
+/// `linalg_solve_triangular` as `stablehlo.triangular_solve`, both operands broadcast to the
+/// result's batch dims first (StableHLO wants them equal).
+pub fn triangular_solve<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    upper: bool,
+    left: bool,
+    unit_diagonal: bool,
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let (a, b) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+    if out.num_elements() == 0 {
+        return e.splat(Scalar::Int(0), out, loc);
+    }
+    let r = out.rank();
+    let n = a.1.shape[a.1.rank() - 1];
+    let mut a_shape = out.shape[..r - 2].to_vec();
+    a_shape.extend([n, n]);
+    let at = TensorType::new(a.1.dtype, a_shape);
+    let av = e.broadcast(a.0, a.1, &at, loc)?;
+    let bv = e.broadcast(b.0, b.1, out, loc)?;
+    let attrs = [
+        ("left_side", left.to_string()),
+        ("lower", (!upper).to_string()),
+        ("unit_diagonal", unit_diagonal.to_string()),
+        ("transpose_a", "#stablehlo<transpose NO_TRANSPOSE>".to_string()),
+    ];
+    e.op("stablehlo.triangular_solve", loc, &[av, bv], out, &attrs)
 }

@@ -52,6 +52,10 @@ pub fn lower<'c, 'a>(
         }
         Op::Mm | Op::Bmm | Op::Addmm => one(linalg::matmul(e, op, operands, first()?, loc)),
         Op::Convolution { .. } => one(linalg::convolution(e, op, operands, first()?, loc)),
+        Op::Cholesky { upper } => linalg::cholesky(e, *upper, operands, results, loc),
+        Op::TriangularSolve { upper, left, unit_diagonal } => {
+            one(linalg::triangular_solve(e, *upper, *left, *unit_diagonal, operands, first()?, loc))
+        }
         Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
             pooling::lower(e, op, operands, results, loc)
         }

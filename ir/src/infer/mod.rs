@@ -97,6 +97,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             t(x.dtype, x.shape.clone())
         }
         Op::Mm | Op::Bmm | Op::Addmm => nn::matmul(op, operands),
+        Op::Cholesky { .. } | Op::TriangularSolve { .. } => nn::factorization(op, operands),
         Op::Convolution { .. } => nn::convolution(op, operands),
         Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
             nn::pool(op, operands)

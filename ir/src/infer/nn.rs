@@ -88,6 +88,38 @@ pub fn matmul(op: &Op, operands: &[&TensorType]) -> InferResult {
     one(TensorType::new(dtype, shape))
 }
 
+/// `[.., n, n]` with float elements, or an error naming `what`.
+fn square_float(x: &TensorType, what: &str) -> Result<(), String> {
+    if x.rank() < 2 || x.shape[x.rank() - 1] != x.shape[x.rank() - 2] || !x.dtype.is_float() {
+        return Err(format!("{what} needs float square matrices [.., n, n], found {x}"));
+    }
+    Ok(())
+}
+
+/// `linalg_cholesky` (factor and i32 info per matrix) and `linalg_solve_triangular` (the
+/// right-hand side with the batch dims of both broadcast).
+pub fn factorization(op: &Op, operands: &[&TensorType]) -> InferResult {
+    let a = operands[0];
+    square_float(a, op.name())?;
+    let r = a.rank();
+    match op {
+        Op::Cholesky { .. } => Ok(Some(smallvec![a.clone(), TensorType::new(DType::I32, Shape::from(&a.shape[..r - 2]))])),
+        Op::TriangularSolve { left, .. } => {
+            let b = operands[1];
+            let n = a.shape[r - 1];
+            let k = b.rank();
+            let fits = k >= 2 && if *left { b.shape[k - 2] == n } else { b.shape[k - 1] == n };
+            if !fits || b.dtype != a.dtype {
+                return Err(format!("{} of {a} and {b}: the right-hand side must be [.., {n}, k] ([.., k, {n}] when not left) of {}", op.name(), a.dtype));
+            }
+            let mut shape = broadcast_shapes(&a.shape[..r - 2], &b.shape[..k - 2])?;
+            shape.extend_from_slice(&b.shape[k - 2..]);
+            one(TensorType::new(a.dtype, shape))
+        }
+        _ => Err(format!("{} is not a factorization", op.name())),
+    }
+}
+
 /// Output size of one spatial dim of a convolution or pooling window; `None` for a stride that
 /// is not positive or sizes whose arithmetic overflows.
 fn window_out(input: i64, kernel: i64, stride: i64, pad: i64, dilation: i64, ceil: bool) -> Option<i64> {

@@ -1,0 +1,536 @@
+"""The decomposition table of fxhlo's capture: what AOT Autograd rewrites before a graph reaches
+fxhlo. Core ATen's table, PyTorch's own rules for a few more ops, and fxhlo's rules for ops
+PyTorch has none for (or where PyTorch's differs from the op). Each rule here is checked by the
+OpInfo sweep (``scripts/opinfo_sweep.py``) against eager PyTorch.
+
+Rules are written in ATen ops fxhlo lowers, with no data-dependent shapes: a rule whose result
+shape would depend on values is not a rule (``nonzero``, ``unique``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+from torch._decomp import core_aten_decompositions
+
+
+# ATen ops that survive the core ATen decompositions but that PyTorch can write in terms of
+# ops fxhlo lowers: decomposed by PyTorch's own rules (`torch._decomp`) before the graph is
+# written, as Inductor does with its larger table. Each passes the OpInfo sweep
+# (scripts/opinfo_sweep.py) through its decomposition. Ops fxhlo lowers itself (lgamma, erfinv,
+# hypot, ...) are not here: their decompositions only rename them to `prims.*`.
+_EXTRA_DECOMPOSITIONS = (
+    "addmv", "as_strided_copy", "cumprod", "dist", "ldexp", "narrow_copy", "permute_copy", "unbind_copy",
+    "unfold", "var_mean", "view_copy", "adaptive_max_pool3d", "_native_batch_norm_legit_functional",
+    "_batch_norm_with_update_functional", "max_pool2d_with_indices_backward",
+    "isin",
+)
+
+
+def _round_decimals(x, decimals: int = 0):
+    # ATen's kernel: scale by 10^|decimals| in x's dtype, round half to even, scale back.
+    if decimals == 0:
+        return torch.round(x)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return torch.round(x * scale) / scale
+    return torch.round(x / scale) * scale
+
+
+def _addbmm(x, batch1, batch2, *, beta=1, alpha=1):
+    product = torch.bmm(batch1, batch2).sum(0)
+    if beta == 0:
+        return alpha * product if alpha != 1 else product
+    return beta * x + alpha * product
+
+
+def _angle(x):
+    # Real input: 0 for x >= 0, pi for x < 0, NaN kept; integers give the default float.
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
+    pi = torch.full_like(x, math.pi)
+    return torch.where(torch.isnan(x), x, torch.where(x < 0, pi, torch.zeros_like(x)))
+
+
+def _assert_async(cond, msg=""):
+    # A device-side assertion (`one_hot`'s range check, ...): eager checks it; a compiled graph
+    # has no way to raise mid-graph, so it is dropped, as Inductor does without debug asserts.
+    return None
+
+
+def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    # PyTorch's decomposition returns the attention weights where the op returns the
+    # logsumexp of the scores over keys ([N, H, L]); keep its output, compute the logsumexp.
+    from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu as reference
+
+    output, _ = reference(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+    scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
+    scores = (query.float() @ key.float().transpose(-2, -1)) * scale
+    if is_causal:
+        keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask.float()
+    return output, torch.logsumexp(scores, dim=-1)
+
+
+def _index_put(x, indices, values, accumulate=False):
+    # `x[mask] = v` (one boolean index over x's leading dims) as a select or a masked scatter,
+    # which need no data-dependent shape; other index lists stay `index_put`.
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype not in (torch.bool, torch.uint8):
+        return NotImplemented
+    mask = indices[0].bool()
+    rest = x.shape[mask.dim():]
+    m = mask.reshape(*mask.shape, *([1] * len(rest))).expand(x.shape)
+    values = values.to(x.dtype)
+    if values.dim() <= len(rest) or values.shape[0] == 1:
+        # One value (or one row) for every selected position: broadcast, without the leading
+        # size-1 dims that stand for the selected positions.
+        lead = max(values.dim() - len(rest), 0)
+        v = values.reshape(values.shape[lead:]).expand(x.shape)
+        return torch.where(m, x + v if accumulate else v, x)
+    # One row per selected position, in order: a masked scatter.
+    if accumulate:
+        return x + torch.zeros_like(x).masked_scatter(m, values)
+    return x.masked_scatter(m, values)
+
+
+# ---- histograms and bucketing ----------------------------------------------------------------
+
+
+def _bin_counts(x, pos, inside, bins: int, weight=None):
+    """Counts (or summed ``weight``) of ``x``'s elements per bin ``pos`` (i64, x's shape),
+    leaving out the elements not ``inside``: a scatter-add, so memory stays linear."""
+    pos = torch.where(inside, pos, torch.zeros_like(pos)).reshape(-1)
+    ones = torch.ones_like(x) if weight is None else weight.to(x.dtype)
+    counts = torch.where(inside, ones, torch.zeros_like(ones)).reshape(-1)
+    return torch.zeros(bins, dtype=x.dtype, device=x.device).index_put((pos,), counts, accumulate=True)
+
+
+def _histogram_counts(x, bins: int, lo, hi, weight=None):
+    """Counts in ``bins`` equal bins over ``[lo, hi]``, as ATen's CPU kernel bins them:
+    ``int((v - lo) / (hi - lo) * bins)``, the right edge in the last bin, elements outside the
+    range (and NaN) left out."""
+    inside = (x >= lo) & (x <= hi)
+    pos = ((x - lo) / (hi - lo) * bins).to(torch.int64).clamp(0, bins - 1)
+    return _bin_counts(x, pos, inside, bins, weight)
+
+
+def _data_range(x, lo: float, hi: float, widen: float):
+    """A histogram's range: ``[lo, hi]``, or the data's own when both are equal (0, 0 by
+    default), widened by ``widen`` on each side when that range is empty (ATen: 1 for
+    ``histc``, 0.5 for ``histogram``)."""
+    if lo != hi:
+        return lo, hi
+    lo_t, hi_t = x.amin(), x.amax()
+    same = lo_t == hi_t
+    return torch.where(same, lo_t - widen, lo_t), torch.where(same, hi_t + widen, hi_t)
+
+
+def _histc(x, bins=100, min=0, max=0):  # noqa: A002 (ATen's argument names)
+    lo, hi = _data_range(x, float(min), float(max), 1.0)
+    return _histogram_counts(x, bins, lo, hi)
+
+
+def _histogram_bin_ct(x, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+    lo, hi = (float(range[0]), float(range[1])) if range is not None else (0.0, 0.0)
+    lo, hi = _data_range(x, lo, hi, 0.5)
+    hist = _histogram_counts(x, bins, lo, hi, weight)
+    lo_t = torch.as_tensor(lo, dtype=x.dtype, device=x.device)
+    hi_t = torch.as_tensor(hi, dtype=x.dtype, device=x.device)
+    edges = torch.linspace(lo_t, hi_t, bins + 1, dtype=x.dtype, device=x.device)
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return hist, edges
+
+
+def _histogram_bins_tensor(x, bins, *, weight=None, density=False):
+    # Given edges: bin i holds edges[i] <= v < edges[i + 1], the last edge in the last bin.
+    n = bins.numel() - 1
+    pos = (_searchsorted(bins, x, right=True) - 1).clamp(0, max(n - 1, 0))
+    inside = (x >= bins[0]) & (x <= bins[-1])
+    hist = _bin_counts(x, pos, inside, n, weight)
+    if density:
+        hist = hist / (hist.sum() * (bins[1:] - bins[:-1]))
+    return hist, bins.clone()
+
+
+def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """How many boundaries come before each value, counted by comparison (the negated forms
+    are the binary search's own, so a NaN value lands past the end as in eager). Memory is
+    values x boundaries: meant for the bucket tables models carry, not for huge sequences."""
+    right = right or side == "right"
+    seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter)
+    if not isinstance(values, torch.Tensor):
+        values = torch.tensor(values, dtype=seq.dtype, device=seq.device)
+    v = values.unsqueeze(-1)
+    s = seq if seq.dim() == 1 else seq.unsqueeze(-2)
+    before = ~(s > v) if right else ~(s >= v)
+    return before.sum(-1).to(torch.int32 if out_int32 else torch.int64)
+
+
+def _searchsorted_scalar(sorted_sequence, value, *, out_int32=False, right=False, side=None, sorter=None):
+    return _searchsorted(sorted_sequence, value, out_int32=out_int32, right=right, side=side, sorter=sorter)
+
+
+def _bucketize(x, boundaries, *, out_int32=False, right=False):
+    return _searchsorted(boundaries, x, out_int32=out_int32, right=right)
+
+
+# ---- scans -----------------------------------------------------------------------------------
+
+
+def _scan(combine, values: tuple, dim: int) -> tuple:
+    """An inclusive scan of ``values`` (tensors of one shape) along ``dim`` by doubling steps
+    (Hillis-Steele): log2(n) rounds of ``combine(earlier, later)``, each a slice, an
+    elementwise combine and a concatenation, so any associative ``combine`` works."""
+    n = values[0].shape[dim]
+    step = 1
+    while step < n:
+        earlier = combine(tuple(v.narrow(dim, 0, n - step) for v in values),
+                          tuple(v.narrow(dim, step, n - step) for v in values))
+        values = tuple(torch.cat([v.narrow(dim, 0, step), m], dim) for v, m in zip(values, earlier))
+        step *= 2
+    return values
+
+
+def _positions(x, dim: int):
+    """Each element's index along ``dim`` (i64, ``x``'s shape)."""
+    shape = [1] * x.dim()
+    shape[dim] = x.shape[dim]
+    return torch.arange(x.shape[dim], device=x.device).reshape(shape).expand(x.shape)
+
+
+def _cumulative_extreme(x, dim: int, take_later):
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+
+    def combine(a, b):
+        later = take_later(a[0], b[0])
+        return torch.where(later, b[0], a[0]), torch.where(later, b[1], a[1])
+
+    return _scan(combine, (x, _positions(x, dim)), dim)
+
+
+def _cummax(x, dim):
+    # ATen's kernel: the running value moves to x[i] when x[i] >= it or x[i] is NaN (a NaN,
+    # once taken, is only replaced by a later NaN): ties take the later index.
+    return _cumulative_extreme(x, dim, lambda a, b: (b >= a) | torch.isnan(b) if b.is_floating_point() else b >= a)
+
+
+def _cummin(x, dim):
+    return _cumulative_extreme(x, dim, lambda a, b: (b <= a) | torch.isnan(b) if b.is_floating_point() else b <= a)
+
+
+def _logcumsumexp(x, dim):
+    if x.dim() == 0:
+        return x.clone()
+    return _scan(lambda a, b: (torch.logaddexp(a[0], b[0]),), (x,), dim % x.dim())[0]
+
+
+# ---- selection by sorting --------------------------------------------------------------------
+
+
+def _pick_sorted(x, dim: int, position, keepdim: bool):
+    """Value and original index of the element at ``position`` (i64, one per row, keepdim
+    shape) of ``x`` sorted stably along ``dim`` (NaN last, as ATen sorts)."""
+    values, indices = torch.sort(x, dim=dim, stable=True)
+    value = values.gather(dim, position)
+    index = indices.gather(dim, position)
+    if not keepdim:
+        value, index = value.squeeze(dim), index.squeeze(dim)
+    return value, index
+
+
+def _median_dim_impl(x, dim: int, keepdim: bool, ignore_nan: bool):
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    n = x.shape[dim]
+    if x.is_floating_point():
+        valid = (~torch.isnan(x)).sum(dim, keepdim=True)
+    else:
+        valid = torch.full([1 if i == dim else s for i, s in enumerate(x.shape)], n, device=x.device)
+    if ignore_nan:
+        # nanmedian: the lower middle of the numbers; an all-NaN row gives its first NaN.
+        position = ((valid - 1) // 2).clamp(min=0)
+    else:
+        # median: the lower middle, or the first NaN (sorted stably, it sits right after the numbers).
+        position = torch.where(valid < n, valid, torch.full_like(valid, (n - 1) // 2))
+    return _pick_sorted(x, dim, position, keepdim)
+
+
+def _median_dim(x, dim, keepdim=False):
+    return _median_dim_impl(x, dim, keepdim, ignore_nan=False)
+
+
+def _nanmedian_dim(x, dim, keepdim=False):
+    return _median_dim_impl(x, dim, keepdim, ignore_nan=True)
+
+
+def _median(x):
+    return _median_dim_impl(x.reshape(-1), 0, False, ignore_nan=False)[0]
+
+
+def _nanmedian(x):
+    return _median_dim_impl(x.reshape(-1), 0, False, ignore_nan=True)[0]
+
+
+def _kthvalue(x, k, dim=-1, keepdim=False):
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    shape = [1 if i == dim else s for i, s in enumerate(x.shape)]
+    return _pick_sorted(x, dim, torch.full(shape, k - 1, dtype=torch.int64, device=x.device), keepdim)
+
+
+def _mode(x, dim=-1, keepdim=False):
+    """The most frequent value of each row (the smallest of equally frequent ones) and the
+    last index holding it, as ATen's CPU kernel gives them; run lengths come from the sorted
+    row (a scatter-add over run ids), so memory stays linear."""
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    values, _ = torch.sort(x, dim=dim, stable=True)
+    n = x.shape[dim]
+    starts = torch.ones_like(values, dtype=torch.int64)
+    if n > 1:
+        changed = (values.narrow(dim, 1, n - 1) != values.narrow(dim, 0, n - 1)).to(torch.int64)
+        starts = torch.cat([starts.narrow(dim, 0, 1), changed], dim)
+    run = starts.cumsum(dim) - 1
+    lengths = torch.zeros_like(run).scatter_add(dim, run, torch.ones_like(run))
+    freq = lengths.gather(dim, run)
+    best = freq.argmax(dim, keepdim=True)
+    value = values.gather(dim, best)
+    index = torch.where(x == value, _positions(x, dim), torch.full_like(run, -1)).amax(dim, keepdim=True)
+    if not keepdim:
+        value, index = value.squeeze(dim), index.squeeze(dim)
+    return value, index
+
+
+# ---- scatters --------------------------------------------------------------------------------
+
+
+def _put(x, index, source, accumulate=False):
+    flat = index.reshape(-1)
+    flat = torch.where(flat < 0, flat + x.numel(), flat)
+    return x.reshape(-1).index_put((flat,), source.reshape(-1), accumulate).reshape(x.shape)
+
+
+def _index_reduce(x, dim, index, source, reduce, *, include_self=True):
+    # index_reduce along dim is scatter_reduce with the index spread over source's other dims.
+    dim = dim % max(x.dim(), 1)
+    shape = [1] * source.dim()
+    if source.dim():
+        shape[dim] = -1
+    spread = index.reshape(shape).expand(source.shape)
+    return x.scatter_reduce(dim, spread, source, reduce, include_self=include_self)
+
+
+_SCATTER_REDUCE = {"add": "sum", "multiply": "prod"}
+
+
+def _scatter_reduce_src(x, dim, index, src, *, reduce):
+    return x.scatter_reduce(dim, index, src, _SCATTER_REDUCE[reduce], include_self=True)
+
+
+def _scatter_reduce_value(x, dim, index, value, *, reduce):
+    src = torch.full(index.shape, value, dtype=x.dtype, device=x.device)
+    return x.scatter_reduce(dim, index, src, _SCATTER_REDUCE[reduce], include_self=True)
+
+
+def _nonzero_static(x, *, size, fill_value=-1):
+    """The first ``size`` coordinates of nonzero elements (row-major), the rest
+    ``fill_value``: each nonzero element's rank among them (a cumulative sum) is its row; rows
+    past ``size`` land in one spare row that is dropped."""
+    flat = (x != 0).reshape(-1)
+    rank = flat.to(torch.int64).cumsum(0) - 1
+    row = torch.where(flat & (rank < size), rank, torch.full_like(rank, size))
+    coords = []
+    rest = torch.arange(flat.numel(), device=x.device)
+    for extent in reversed(x.shape):
+        coords.append(rest % extent)
+        rest = rest // extent
+    coords = torch.stack(coords[::-1], dim=1) if coords else torch.zeros((flat.numel(), 0), dtype=torch.int64)
+    out = torch.full((size + 1, x.dim()), fill_value, dtype=torch.int64, device=x.device)
+    return out.index_put((row,), coords)[:size]
+
+
+def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    # The product of the three operands, each unsqueezed at its expand dims, summed over sumdim.
+    def spread(t, dims):
+        for d in sorted(dims):
+            t = t.unsqueeze(d)
+        return t
+
+    product = spread(i1, expand1) * spread(i2, expand2) * spread(i3, expand3)
+    return product.sum(list(sumdim)) if len(sumdim) else product
+
+
+def _diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    """``x`` with the diagonal ``(offset, dim1, dim2)`` replaced by ``src`` (whose last dim
+    runs along the diagonal): a select between ``x`` and ``src`` spread over the rows."""
+    dim1, dim2 = dim1 % x.dim(), dim2 % x.dim()
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    length = src.shape[-1] if src.dim() else 0
+    if length == 0:
+        return x.clone()
+    rest = [d for d in range(x.dim()) if d not in (dim1, dim2)]
+    order = rest + [dim1, dim2]
+    xp = x.permute(order)
+    row0 = max(-offset, 0)
+    rows = (torch.arange(n1, device=x.device) - row0).clamp(0, length - 1)
+    spread = src.to(x.dtype).index_select(-1, rows).unsqueeze(-1).expand(xp.shape)
+    i = torch.arange(n1, device=x.device).unsqueeze(1)
+    j = torch.arange(n2, device=x.device).unsqueeze(0)
+    out = torch.where(j - i == offset, spread, xp)
+    inverse = [order.index(d) for d in range(x.dim())]
+    return out.permute(inverse).contiguous()
+
+
+def _as_strided_scatter(x, src, size, stride, storage_offset=None):
+    """``x`` (contiguous, as the functional op's clone is) with the elements the strided view
+    reaches replaced by ``src``: an index_put at the view's flat positions."""
+    flat = torch.full(list(size), storage_offset or 0, dtype=torch.int64, device=x.device)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        flat = flat + torch.arange(n, device=x.device).reshape(shape) * st
+    out = x.reshape(-1).index_put((flat.reshape(-1),), src.to(x.dtype).reshape(-1))
+    return out.reshape(x.shape)
+
+
+def _frexp(x):
+    """Mantissa in [0.5, 1) and exponent (i32) with ``x = m * 2**e``; 0, inf and NaN give
+    ``(x, 0)``, as C's frexp. The exponent from log2 is corrected by one step either way for
+    rounding at powers of two."""
+    work = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    finite = torch.isfinite(work) & (work != 0)
+    safe = torch.where(finite, work.abs(), torch.ones_like(work))
+    e = torch.floor(torch.log2(safe)) + 1
+    m = safe / torch.exp2(e)
+    e = torch.where(m >= 1, e + 1, torch.where(m < 0.5, e - 1, e))
+    m = safe / torch.exp2(e)
+    mantissa = torch.where(finite, torch.copysign(m, work), work).to(x.dtype)
+    exponent = torch.where(finite, e, torch.zeros_like(e)).to(torch.int32)
+    return mantissa, exponent
+
+
+def _adaptive_max_axis(x, axis: int, out_size: int):
+    """Max over the adaptive windows of one axis: window ``i`` covers
+    ``[floor(i*n/out), ceil((i+1)*n/out))``. Windows are gathered (at most ``k`` rows each,
+    padded rows masked to -inf), so memory is about ``k*out/n`` times the input. Returns the
+    values and each maximum's position along the axis."""
+    n = x.shape[axis]
+    k = max(-((-(i + 1) * n) // out_size) - (i * n) // out_size for i in range(out_size))
+    i = torch.arange(out_size, device=x.device).unsqueeze(1)
+    starts, ends = (i * n) // out_size, -((-(i + 1) * n) // out_size)
+    at = starts + torch.arange(k, device=x.device).unsqueeze(0)
+    pos, valid = at.clamp(max=n - 1), at < ends
+    xm = x.movedim(axis, -1)
+    windows = xm.index_select(-1, pos.reshape(-1)).reshape(*xm.shape[:-1], out_size, k)
+    low = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
+    values, which = torch.where(valid, windows, low).max(-1)
+    return values.movedim(-1, axis), pos.gather(1, which.reshape(-1, out_size).t()).t().reshape(which.shape).movedim(-1, axis)
+
+
+def _adaptive_max_pool2d(x, output_size):
+    """Separable: rows first, then columns; an index is ``h * W + w`` of the maximum (ties
+    across rows and columns at once may pick another of the equal elements than eager)."""
+    oh, ow = output_size
+    w = x.shape[-1]
+    rows, row_of = _adaptive_max_axis(x, x.dim() - 2, oh)
+    values, col_of = _adaptive_max_axis(rows, x.dim() - 1, ow)
+    h = row_of.gather(-1, col_of)
+    return values, h * w + col_of
+
+
+# ---- linear algebra on the Cholesky factor and triangular solves -----------------------------
+
+
+def _triangular_solve(b, a, upper=True, transpose=False, unitriangular=False):
+    # The deprecated form: (solution, a copy of the coefficients broadcast to the batch).
+    coefficient = a.mT if transpose else a
+    x = torch.linalg.solve_triangular(coefficient, b, upper=upper != transpose, unitriangular=unitriangular)
+    return x, a.expand(*x.shape[:-2], *a.shape[-2:]).clone()
+
+
+def _cholesky_solve(b, factor, upper=False):
+    # A = L L^H (or U^H U): two triangular solves.
+    lower = factor.mT if upper else factor
+    y = torch.linalg.solve_triangular(lower, b, upper=False)
+    return torch.linalg.solve_triangular(lower.mT, y, upper=True)
+
+
+def _cholesky_inverse(factor, upper=False):
+    eye = torch.eye(factor.shape[-1], dtype=factor.dtype, device=factor.device)
+    return _cholesky_solve(eye.expand(factor.shape), factor, upper)
+
+
+def _embedding_bag_forward_only(*args, **kwargs):
+    # The same op without the bookkeeping autograd needs; fxhlo lowers `_embedding_bag`.
+    return torch.ops.aten._embedding_bag.default(*args, **kwargs)
+
+
+# fxhlo's own decompositions of ATen ops PyTorch has none for (`torch._decomp` lacks them),
+# or where its decomposition differs from the op.
+_OWN_DECOMPOSITIONS = {
+    "round.decimals": _round_decimals,
+    "addbmm.default": _addbmm,
+    "angle.default": _angle,
+    "_assert_async.msg": _assert_async,
+    "_assert_async.default": _assert_async,
+    "_scaled_dot_product_flash_attention_for_cpu.default": _flash_attention_for_cpu,
+    "index_put.default": _index_put,
+    "histc.default": _histc,
+    "histogram.bin_ct": _histogram_bin_ct,
+    "histogram.bins_tensor": _histogram_bins_tensor,
+    "searchsorted.Tensor": _searchsorted,
+    "searchsorted.Scalar": _searchsorted_scalar,
+    "bucketize.Tensor": _bucketize,
+    "bucketize.Scalar": _bucketize,
+    "cummax.default": _cummax,
+    "cummin.default": _cummin,
+    "logcumsumexp.default": _logcumsumexp,
+    "median.default": _median,
+    "median.dim": _median_dim,
+    "nanmedian.default": _nanmedian,
+    "nanmedian.dim": _nanmedian_dim,
+    "kthvalue.default": _kthvalue,
+    "mode.default": _mode,
+    "put.default": _put,
+    "index_reduce.default": _index_reduce,
+    "scatter.reduce": _scatter_reduce_src,
+    "scatter.value_reduce": _scatter_reduce_value,
+    "nonzero_static.default": _nonzero_static,
+    "_trilinear.default": _trilinear,
+    "_embedding_bag_forward_only.default": _embedding_bag_forward_only,
+    "diagonal_scatter.default": _diagonal_scatter,
+    "as_strided_scatter.default": _as_strided_scatter,
+    "frexp.Tensor": _frexp,
+    "adaptive_max_pool2d.default": _adaptive_max_pool2d,
+    "triangular_solve.default": _triangular_solve,
+    "cholesky_solve.default": _cholesky_solve,
+    "cholesky_inverse.default": _cholesky_inverse,
+}
+
+
+@functools.cache
+def decompositions() -> dict:
+    """The decomposition table of fxhlo's capture: the core ATen decompositions,
+    :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table, and :data:`_OWN_DECOMPOSITIONS`. Built
+    once per process (every compiled graph asks for it; AOT Autograd only reads it)."""
+    from torch._decomp import get_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([getattr(torch.ops.aten, name) for name in _EXTRA_DECOMPOSITIONS]))
+    for name, fn in _OWN_DECOMPOSITIONS.items():
+        packet, overload = name.split(".")
+        table[getattr(getattr(torch.ops.aten, packet), overload)] = fn
+    return table
