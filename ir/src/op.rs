@@ -246,9 +246,9 @@ pub enum Op {
     /// 0 zeros, 1 border, 2 reflection.
     GridSample { mode: i64, padding: i64, align_corners: bool },
     /// `aten.linalg_cholesky_ex(A, upper)` over `[.., n, n]`: the lower (or upper) Cholesky
-    /// factor, the other triangle zero, and an i32 `info` per matrix (0 when it factored; a
-    /// matrix that is not positive definite gives `n`, where eager gives the failing minor's
-    /// order, and a factor holding NaN).
+    /// factor, the other triangle zero, and an i32 `info` per matrix: 0 when it factored, else
+    /// 1 + the first column whose diagonal came out NaN (eager gives the failing minor's order;
+    /// XLA's CPU factorization fills a failed factor with NaN, so there it is 1).
     Cholesky { upper: bool },
     /// `aten.linalg_solve_triangular(A, B, upper, left, unitriangular)`: `X` with `A X = B`
     /// (`left`) or `X A = B`, reading one triangle of `A` (its diagonal taken as ones when

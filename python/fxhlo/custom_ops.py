@@ -51,15 +51,21 @@ def _custom(op) -> bool:
 def _decomposable(node: torch.fx.Node) -> bool:
     op = node.target
     return (node.op == "call_function" and _custom(op)
-            and (op in decomposition_table
+            and (op in decomposition_table or op._schema.name in _decompositions.CUSTOM_OP_RULES
                  or op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)))
 
 
 def _table() -> dict:
-    """fxhlo's table and every decomposition registered for a custom op (a decomposition may
-    call another custom op)."""
+    """fxhlo's table, every decomposition registered for a custom op (a decomposition may call
+    another custom op) and fxhlo's rules for known custom ops
+    (:data:`fxhlo.decompositions.CUSTOM_OP_RULES`, for the ops loaded in this process)."""
     table = dict(_decompositions.decompositions())
     table.update({op: fn for op, fn in decomposition_table.items() if _custom(op)})
+    for name, fn in _decompositions.CUSTOM_OP_RULES.items():
+        namespace, op_name = name.split("::")
+        packet = getattr(getattr(torch.ops, namespace), op_name, None)  # None: library not loaded
+        for overload in packet.overloads() if packet is not None else ():
+            table[getattr(packet, overload)] = fn
     return table
 
 

@@ -65,6 +65,10 @@ def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, 
     # logsumexp of the scores over keys ([N, H, L]); keep its output, compute the logsumexp.
     from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu as reference
 
+    if key.size(-3) != query.size(-3):
+        # Grouped-query attention (enable_gqa): each key/value head serves a group of query heads.
+        group = query.size(-3) // key.size(-3)
+        key, value = key.repeat_interleave(group, -3), value.repeat_interleave(group, -3)
     output, _ = reference(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
     scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
     scores = (query.float() @ key.float().transpose(-2, -1)) * scale
@@ -626,6 +630,34 @@ def _linalg_slogdet(a):
 
 
 
+# ---- mixture of experts ----------------------------------------------------------------------
+
+
+def grouped_mm(x, weight, offs):
+    """Row ``s`` of ``x`` (rows sorted by group) times ``weight[g]`` for
+    ``offs[g-1] <= s < offs[g]`` (``offs`` the groups' cumulative row counts); rows past
+    ``offs[-1]`` give zeros, as Transformers' ``grouped_mm_fallback`` leaves them. Each group's
+    product is computed for every row and the rows of the other groups masked out: no
+    data-dependent shape, at the cost of ``groups`` times the grouped product's work."""
+    rows = torch.arange(x.shape[0], device=x.device)
+    ends = offs.to(torch.int64)
+    starts = torch.cat([ends.new_zeros(1), ends[:-1]])
+    out = x.new_zeros(x.shape[0], weight.shape[-1])
+    for g in range(weight.shape[0]):
+        mine = ((rows >= starts[g]) & (rows < ends[g])).unsqueeze(-1)
+        out = torch.where(mine, torch.mm(x, weight[g]), out)
+    return out
+
+
+def _grouped_mm_aten(x, mat2, offs=None, bias=None, out_dtype=None):
+    # torch.nn.functional.grouped_mm's 2-d x 3-d form (MoE experts); other forms stay the op.
+    if offs is None or x.dim() != 2 or mat2.dim() != 3 or bias is not None:
+        return NotImplemented
+    out = grouped_mm(x, mat2, offs)
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+
 def _embedding_bag_forward_only(*args, **kwargs):
     # The same op without the bookkeeping autograd needs; fxhlo lowers `_embedding_bag`.
     return torch.ops.aten._embedding_bag.default(*args, **kwargs)
@@ -679,6 +711,13 @@ _OWN_DECOMPOSITIONS = {
     "linalg_inv_ex.default": _linalg_inv_ex,
     "_linalg_det.default": _linalg_det,
     "_linalg_slogdet.default": _linalg_slogdet,
+    "_grouped_mm.default": _grouped_mm_aten,
+}
+
+# Custom ops of libraries models use (``torch.library``, no decomposition of their own), by
+# qualified name: fxhlo's rules for them (applied by :mod:`fxhlo.custom_ops`).
+CUSTOM_OP_RULES = {
+    "transformers::grouped_mm_fallback": grouped_mm,
 }
 
 

@@ -194,3 +194,54 @@ def test_special_binary_functions():
         return torch.polygamma(0, x), torch.polygamma(1, x), torch.polygamma(2, x)
 
     check(polygamma, torch.linspace(0.3, 6.0, 17), rtol=2e-5, atol=1e-5)
+
+
+def test_scatter_into_a_0d_tensor():
+    # index_reduce / scatter_reduce on 0-d tensors used to panic in codegen (a rank-0 scatter).
+    def scatter0(x, src):
+        index = torch.zeros((), dtype=torch.int64)
+        return x.scatter_reduce(0, index, src, "prod"), x.index_reduce(0, index.reshape(1), src, "amax")
+
+    check(scatter0, torch.tensor(1.5), torch.tensor(-2.0))
+
+
+def test_cholesky_with_its_error_check_and_a_failed_factorization():
+    # linalg.cholesky threads an effect token through its error check; the check is dropped
+    # and the token passed around the compiled graph. cholesky_ex's info is nonzero exactly for
+    # the matrices that failed (eager gives the failing minor's order; XLA's CPU factorization
+    # fills a failed factor with NaN, so fxhlo gives 1 there: documented in docs/ops.md).
+    a = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(0))
+    spd = a @ a.mT + 4 * torch.eye(4)
+
+    def cholesky(m):
+        return torch.linalg.cholesky(m), torch.linalg.cholesky(m, upper=True)
+
+    check(cholesky, spd, rtol=1e-5, atol=1e-5)
+    bad = spd.clone()
+    bad[1, 2, 2] = -50.0  # the third leading minor is not positive definite
+
+    def info(m):
+        return torch.linalg.cholesky_ex(m).info != 0
+
+    check(info, bad)
+
+
+def test_solves_and_inverse_of_small_matrices():
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(2, 5, 5, generator=g), torch.randn(2, 5, 3, generator=g)
+
+    def linalg(a, b):
+        return (torch.linalg.solve(a, b), torch.linalg.inv(a), torch.linalg.det(a),
+                torch.linalg.solve_triangular(a.triu(), b, upper=True))
+
+    check(linalg, a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_histc_and_bucketize_as_moe_routing_uses_them():
+    ids = torch.tensor([[3, 0], [1, 3], [2, 3], [0, 1]])
+
+    def route(ids, x):
+        counts = torch.histc(ids.float(), bins=4, min=0, max=3)
+        return counts, torch.bucketize(x, torch.tensor([-1.0, 0.0, 1.0])), torch.cummax(x, 0).indices
+
+    check(route, ids, torch.tensor([-2.0, -1.0, 0.5, 1.0, 3.0, float("nan")]))

@@ -189,6 +189,21 @@ const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
 - **`x.item()`** returned from a compiled function comes back from the executable as a 0-d
   tensor and is read out as a number; a number that feeds further ops inside the graph (a
   data-dependent `narrow`, `take` start, or size) is refused.
+- **Error checks of linear algebra** (`linalg.cholesky`, `linalg.inv`, `linalg.solve` raising on a
+  singular or indefinite matrix) are dropped like `_assert_async`; the `*_ex` forms' `info` is
+  computed: for `linalg_cholesky_ex` it is nonzero exactly where eager's is, but 1 on XLA's CPU
+  plugin (which fills a failed factor with NaN) where eager gives the failing minor's order.
+- **LU and what rests on it** (`linalg.lu*`, `solve`, `inv`, `det`, `slogdet`, `lu_solve`): partial
+  pivoting unrolled over the columns, picking eager's pivots (the first largest magnitude); the
+  graph grows with the matrix size, so it is meant for the small matrices models carry.
+- **Selection and scans by decomposition**: `median`/`nanmedian`/`kthvalue`/`mode` sort stably
+  (ties among equal values may name another index than eager's unstable selection);
+  `cummax`/`cummin`/`logcumsumexp` are doubling scans (log2(n) steps); `searchsorted`/`bucketize`
+  count comparisons (memory values x boundaries); `histc`/`histogram` scatter-add.
+- **Mixture of experts** (`transformers::grouped_mm_fallback`, `aten._grouped_mm` 2-d x 3-d): each
+  expert's matmul runs over every row and the other experts' rows are masked out, so a layer
+  does `experts` times the grouped product's work (no data-dependent shapes; a `ragged_dot`
+  lowering would remove that).
 - **Sizes**: a tensor whose size in bytes overflows a 64-bit integer is refused at import,
   naming the node; one a device cannot allocate fails the call with the plugin's out-of-memory
   error.

@@ -121,7 +121,8 @@ fn iota<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], dim: usize, loc: Location<'c
 /// `linalg_cholesky_ex` as `stablehlo.cholesky`. StableHLO leaves the other triangle and a
 /// matrix that is not positive definite to the implementation: the other triangle is zeroed,
 /// as PyTorch returns it, and `info` is 1 + the first column whose diagonal came out NaN (the
-/// factorization's square root of a non-positive pivot), which is eager's failing minor.
+/// square root of a non-positive pivot): eager's failing minor where the plugin's NaN starts
+/// there, 1 where it fills the whole factor with NaN (XLA's CPU plugin does).
 pub fn cholesky<'c, 'a>(e: &Emitter<'c, 'a>, upper: bool, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let a = arg(e, operands, 0)?;
     let (lt, info_t) = (&results[0], &results[1]);
