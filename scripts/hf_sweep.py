@@ -25,9 +25,9 @@ lower, else the error's first line; eager's where it is the one that failed).
 Types run in worker processes, ``--batch`` types each, one worker at a time (``--jobs`` for
 more); a worker that dies (a crash in a compiler) or stalls past ``--timeout`` seconds in one
 phase (build+eager, aot_eager, fxhlo) is replaced and that phase is recorded as crash/timeout,
-so one bad model never stops the sweep. Runtime: a small model takes some 10-60 s (two
-compiles) on a loaded 2-core machine; the ~820 types, a third or more of which are skipped or
-fail in eager quickly, take several hours there (``nice -n 15`` it on a shared machine).
+so one bad model never stops the sweep. Runtime: a small model takes some 3-30 s (build, two
+compiles); all 822 types (about half of them skipped or failing in eager within a second or
+two) took 52 minutes on a shared 2-core machine under ``nice -n 15``.
 """
 
 from __future__ import annotations
@@ -51,12 +51,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 TOL = 1e-4
 SEQ = 8
 IMAGE = 64
+VOCAB = 256
+TOKEN_ID_SUFFIXES = ("_token_id", "_token_index", "_token_ids")
 MAX_PARAMS = 60_000_000  # a config that does not shrink below this is not run (memory, time)
 PHASES = ("eager", "aot_eager", "fxhlo")
 
 # ---- small configs --------------------------------------------------------------------------
 
-HIDDEN = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "word_embed_proj_dim")
+HIDDEN = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "emb_dim", "word_embed_proj_dim")
 LAYERS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "encoder_layers", "decoder_layers",
           "num_decoder_layers", "num_encoder_layers", "depth")
 HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads", "decoder_attention_heads")
@@ -71,10 +73,12 @@ EXPERT_FFN = ("moe_intermediate_size", "shared_expert_intermediate_size", "exper
 MOE_KEYS = EXPERTS
 # Overrides by level: "small" shrinks everything; "small_wide_heads" keeps the type's own head
 # size (2 heads of it: models that hard-code a rotary split of it, Qwen2-VL's M-RoPE sections);
+# "small_mrope" is "small" with an M-RoPE section list written into rope_parameters for the models
+# that hard-code one for the full-size head when the config has none (GLM-4V);
 # "text" and "text_wide_heads" leave image geometry alone; "layers" only cuts depth, experts and
 # vocabulary (widths stay: a config whose widths are tied up in ways the rules do not know);
 # "default" is the type's own config.
-LEVELS = ("small", "small_wide_heads", "text", "text_wide_heads", "layers", "default")
+LEVELS = ("small", "small_wide_heads", "small_mrope", "text", "text_wide_heads", "layers", "default")
 
 
 def _is_int(v) -> bool:
@@ -102,7 +106,7 @@ def _special_ids(cfg) -> set[int]:
     for k, v in vars(cfg).items():
         if isinstance(v, PreTrainedConfig):
             ids |= _special_ids(v)
-        elif k.endswith(("_token_id", "_token_index", "_token_ids", "_start_token_id")):
+        elif k.endswith(TOKEN_ID_SUFFIXES):
             for x in (v if isinstance(v, (list, tuple)) else [v]):
                 if _is_int(x) and 0 <= x < 10_000_000:
                     ids.add(x)
@@ -117,23 +121,57 @@ def _split_evenly(parts: list[int], total: int) -> list[int]:
     return scaled
 
 
-def _overrides(cfg, level: str, vocab: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Vocab:
+    """The small vocabulary: ``size`` ids, the config's special token ids at or above it moved
+    to free ids below it (``remap``). A config naming too many special ids keeps them all and
+    grows ``size`` past the largest."""
+
+    size: int
+    remap: dict
+
+    @classmethod
+    def plan(cls, cfg) -> "Vocab":
+        ids = _special_ids(cfg)
+        big = sorted(i for i in ids if i >= VOCAB)
+        free = [i for i in range(VOCAB - 1, 2, -1) if i not in ids]
+        if len(big) > len(free) // 2:
+            return cls(max(ids) + 1, {})
+        return cls(VOCAB, dict(zip(big, free)))
+
+    def token(self, v):
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.token(x) for x in v)
+        return self.remap.get(v, v) if _is_int(v) else v
+
+
+def _overrides(cfg, level: str, vocab: Vocab) -> dict:
     """The small values for one config (not its sub-configs), by ``level``."""
     d = {k: v for k, v in vars(cfg).items() if not k.startswith("_")}
     out: dict = {}
+    for k, v in d.items():
+        if k.endswith(TOKEN_ID_SUFFIXES) and vocab.token(v) != v:
+            out[k] = vocab.token(v)
 
     def put(keys, value, only_if_larger=True):
         for k in keys:
             v = d.get(k)
-            if _is_int(v) and (v > value or not only_if_larger):
+            if (_is_int(v) or isinstance(v, float)) and (v > value or not only_if_larger):
                 out[k] = value
 
     old_layers = next((d[k] for k in LAYERS if _is_int(d.get(k))), None)
     put(LAYERS, 2)
-    if _is_int(d.get("vocab_size")):
-        out["vocab_size"] = vocab
+    for k in ("vocab_size", "vocab_size_per_layer_input"):
+        if k in d and (d[k] is None or _is_int(d[k])):
+            out[k] = vocab.size
+    moe = any(_is_int(d.get(k)) and d[k] > 1 for k in EXPERTS)
     put(EXPERTS, 4)
     put(TOP_K, 2)
+    for k in TOP_K:
+        if moe and k in d and d[k] is None:
+            out[k] = 2  # a MoE config that leaves it to the checkpoint
+    put(("num_kv_shared_layers",), 0)
+    put(("width_coefficient", "depth_coefficient"), 1.0)
     put(("n_shared_experts", "num_shared_experts"), 1)
     put(("n_group", "topk_group"), 1)
     put(("first_k_dense_replace",), 1)
@@ -142,6 +180,10 @@ def _overrides(cfg, level: str, vocab: int) -> dict:
         out["mlp_only_layers"] = []
     if isinstance(d.get("depths"), (list, tuple)) and all(_is_int(x) for x in d["depths"]):
         out["depths"] = type(d["depths"])([1] * len(d["depths"]))
+    # GPT-Neo's [[["global", "local"], 6]]: one repeat of the pattern.
+    types = d.get("attention_types")
+    if isinstance(types, (list, tuple)) and types and isinstance(types[0], (list, tuple)) and len(types[0]) == 2:
+        out["attention_types"] = [[list(types[0][0]), max(1, 2 // max(1, len(types[0][0])))]]
     # Per-layer lists (layer_types, ...) as long as the old depth: keep the first layers.
     if _is_int(old_layers) and old_layers >= 6:
         for k, v in d.items():
@@ -172,6 +214,8 @@ def _overrides(cfg, level: str, vocab: int) -> dict:
         for k, v in d.items():
             if k.endswith(("head_dim", "d_kv", "kv_channels")) and _is_int(v) and v > 16:
                 out[k] = 16
+        if "head_dim" in d and d["head_dim"] is None and _is_int(heads_int):
+            out["head_dim"] = 16  # models that read config.head_dim as it is
     # Per-stage widths (ResNet, ConvNeXt, ...): 16, 32, 64, ...
     if isinstance(d.get("hidden_sizes"), (list, tuple)) and all(_is_int(x) for x in d["hidden_sizes"]):
         out["hidden_sizes"] = type(d["hidden_sizes"])(16 * 2**i for i in range(len(d["hidden_sizes"])))
@@ -184,6 +228,12 @@ def _overrides(cfg, level: str, vocab: int) -> dict:
     if not wide and isinstance(rope, dict) and isinstance(rope.get("mrope_section"), (list, tuple)):
         half = out.get("head_dim", 16) // 2
         out[key] = {**rope, "mrope_section": _split_evenly(list(rope["mrope_section"]), half)}
+    elif level == "small_mrope" and isinstance(rope, dict) and "mrope_section" not in rope:
+        factor = rope.get("partial_rotary_factor") or d.get("partial_rotary_factor") or 1.0
+        half = max(3, int(out.get("head_dim", 16) * factor) // 2)
+        out[key] = {**rope, "mrope_section": _split_evenly([16, 24, 24], half)}
+    if "pad_token_id" in d and d["pad_token_id"] is None:
+        out["pad_token_id"] = 0  # models that compare ids with it (ESM); 0 is never an input id
     if level.startswith("text"):
         return out
     if _is_int(d.get("image_size")) and d["image_size"] > IMAGE:
@@ -197,7 +247,7 @@ def _overrides(cfg, level: str, vocab: int) -> dict:
     return out
 
 
-def small_config(cfg, level: str, vocab: int):
+def small_config(cfg, level: str, vocab: Vocab):
     """``cfg`` rebuilt with the ``level`` overrides, sub-configs first (passed as dicts, as a
     saved config passes them)."""
     from transformers import PreTrainedConfig
@@ -258,11 +308,11 @@ def _image_token(cfg):
     return None
 
 
-def _text_ids(cfg, vocab: int, n: int):
+def _text_ids(cfg, vocab: Vocab, n: int):
     import torch
 
     special = _special_ids(cfg)
-    allowed = [i for i in range(3, min(vocab, 256)) if i not in special] or [0]
+    allowed = [i for i in range(3, min(vocab.size, VOCAB)) if i not in special] or [0]
     g = torch.Generator().manual_seed(2)
     pick = torch.randint(0, len(allowed), (n,), generator=g)
     return torch.tensor([[allowed[i] for i in pick.tolist()]], dtype=torch.long)
@@ -282,48 +332,82 @@ def _feature_rows(out) -> int:
     raise TypeError(f"image features of type {type(out).__name__}")
 
 
-def input_candidates(model, cfg, vocab: int):
+def _grid_pixels(cfg):
+    """Qwen2-VL-style vision input: flattened patches and their ``image_grid_thw`` (one image,
+    one frame, a 2m x 2m patch grid for an m x m spatial merge)."""
+    import torch
+
+    vc = next((c for c in config_tree(cfg) if _is_int(getattr(c, "temporal_patch_size", None))
+               or _is_int(getattr(c, "spatial_merge_size", None))), cfg)
+    p = getattr(vc, "patch_size", 14)
+    p = p if _is_int(p) else 14
+    tp = getattr(vc, "temporal_patch_size", 1)
+    tp = tp if _is_int(tp) else 1
+    m = getattr(vc, "spatial_merge_size", 1)
+    m = m if _is_int(m) else 1
+    ch = getattr(vc, "in_channels", None) or getattr(vc, "num_channels", None) or 3
+    side = 2 * m
+    g = torch.Generator().manual_seed(1)
+    pv = torch.randn(side * side, int(ch) * tp * p * p, generator=g)
+    return {"pixel_values": pv, "image_grid_thw": torch.tensor([[1, side, side]])}
+
+
+def input_skip(params) -> str | None:
+    """The reason a forward with these parameters is not run, or None."""
+    if "input_ids" in params or "pixel_values" in params:
+        return None
+    required = [n for n, p in params.items()
+                if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and n != "self"]
+    first = required or [n for n in params if n not in ("self", "args", "kwargs")][:1]
+    return f"skipped: forward takes neither input_ids nor pixel_values (wants {', '.join(first[:3]) or '?'})"
+
+
+def input_candidates(model, cfg, vocab: Vocab):
     """(label, kwargs factory) pairs to try in order, or a skip reason."""
     import inspect
 
     import torch
 
     params = inspect.signature(model.forward).parameters
+    skip = input_skip(params)
+    if skip is not None:
+        return skip
     has_ids, has_pix = "input_ids" in params, "pixel_values" in params
     extra = {}
     if "use_cache" in params:
         extra["use_cache"] = False
 
-    def with_decoder(kw):
-        if "decoder_input_ids" in params and "input_ids" in kw:
-            kw["decoder_input_ids"] = kw["input_ids"].clone()
+    def finish(kw):
+        # Encoder-decoders get the same ids as decoder input; BLIP's Q-Former its own copy.
+        for name in ("decoder_input_ids", "qformer_input_ids"):
+            if name in params and "input_ids" in kw:
+                kw[name] = kw["input_ids"][:, :SEQ].clone()
         return {**kw, **extra}
+
+    def image():
+        return _grid_pixels(cfg) if "image_grid_thw" in params else {"pixel_values": _pixel_values(cfg)}
 
     cands = []
     if has_ids and has_pix:
         token = _image_token(cfg)
         if token is not None and hasattr(model, "get_image_features"):
             def image_tokens():
-                pv = _pixel_values(cfg)
+                img = image()
                 with torch.no_grad():
-                    rows = _feature_rows(model.get_image_features(pixel_values=pv))
+                    rows = _feature_rows(model.get_image_features(**img))
                 if rows > 1024:
                     raise ValueError(f"{rows} image features")
                 text = _text_ids(cfg, vocab, SEQ)
-                ids = torch.cat([text[:, :4], torch.full((1, rows), token, dtype=torch.long), text[:, 4:]], 1)
-                return with_decoder({"input_ids": ids, "pixel_values": pv})
+                start, end = _find(cfg, ("vision_start_token_id",), None), _find(cfg, ("vision_end_token_id",), None)
+                middle = ([start] if _is_int(start) else []) + [token] * rows + ([end] if _is_int(end) else [])
+                ids = torch.cat([text[:, :4], torch.tensor([middle], dtype=torch.long), text[:, 4:]], 1)
+                return finish({"input_ids": ids, **img})
             cands.append(("input_ids+image_tokens+pixel_values", image_tokens))
-        cands.append(("input_ids+pixel_values",
-                      lambda: with_decoder({"input_ids": _text_ids(cfg, vocab, SEQ), "pixel_values": _pixel_values(cfg)})))
+        cands.append(("input_ids+pixel_values", lambda: finish({"input_ids": _text_ids(cfg, vocab, SEQ), **image()})))
     if has_ids:
-        cands.append(("input_ids", lambda: with_decoder({"input_ids": _text_ids(cfg, vocab, SEQ)})))
+        cands.append(("input_ids", lambda: finish({"input_ids": _text_ids(cfg, vocab, SEQ)})))
     if has_pix:
-        cands.append(("pixel_values", lambda: with_decoder({"pixel_values": _pixel_values(cfg)})))
-    if not cands:
-        required = [n for n, p in params.items()
-                    if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-        first = required or [n for n in params if n not in ("args", "kwargs")][:1]
-        return f"skipped: forward takes neither input_ids nor pixel_values (wants {', '.join(first[:3]) or '?'})"
+        cands.append(("pixel_values", lambda: finish(image())))
     return cands
 
 
@@ -402,14 +486,35 @@ def _emit(t: str, phase: str, **kw) -> None:
     print(json.dumps({"type": t, "phase": phase, **kw}), flush=True)
 
 
+def _model_class(cfg):
+    """AutoModel's class for the config, or None where the mapping does not say."""
+    from transformers import AutoModel
+
+    try:
+        cls = AutoModel._model_mapping[type(cfg)]
+    except Exception:  # noqa: BLE001 -- no entry: from_config says why later
+        return None
+    return cls[0] if isinstance(cls, (list, tuple)) else cls
+
+
 def _build(model_type: str):
-    """(model, config, level, vocab, candidates) for the smallest level that builds and runs in
-    eager, or raises with every level's reason."""
+    """(model, config, level, picked) for the smallest level that builds and runs in eager,
+    ``picked`` being (inputs label, kwargs, eager output, inputs that failed, levels that
+    failed) or a skip reason; raises with every level's reason."""
+    import inspect
+
     import torch
     from transformers import AutoConfig, AutoModel
 
     base = AutoConfig.for_model(model_type)
-    vocab = max(256, max(_special_ids(base), default=0) + 1)
+    cls = _model_class(base)
+    try:
+        skip = input_skip(inspect.signature(cls.forward).parameters) if cls is not None else None
+    except Exception:  # noqa: BLE001 -- a placeholder class (a missing dependency): from_config says why
+        skip = None
+    if skip is not None:
+        return None, base, None, skip
+    vocab = Vocab.plan(base)
     errors = []
     seen = set()
     for level in LEVELS:
@@ -449,8 +554,8 @@ def _build(model_type: str):
             errors.append(f"{level}: " + "; ".join(tried))
         except Exception as e:  # noqa: BLE001 -- try the next level
             errors.append(f"{level}: {_first_line(e)}")
-            if "Unrecognized configuration class" in str(e) or "no AutoModel" in str(e):
-                break
+            if isinstance(e, ImportError) or "Unrecognized configuration class" in str(e):
+                break  # the same at every level: a missing library, no AutoModel class
     raise RuntimeError(" | ".join(errors))
 
 
@@ -466,10 +571,14 @@ def check_type(model_type: str, skip_aot: bool) -> None:
     try:
         model, cfg, level, picked = _build(model_type)
     except Exception as e:  # noqa: BLE001
-        _emit(model_type, "eager", result={"status_eager": "eager_error", "reason": f"eager_error: {e}"[:600]})
+        reason = " ".join(f"eager_error: {e}".split())  # one line, as every other reason
+        _emit(model_type, "eager", result={"status_eager": "eager_error", "reason": reason[:600]})
         return
     if isinstance(picked, str):
-        _emit(model_type, "eager", result={"status_eager": "skipped", "reason": picked, "config": level})
+        result = {"status_eager": "skipped", "reason": picked}
+        if level is not None:
+            result["config"] = level
+        _emit(model_type, "eager", result=result)
         return
     label, kwargs, expected, tried, level_errors = picked
     info = {"status_eager": "ok", "config": level, "inputs": label, "model_class": type(model).__name__,
