@@ -10,6 +10,7 @@
 use fxhlo_ir::{DType, Op, Scalar, TensorType};
 use melior::ir::{Location, Value};
 
+use super::reduction::iota_i64;
 use super::{arg, Operand};
 use crate::emit::{i64s, padding_attr, Emitter};
 use crate::region::Combiner;
@@ -112,12 +113,6 @@ pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c,
     e.op("stablehlo.add", loc, &[y, bb], out, &[])
 }
 
-/// An i64 iota of `shape` along `dim`.
-fn iota<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], dim: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    let t = TensorType::new(DType::I64, shape.to_vec());
-    e.op("stablehlo.iota", loc, &[], &t, &[("iota_dimension", format!("{dim} : i64"))])
-}
-
 /// `linalg_cholesky_ex` as `stablehlo.cholesky`. StableHLO leaves the other triangle and a
 /// matrix that is not positive definite to the implementation: the other triangle is zeroed,
 /// as PyTorch returns it, and `info` is 1 + the first column whose diagonal came out NaN (the
@@ -133,7 +128,7 @@ pub fn cholesky<'c, 'a>(e: &Emitter<'c, 'a>, upper: bool, operands: &[Operand<'c
     }
     let factor = e.op("stablehlo.cholesky", loc, &[a.0], lt, &[("lower", (!upper).to_string())])?;
     let shape = &lt.shape;
-    let (row, col) = (iota(e, shape, r - 2, loc)?, iota(e, shape, r - 1, loc)?);
+    let (row, col) = (iota_i64(e, shape, r - 2, loc)?, iota_i64(e, shape, r - 1, loc)?);
     let keep = e.compare(if upper { "LE" } else { "GE" }, row, col, shape, loc)?;
     let zero = e.splat(Scalar::Int(0), lt, loc)?;
     let factor = e.op("stablehlo.select", loc, &[keep, factor, zero], lt, &[])?;
@@ -144,7 +139,7 @@ pub fn cholesky<'c, 'a>(e: &Emitter<'c, 'a>, upper: bool, operands: &[Operand<'c
     let nan_diag = e.op("stablehlo.and", loc, &[nan, diagonal], &bool_t, &[])?;
     let row_nan = e.reduce(nan_diag, &bool_t, &[r - 1], Combiner::Or, loc)?;
     let rows_t = TensorType::new(DType::I64, shape[..r - 1].to_vec());
-    let rows = iota(e, &rows_t.shape, r - 2, loc)?;
+    let rows = iota_i64(e, &rows_t.shape, r - 2, loc)?;
     let past = e.splat(Scalar::Int(n), &rows_t, loc)?;
     let at = e.op("stablehlo.select", loc, &[row_nan, rows, past], &rows_t, &[])?;
     let first_t = TensorType::new(DType::I64, shape[..r - 2].to_vec());

@@ -136,8 +136,8 @@ pub fn softmax<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, log: bool, operands: &[Ope
     e.convert(r, &t, out.dtype, loc)
 }
 
-/// Candidate indices for an arg-reduction along `d`: an i64 iota of `shape`.
-fn iota_i64<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], d: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
+/// An i64 iota of `shape` along `d` (an arg-reduction's candidate indices, row/column numbers).
+pub fn iota_i64<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], d: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let t = TensorType::new(DType::I64, shape.to_vec());
     e.op("stablehlo.iota", loc, &[], &t, &[("iota_dimension", format!("{d} : i64"))])
 }
