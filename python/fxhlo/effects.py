@@ -18,12 +18,12 @@ CHECKS = frozenset({torch.ops.aten._linalg_check_errors.default})
 def strip(gm: torch.fx.GraphModule, n_inputs: int) -> int:
     """Drops the checks of ``gm`` and, when no other effectful op is left, its token inputs and
     outputs (the placeholders beyond Dynamo's ``n_inputs``); returns how many tokens the
-    caller must pass through (0: nothing changed, or an effect that is not a check remains,
+    caller must pass through (0: there were none, or an effect that is not a check remains,
     which compiling then reports)."""
     graph = gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    n = len(placeholders) - n_inputs
-    if n <= 0:
+    placeholders = [node for node in graph.nodes if node.op == "placeholder"]
+    count = len(placeholders) - n_inputs
+    if count <= 0:
         return 0
     for node in list(graph.nodes):
         if node.target is not torch.ops.higher_order.with_effects or node.args[1] not in CHECKS:
@@ -34,16 +34,17 @@ def strip(gm: torch.fx.GraphModule, n_inputs: int) -> int:
                 graph.erase_node(user)
         if not node.users:
             graph.erase_node(node)
-    tokens = placeholders[:n]
-    output = next(n for n in graph.nodes if n.op == "output")
+    tokens = placeholders[:count]
+    output = next(node for node in graph.nodes if node.op == "output")
     results = list(output.args[0])
-    if results[:n] != tokens or any(len(t.users) != 1 for t in tokens):
-        return 0
-    output.args = (tuple(results[n:]),)
-    for token in tokens:
-        graph.erase_node(token)
+    passed_through = results[:count] == tokens and all(len(t.users) == 1 for t in tokens)
+    if passed_through:
+        output.args = (tuple(results[count:]),)
+        for token in tokens:
+            graph.erase_node(token)
+    # Checks dropped before another effect stopped the stripping stay dropped: recompile either way.
     gm.recompile()
-    return n
+    return count if passed_through else 0
 
 
 class Threaded:
