@@ -178,10 +178,6 @@ def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side
     return before.sum(-1).to(torch.int32 if out_int32 else torch.int64)
 
 
-def _searchsorted_scalar(sorted_sequence, value, *, out_int32=False, right=False, side=None, sorter=None):
-    return _searchsorted(sorted_sequence, value, out_int32=out_int32, right=right, side=side, sorter=sorter)
-
-
 def _bucketize(x, boundaries, *, out_int32=False, right=False):
     return _searchsorted(boundaries, x, out_int32=out_int32, right=right)
 
@@ -203,6 +199,11 @@ def _scan(combine, values: tuple, dim: int) -> tuple:
     return values
 
 
+def _scalar_with_index(x):
+    """A 0-d input's (value, index) result: itself, at index 0."""
+    return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+
+
 def _positions(x, dim: int):
     """Each element's index along ``dim`` (i64, ``x``'s shape)."""
     shape = [1] * x.dim()
@@ -212,7 +213,7 @@ def _positions(x, dim: int):
 
 def _cumulative_extreme(x, dim: int, take_later):
     if x.dim() == 0:
-        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+        return _scalar_with_index(x)
     dim = dim % x.dim()
 
     def combine(a, b):
@@ -254,7 +255,7 @@ def _pick_sorted(x, dim: int, position, keepdim: bool):
 
 def _median_dim_impl(x, dim: int, keepdim: bool, ignore_nan: bool):
     if x.dim() == 0:
-        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+        return _scalar_with_index(x)
     dim = dim % x.dim()
     n = x.shape[dim]
     if x.is_floating_point():
@@ -288,7 +289,7 @@ def _nanmedian(x):
 
 def _kthvalue(x, k, dim=-1, keepdim=False):
     if x.dim() == 0:
-        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+        return _scalar_with_index(x)
     dim = dim % x.dim()
     shape = [1 if i == dim else s for i, s in enumerate(x.shape)]
     return _pick_sorted(x, dim, torch.full(shape, k - 1, dtype=torch.int64, device=x.device), keepdim)
@@ -299,7 +300,7 @@ def _mode(x, dim=-1, keepdim=False):
     last index holding it, as ATen's CPU kernel gives them; run lengths come from the sorted
     row (a scatter-add over run ids), so memory stays linear."""
     if x.dim() == 0:
-        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+        return _scalar_with_index(x)
     dim = dim % x.dim()
     values, _ = torch.sort(x, dim=dim, stable=True)
     n = x.shape[dim]
@@ -361,7 +362,8 @@ def _nonzero_static(x, *, size, fill_value=-1):
     for extent in reversed(x.shape):
         coords.append(rest % extent)
         rest = rest // extent
-    coords = torch.stack(coords[::-1], dim=1) if coords else torch.zeros((flat.numel(), 0), dtype=torch.int64)
+    coords = torch.stack(coords[::-1], dim=1) if coords else torch.zeros((flat.numel(), 0), dtype=torch.int64,
+                                                                         device=x.device)
     out = torch.full((size + 1, x.dim()), fill_value, dtype=torch.int64, device=x.device)
     return out.index_put((row,), coords)[:size]
 
@@ -677,7 +679,7 @@ _OWN_DECOMPOSITIONS = {
     "histogram.bin_ct": _histogram_bin_ct,
     "histogram.bins_tensor": _histogram_bins_tensor,
     "searchsorted.Tensor": _searchsorted,
-    "searchsorted.Scalar": _searchsorted_scalar,
+    "searchsorted.Scalar": _searchsorted,
     "bucketize.Tensor": _bucketize,
     "bucketize.Scalar": _bucketize,
     "cummax.default": _cummax,
