@@ -45,6 +45,8 @@ import threading
 import time
 from pathlib import Path
 
+from opinfo_sweep import first_line, unsupported  # this folder is on sys.path when a script runs
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -460,28 +462,6 @@ def compare(actual, expected) -> tuple[str | None, float]:
 # ---- the worker: runs types in this process, one JSON line per phase -------------------------
 
 
-def _first_line(e: BaseException) -> str:
-    # Dynamo wraps a backend's error ("backend='fxhlo' raised:"): report the backend's own.
-    inner = getattr(e, "inner_exception", None)
-    if inner is not None:
-        e = inner
-    text = str(e).strip().splitlines()
-    line = next((l.strip() for l in text if l.strip()), "")
-    return f"{type(e).__name__}: {line}"[:300]
-
-
-def _unsupported(e: BaseException):
-    import fxhlo
-
-    seen, hops = e, 0
-    while seen is not None and hops < 20:
-        if isinstance(seen, fxhlo.UnsupportedOpsError):
-            return seen
-        seen = getattr(seen, "inner_exception", None) or seen.__cause__ or seen.__context__
-        hops += 1
-    return None
-
-
 def _emit(t: str, phase: str, **kw) -> None:
     print(json.dumps({"type": t, "phase": phase, **kw}), flush=True)
 
@@ -550,10 +530,10 @@ def _build(model_type: str):
                         expected = model(**kwargs)
                     return model, cfg, level, (label, kwargs, expected, tried, errors)
                 except Exception as e:  # noqa: BLE001 -- try the next inputs
-                    tried.append(f"{label}: {_first_line(e)}")
+                    tried.append(f"{label}: {first_line(e)}")
             errors.append(f"{level}: " + "; ".join(tried))
         except Exception as e:  # noqa: BLE001 -- try the next level
-            errors.append(f"{level}: {_first_line(e)}")
+            errors.append(f"{level}: {first_line(e)}")
             if isinstance(e, ImportError) or "Unrecognized configuration class" in str(e):
                 break  # the same at every level: a missing library, no AutoModel class
     raise RuntimeError(" | ".join(errors))
@@ -615,13 +595,13 @@ def check_type(model_type: str, skip_aot: bool) -> None:
             res["status"] = "fail"
             if backend == "fxhlo":
                 census_due = True
-            unsup = _unsupported(e) if backend == "fxhlo" else None
+            unsup = unsupported(e) if backend == "fxhlo" else None
             if unsup is not None:
                 ops = sorted({str(t) for t, _, _ in unsup.ops})
                 res["ops"] = ops
                 res["reason"] = "unlowered: " + ", ".join(ops)
             else:
-                res["reason"] = _first_line(e)
+                res["reason"] = first_line(e)
         finally:
             torch._dynamo.reset()
         _emit(model_type, backend, result=res)
@@ -647,11 +627,11 @@ def census(model, kwargs) -> dict:
             return fxhlo.fxhlo_backend(gm, example_inputs)
         except Exception as e:  # noqa: BLE001 -- recorded; the graph runs in eager
             graphs[1] += 1
-            unsup = _unsupported(e)
+            unsup = unsupported(e)
             if unsup is not None:
                 ops.update(str(t) for t, _, _ in unsup.ops)
             else:
-                errors.append(_first_line(e))
+                errors.append(first_line(e))
             return gm.forward
 
     out = {}
@@ -662,7 +642,7 @@ def census(model, kwargs) -> dict:
         with torch.no_grad():
             compiled(**kwargs)
     except Exception as e:  # noqa: BLE001
-        out["census_error"] = _first_line(e)
+        out["census_error"] = first_line(e)
     finally:
         torch._dynamo.reset()
     out.update({"ops_all": sorted(ops), "graphs": graphs[0], "graphs_failed": graphs[1]})

@@ -39,8 +39,9 @@ def op_key(op) -> str:
 # ---- the worker: runs ops in this process, one JSON line each -------------------------------
 
 
-def _first_line(e: BaseException) -> str:
-    # Dynamo wraps a backend's error ("backend='fxhlo' raised:"): report the backend's own.
+def first_line(e: BaseException) -> str:
+    """The error's type and first line (Dynamo wraps a backend's error, "backend='fxhlo'
+    raised:": the backend's own is reported). Shared with scripts/hf_sweep.py."""
     inner = getattr(e, "inner_exception", None)
     if inner is not None:
         e = inner
@@ -49,16 +50,26 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {line}"[:300]
 
 
-def _reason(e: BaseException) -> str:
-    """A short, stable reason: the unlowered ATen ops, or the error's type and first line."""
+def unsupported(e: BaseException):
+    """The ``fxhlo.UnsupportedOpsError`` behind ``e`` (through Dynamo's wrapping and exception
+    chains), or None."""
     import fxhlo
 
-    seen = e
-    while seen is not None:
+    seen, hops = e, 0
+    while seen is not None and hops < 20:
         if isinstance(seen, fxhlo.UnsupportedOpsError):
-            return "unlowered: " + ", ".join(sorted({t for t, _, _ in seen.ops}))
-        seen = seen.__cause__ or seen.__context__
-    return _first_line(e)
+            return seen
+        seen = getattr(seen, "inner_exception", None) or seen.__cause__ or seen.__context__
+        hops += 1
+    return None
+
+
+def _reason(e: BaseException) -> str:
+    """A short, stable reason: the unlowered ATen ops, or the error's type and first line."""
+    found = unsupported(e)
+    if found is not None:
+        return "unlowered: " + ", ".join(sorted({t for t, _, _ in found.ops}))
+    return first_line(e)
 
 
 def _run(op, sample, backend: str | None):
@@ -98,7 +109,7 @@ def _samples(op, dtype, count: int):
             if len(out) == count:
                 break
     except Exception as e:  # noqa: BLE001 -- a sample generator that fails excludes the op
-        return None, _first_line(e)
+        return None, first_line(e)
     return out, None
 
 
@@ -134,7 +145,7 @@ def check_op(op, dtype: str, count: int) -> dict:
         try:
             ref = _close(_run(op, sample, "aot_eager"), expected)
         except Exception as e:  # noqa: BLE001
-            ref = _first_line(e)
+            ref = first_line(e)
         if ref is not None:
             # Nondeterministic ops (random draws, empty) differ from eager through aot_eager too.
             return {"status": "excluded", "reason": f"aot_eager fails too: {ref}", "fxhlo": reason}
