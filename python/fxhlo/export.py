@@ -378,6 +378,21 @@ def _result_metas(node: torch.fx.Node, producers: dict) -> list:
     return [_meta(val, what)]
 
 
+def node_spec(node: torch.fx.Node, producers: dict) -> dict:
+    """The trace entry of a call_function node (without its source line), or ExportError when
+    the trace cannot hold it (a random op, a target that is not ATen, an argument or result of
+    a kind traces do not have). ``producers`` maps the names of multi-result nodes seen so far
+    to their results (filled in here). fallback="eager" asks it of one node at a time."""
+    _check_random(node)
+    return {
+        "name": node.name,
+        "target": _target(node),
+        "args": [_arg(a, node, i) for i, a in enumerate(node.args)],
+        "kwargs": _kwargs(node),
+        "meta": _result_metas(node, producers),
+    }
+
+
 def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True):
     """Returns ``(trace, weights)``: the graph.json content and the tensors of
     weights.safetensors by key (an empty dict without ``collect_weights``: the backend passes
@@ -420,14 +435,7 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
     producers = {}
     for node in gm.graph.nodes:
         if node.op == "call_function":
-            _check_random(node)
-            spec = {
-                "name": node.name,
-                "target": _target(node),
-                "args": [_arg(a, node, i) for i, a in enumerate(node.args)],
-                "kwargs": _kwargs(node),
-                "meta": _result_metas(node, producers),
-            }
+            spec = node_spec(node, producers)
             src = _source(node, root)
             if src:
                 spec["source"] = src

@@ -143,15 +143,9 @@ def refused_nodes(gm: torch.fx.GraphModule, error: Exception) -> dict:
 
 
 def _export_refusal(node: torch.fx.Node) -> str | None:
-    """Why the exporter refuses ``node`` alone (its op, arguments or results), or None. The
-    same checks ``trace_dict`` makes, one node at a time."""
+    """Why the exporter refuses ``node`` alone (its op, arguments or results), or None."""
     try:
-        _export._check_random(node)
-        _export._target(node)
-        for i, a in enumerate(node.args):
-            _export._arg(a, node, i)
-        _export._kwargs(node)
-        _export._result_metas(node, {})
+        _export.node_spec(node, {})
     except _export.ExportError as e:
         return str(e)
     return None
@@ -170,7 +164,7 @@ def _computes(node: torch.fx.Node) -> bool:
             and not getattr(node.target, "is_view", False))
 
 
-def _partition(gm: torch.fx.GraphModule, refused: dict) -> list:
+def _partition(gm: torch.fx.GraphModule, refused: set) -> list:
     """The parts to compile, in graph order: maximal sets of call_function nodes not in
     ``refused``, with no path from one through an eager node back into it, each computing
     something."""
