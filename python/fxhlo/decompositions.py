@@ -171,7 +171,8 @@ def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side
     right = right or side == "right"
     seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter)
     if not isinstance(values, torch.Tensor):
-        values = torch.tensor(values, dtype=seq.dtype, device=seq.device)
+        # torch.full, not torch.tensor: a tensor literal is a lifted copy AOT Autograd refuses.
+        values = torch.full((), values, dtype=seq.dtype, device=seq.device)
     v = values.unsqueeze(-1)
     s = seq if seq.dim() == 1 else seq.unsqueeze(-2)
     before = ~(s > v) if right else ~(s >= v)

@@ -242,6 +242,7 @@ def test_histc_and_bucketize_as_moe_routing_uses_them():
 
     def route(ids, x):
         counts = torch.histc(ids.float(), bins=4, min=0, max=3)
-        return counts, torch.bucketize(x, torch.tensor([-1.0, 0.0, 1.0])), torch.cummax(x, 0).indices
+        edges = torch.tensor([-1.0, 0.0, 1.0])
+        return counts, torch.bucketize(x, edges), torch.cummax(x, 0).indices, torch.searchsorted(edges, 0.5)
 
     check(route, ids, torch.tensor([-2.0, -1.0, 0.5, 1.0, 3.0, float("nan")]))
