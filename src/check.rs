@@ -42,7 +42,7 @@ impl Tolerance {
     /// f32/f64 1e-5 (XLA may sum in another order), f16/bf16 1e-2, integers and bool exact.
     pub fn for_type(t: ElementType) -> Tolerance {
         match t {
-            ElementType::F64 | ElementType::F32 => Tolerance { atol: 1e-5, rtol: 1e-5 },
+            ElementType::F64 | ElementType::F32 | ElementType::C64 | ElementType::C128 => Tolerance { atol: 1e-5, rtol: 1e-5 },
             ElementType::F16 | ElementType::BF16 => Tolerance { atol: 1e-2, rtol: 1e-2 },
             _ => Tolerance { atol: 0.0, rtol: 0.0 },
         }
@@ -187,7 +187,7 @@ impl fmt::Display for CheckReport {
 }
 
 /// A tensor's values in a type that holds each exactly: integers and bool as `i64`, floats as
-/// `f64` (every f16, bf16 and f32 widens exactly).
+/// `f64` (every f16, bf16 and f32 widens exactly; a complex value is two floats).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Values {
     Int(Vec<i64>),
@@ -216,6 +216,9 @@ impl Values {
             ElementType::BF16 => floats(t, |v: bf16| v.to_f64()),
             ElementType::F32 => floats(t, |v: f32| f64::from(v)),
             ElementType::F64 => floats(t, |v: f64| v),
+            // Real and imaginary parts interleaved, each compared as a float (c128's parts
+            // through f32: within the f64 tolerance).
+            ElementType::C64 | ElementType::C128 => Values::Float(t.to_f32_vec().into_iter().map(f64::from).collect()),
         }
     }
 

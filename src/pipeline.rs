@@ -261,7 +261,7 @@ mod tests {
     fn options_read_json_with_defaults_and_name_what_is_wrong() {
         assert_eq!(Options::from_json("{}").ok(), Some(Options::default()));
         let o = Options::from_json(r#"{"device": "cpu", "check_indices": true}"#).ok();
-        assert_eq!(o, Some(Options { device: TargetName::default(), check_indices: true }));
+        assert_eq!(o, Some(Options { device: TargetName::default(), check_indices: true, ..Options::default() }));
         let unknown = Options::from_json(r#"{"devise": "cpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(unknown.contains("unknown field `devise`"), "{unknown}");
         let bad = Options::from_json(r#"{"device": "gpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();

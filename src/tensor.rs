@@ -19,6 +19,8 @@ pub fn element_type(d: DType) -> ElementType {
         DType::I8 => ElementType::I8,
         DType::U8 => ElementType::U8,
         DType::Bool => ElementType::Bool,
+        DType::C64 => ElementType::C64,
+        DType::C128 => ElementType::C128,
     }
 }
 

@@ -252,6 +252,9 @@ pub fn element_type(ctx: &Context, d: DType) -> Type<'_> {
         DType::I8 => IntegerType::new(ctx, 8).into(),
         DType::U8 => IntegerType::unsigned(ctx, 8).into(),
         DType::Bool => IntegerType::new(ctx, 1).into(),
+        // melior has no constructor for `complex<...>`; the spelling is fixed, so it parses.
+        DType::C64 => Type::parse(ctx, "complex<f32>").unwrap_or_else(|| Type::float32(ctx)),
+        DType::C128 => Type::parse(ctx, "complex<f64>").unwrap_or_else(|| Type::float64(ctx)),
     }
 }
 
@@ -290,6 +293,8 @@ pub fn mlir_type_text(t: &TensorType) -> String {
     let elem = match t.dtype {
         DType::Bool => "i1",
         DType::U8 => "ui8",
+        DType::C64 => "complex<f32>",
+        DType::C128 => "complex<f64>",
         d => d.name(),
     };
     let mut s = String::from("tensor<");
@@ -305,6 +310,11 @@ pub fn mlir_type_text(t: &TensorType) -> String {
 /// Non-finite floats are written as hex bit patterns, the only form MLIR accepts for them.
 fn literal(value: Scalar, dtype: DType) -> String {
     let v = value.as_f64();
+    if dtype.is_complex() {
+        // A real scalar as a complex literal: `(re, im)`, each part in the parts' type.
+        let part = dtype.real_part();
+        return format!("({}, {})", literal(value, part), literal(Scalar::Int(0), part));
+    }
     match dtype {
         DType::Bool => (v != 0.0).to_string(),
         d if !d.is_float() => match value {

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxBuildHasher;
 
 use fxhlo_ir::smallvec::{smallvec, SmallVec};
-use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, ScatterReduce, Shape, TensorType, UnaryOp};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, FftKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, Shape, TensorType, UnaryOp};
 
 use crate::schema::{ArgView as Arg, NodeView, TraceView};
 
@@ -139,12 +139,22 @@ pub fn scalar(a: &Arg) -> Option<Scalar> {
 }
 
 /// Maps one call. `results` are the node's result types from its meta.
-pub fn map<'a>(view: &'a TraceView<'a>, node: &NodeView<'a>, results: &[TensorType]) -> Mapped<'a> {
+pub fn map<'a>(
+    view: &'a TraceView<'a>,
+    node: &NodeView<'a>,
+    results: &[TensorType],
+    operand_type: &dyn Fn(&str) -> Option<TensorType>,
+) -> Mapped<'a> {
     let a = Args { view, args: view.args(node.args), kwargs: view.kwargs(node) };
-    map_known(node.target, &a, results).unwrap_or(Mapped::Unknown)
+    map_known(node.target, &a, results, operand_type).unwrap_or(Mapped::Unknown)
 }
 
-fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Option<Mapped<'a>> {
+fn map_known<'a>(
+    target: &'a str,
+    a: &Args<'a>,
+    results: &[TensorType],
+    operand_type: &dyn Fn(&str) -> Option<TensorType>,
+) -> Option<Mapped<'a>> {
     // A byte loop, not `rsplit_once`: memrchr's setup costs more than these short names.
     let (op, overload) = match target.bytes().rposition(|b| b == b'.') {
         Some(i) => (&target[..i], &target[i + 1..]),
@@ -537,6 +547,10 @@ fn map_known<'a>(target: &'a str, a: &Args<'a>, results: &[TensorType]) -> Optio
             smallvec![x()?, a.tensor(1, "src")?],
         )),
         "linalg_cholesky_ex" => op1(Op::Cholesky { upper: a.bool(1, "upper", false)? }),
+        "complex" => Some(Mapped::Op(Op::Binary(BinaryOp::Complex), smallvec![a.tensor(0, "real")?, a.tensor(1, "imag")?])),
+        // `_conj` is PyTorch's lazy conjugate view; a functional graph may hold it as a value.
+        "_conj" | "conj" | "_conj_physical" | "conj_physical" => op1(Op::Unary(UnaryOp::Conj)),
+        "_fft_c2c" | "_fft_r2c" | "_fft_c2r" => fft(name, a, results, operand_type),
         "linalg_solve_triangular" => Some(Mapped::Op(
             Op::TriangularSolve {
                 upper: a.bool(2, "upper", false)?,
@@ -601,6 +615,38 @@ fn per_dim<T: From<Vec<i64>> + AsRef<[i64]>>(v: T, name: &str) -> T {
 
 /// `UnaryOp::from_name` through a map built once: the linear search over every unary op's name
 /// was a tenth of import time (most nodes of a trace are tried as unary ops first).
+/// ATen's `_fft_*` in the form of `stablehlo.fft`: over the innermost dims in order (1 to 3),
+/// no normalization forward and `1/n` inverse (XLA's); other forms stay unknown (the capture's
+/// decompositions, python/fxhlo/decompositions/spectral.py, bring them to this one).
+fn fft<'a>(name: &str, a: &Args<'a>, results: &[TensorType], operand_type: &dyn Fn(&str) -> Option<TensorType>) -> Option<Mapped<'a>> {
+    let x = a.tensor(0, "self")?;
+    let dims: Vec<i64> = a.ints(1, "dim", &[])?;
+    let normalization = a.int(2, "normalization", 0)?;
+    let out = results.first()?;
+    let r = out.rank() as i64;
+    let k = dims.len() as i64;
+    let trailing = (1..=3).contains(&k) && dims.iter().enumerate().all(|(i, &d)| d.rem_euclid(r.max(1)) == r - k + i as i64);
+    if !trailing {
+        return None;
+    }
+    let signal = |shape: &[i64]| shape[shape.len() - k as usize..].to_vec();
+    let (kind, length) = match name {
+        "_fft_c2c" => match (a.bool(3, "forward", true)?, normalization) {
+            (true, 0) => (FftKind::Fft, signal(&out.shape)),
+            (false, 2) => (FftKind::Ifft, signal(&out.shape)),
+            _ => return None,
+        },
+        // The input's signal sizes: the one-sided result's last dim is `n / 2 + 1`.
+        "_fft_r2c" if a.bool(3, "onesided", true)? && normalization == 0 => {
+            let Operand::Tensor(input) = x else { return None };
+            (FftKind::Rfft, signal(&operand_type(input)?.shape))
+        }
+        "_fft_c2r" if normalization == 2 => (FftKind::Irfft, signal(&out.shape)),
+        _ => return None,
+    };
+    Some(Mapped::Op(Op::Fft { kind, length }, smallvec![x]))
+}
+
 fn unary(name: &str) -> Option<UnaryOp> {
     static BY_NAME: OnceLock<HashMap<&'static str, UnaryOp, FxBuildHasher>> = OnceLock::new();
     BY_NAME.get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect()).get(name).copied()

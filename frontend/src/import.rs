@@ -203,7 +203,11 @@ impl<'a> Importer<'a, '_> {
         }
         let mut operands = std::mem::take(&mut self.operands);
         operands.clear();
-        let op = match aten::map(self.view, spec, &results) {
+        let mapped = {
+            let operand_type = |name: &str| self.value(spec.name, name).ok().and_then(|v| self.graph.value_type(v)).cloned();
+            aten::map(self.view, spec, &results, &operand_type)
+        };
+        let op = match mapped {
             Mapped::GetItem(producer, index) => return self.getitem(spec, producer, index, &results),
             Mapped::Op(op, mapped) => {
                 self.operands_into(spec, &mapped, &mut operands)?;

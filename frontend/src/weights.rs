@@ -105,6 +105,7 @@ fn from_safetensors(d: Dtype) -> Option<DType> {
         Dtype::I8 => DType::I8,
         Dtype::U8 => DType::U8,
         Dtype::BOOL => DType::Bool,
+        Dtype::C64 => DType::C64,
         _ => return None,
     })
 }

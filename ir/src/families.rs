@@ -87,6 +87,12 @@ family!(
         I1 => "aten.special_i1",
         /// Whether the sign bit is set (`-0.0` and negative NaNs included).
         Signbit => "aten.signbit",
+        /// The real part of a complex value (a real value is its own).
+        Real => "aten.real",
+        /// The imaginary part of a complex value (zero for a real value).
+        Imag => "aten.imag",
+        /// The complex conjugate, materialized (PyTorch's `conj` is a lazy view bit).
+        Conj => "aten.conj_physical",
     }
 );
 
@@ -94,6 +100,11 @@ impl UnaryOp {
     /// Ops whose result is always bool.
     pub fn returns_bool(self) -> bool {
         matches!(self, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::Signbit)
+    }
+
+    /// Ops whose result is the real type of a complex operand (`|z|`, the parts).
+    pub fn returns_real_part(self) -> bool {
+        matches!(self, UnaryOp::Abs | UnaryOp::Real | UnaryOp::Imag)
     }
 
     /// Ops that compute in floating point (integer inputs give the default float dtype).
@@ -140,6 +151,8 @@ family!(
         Zeta => "aten.special_zeta",
         /// `polygamma(n, x)`: the `n`-th derivative of digamma (`n` a non-negative integer).
         Polygamma => "aten.polygamma",
+        /// `complex(real, imag)`: f32 parts give c64, f64 parts c128.
+        Complex => "aten.complex",
         LogicalAnd => "aten.logical_and",
         LogicalOr => "aten.logical_or",
         LogicalXor => "aten.logical_xor",
@@ -179,5 +192,20 @@ family!(
         Amin => "aten.amin",
         Any => "aten.any",
         All => "aten.all",
+    }
+);
+
+family!(
+    /// The transforms of `stablehlo.fft`, over the innermost `length.len()` (1 to 3) dims.
+    /// `ifft` and `irfft` divide by the signal size, as XLA does.
+    FftKind {
+        /// Complex to complex, forward, unnormalized.
+        Fft => "fft",
+        /// Complex to complex, inverse, divided by the signal size.
+        Ifft => "ifft",
+        /// Real to complex, forward: the last dim keeps `n / 2 + 1` (one-sided).
+        Rfft => "rfft",
+        /// One-sided complex to real, inverse: the last dim becomes `length`'s last.
+        Irfft => "irfft",
     }
 );

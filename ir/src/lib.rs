@@ -26,7 +26,7 @@ pub use dot::to_dot;
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};
 pub use name::Name;
-pub use op::{BinaryOp, CompareOp, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp};
+pub use op::{BinaryOp, CompareOp, FftKind, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp};
 pub use parse::parse;
 pub use print::{print, print_canonical};
 pub use types::{DType, Shape, TensorType, UnknownDType};

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::attr::Scalar;
-pub use crate::families::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
+pub use crate::families::{BinaryOp, CompareOp, FftKind, ReduceOp, UnaryOp};
 use crate::types::{DType, Shape};
 
 /// How a graph input is fed, following `torch.export`'s input kinds.
@@ -254,6 +254,11 @@ pub enum Op {
     /// (`left`) or `X A = B`, reading one triangle of `A` (its diagonal taken as ones when
     /// `unit_diagonal`); batch dims broadcast.
     TriangularSolve { upper: bool, left: bool, unit_diagonal: bool },
+    /// `stablehlo.fft` of kind `kind` over the innermost `length.len()` dims (1 to 3), `length`
+    /// the signal sizes (`irfft`'s last is the real output's). The importer maps ATen's
+    /// `_fft_c2c`/`_fft_r2c`/`_fft_c2r` here when they already have this form; the capture's
+    /// decompositions bring the others to it.
+    Fft { kind: FftKind, length: Vec<i64> },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -330,6 +335,7 @@ impl Op {
             Op::GridSample { .. } => "aten.grid_sample",
             Op::Cholesky { .. } => "aten.linalg_cholesky",
             Op::TriangularSolve { .. } => "aten.linalg_solve_triangular",
+            Op::Fft { .. } => "aten.fft",
             Op::Unknown { target } => target,
         }
     }
@@ -360,7 +366,7 @@ impl Op {
             Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
             Op::Scatter { .. } | Op::MaskedScatter => 3,
             Op::Cdist { .. } | Op::GridSample { .. } => 2,
-            Op::Pdist { .. } | Op::Cholesky { .. } => 1,
+            Op::Pdist { .. } | Op::Cholesky { .. } | Op::Fft { .. } => 1,
             Op::TriangularSolve { .. } => 2,
             Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
             Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),

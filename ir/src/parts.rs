@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::attr::{bools, ints, opt_scalar, quote, Attr};
-use crate::op::{BinaryOp, CompareOp, InputKind, Op, PadMode, ReduceOp, ScatterReduce, UnaryOp};
+use crate::op::{BinaryOp, CompareOp, FftKind, InputKind, Op, PadMode, ReduceOp, ScatterReduce, UnaryOp};
 
 impl Op {
     /// Attributes as `key = value` text pairs, in a fixed order.
@@ -155,6 +155,7 @@ impl Op {
                 vec![("mode", mode.to_string()), ("padding", padding.to_string()), ("align_corners", b(align_corners))]
             }
             Op::Cholesky { upper } => vec![("upper", b(upper))],
+            Op::Fft { kind, length } => vec![("kind", kind.name().to_string()), ("length", ints(length))],
             Op::TriangularSolve { upper, left, unit_diagonal } => {
                 vec![("upper", b(upper)), ("left", b(left)), ("unit_diagonal", b(unit_diagonal))]
             }
@@ -302,6 +303,11 @@ impl Op {
                 Op::SliceScatter { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
             }
             "aten.linalg_cholesky" => Op::Cholesky { upper: a.bool("upper")? },
+            "aten.fft" => {
+                let k = values.get("kind").map(|s| s.as_str()).unwrap_or("");
+                let kind = FftKind::from_name(k).ok_or_else(|| format!("aten.fft: unknown kind `{k}` (fft, ifft, rfft, irfft)"))?;
+                Op::Fft { kind, length: a.ints("length")? }
+            }
             "aten.linalg_solve_triangular" => {
                 Op::TriangularSolve { upper: a.bool("upper")?, left: a.bool("left")?, unit_diagonal: a.bool("unit_diagonal")? }
             }

@@ -21,11 +21,15 @@ pub enum DType {
     I8,
     U8,
     Bool,
+    /// Complex of two `f32` (real, imaginary), PyTorch's `complex64`.
+    C64,
+    /// Complex of two `f64`, PyTorch's `complex128`.
+    C128,
 }
 
 impl DType {
     /// Every dtype, in a fixed order (used for error messages and exhaustive tests).
-    pub const ALL: [DType; 10] = [
+    pub const ALL: [DType; 12] = [
         DType::F64,
         DType::F32,
         DType::F16,
@@ -36,6 +40,8 @@ impl DType {
         DType::I8,
         DType::U8,
         DType::Bool,
+        DType::C64,
+        DType::C128,
     ];
 
     /// The IR text name (`f32`, `bf16`, `bool`, ...).
@@ -51,13 +57,16 @@ impl DType {
             DType::I8 => "i8",
             DType::U8 => "u8",
             DType::Bool => "bool",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
         }
     }
 
     /// Size of one element in bytes (bool is stored as one byte, as in PyTorch).
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::F64 | DType::I64 => 8,
+            DType::C128 => 16,
+            DType::F64 | DType::I64 | DType::C64 => 8,
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 | DType::I16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
@@ -67,6 +76,29 @@ impl DType {
     /// Floating-point types (the ones PyTorch calls `is_floating_point`).
     pub fn is_float(self) -> bool {
         matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
+    }
+
+    /// Complex types (`c64`, `c128`).
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The real type of a complex type's parts (`c64` → `f32`); a real type is its own.
+    pub fn real_part(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            other => other,
+        }
+    }
+
+    /// The complex type whose parts are this float type (`f32` → `c64`, `f64` → `c128`).
+    pub fn complex_of(self) -> Option<DType> {
+        match self {
+            DType::F32 => Some(DType::C64),
+            DType::F64 => Some(DType::C128),
+            _ => None,
+        }
     }
 }
 
@@ -78,7 +110,7 @@ impl fmt::Display for DType {
 
 /// Error for a dtype name that is not one of [`DType::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}`; fxhlo supports: f64, f32, f16, bf16, i64, i32, i16, i8, u8, bool")]
+#[error("unknown dtype `{0}`; fxhlo supports: f64, f32, f16, bf16, i64, i32, i16, i8, u8, bool, c64, c128")]
 pub struct UnknownDType(pub String);
 
 impl FromStr for DType {
@@ -97,6 +129,8 @@ impl FromStr for DType {
             "i8" => DType::I8,
             "u8" => DType::U8,
             "bool" => DType::Bool,
+            "c64" => DType::C64,
+            "c128" => DType::C128,
             _ => return Err(UnknownDType(s.to_string())),
         })
     }

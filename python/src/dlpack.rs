@@ -64,6 +64,8 @@ fn dl_dtype(t: ElementType) -> DlDataType {
         ElementType::F32 => (2, 32),
         ElementType::F64 => (2, 64),
         ElementType::BF16 => (4, 16),
+        ElementType::C64 => (5, 64),
+        ElementType::C128 => (5, 128),
     };
     DlDataType { code, bits, lanes: 1 }
 }

@@ -30,6 +30,8 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
             (ElementType::I8, "int8"),
             (ElementType::U8, "uint8"),
             (ElementType::Bool, "bool"),
+            (ElementType::C64, "complex64"),
+            (ElementType::C128, "complex128"),
         ];
         let by_type = names
             .iter()

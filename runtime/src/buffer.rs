@@ -220,8 +220,9 @@ impl HostTensor {
     }
 
     /// Every value converted to f32, whatever the element type (for comparisons): f16/bf16
-    /// widen exactly, integers and f64 round to nearest, bool is 0.0 / 1.0. Trailing bytes that
-    /// do not fill an element are ignored.
+    /// widen exactly, integers and f64 round to nearest, bool is 0.0 / 1.0; a complex value
+    /// gives two, its real and imaginary parts. Trailing bytes that do not fill an element are
+    /// ignored.
     pub fn to_f32_vec(&self) -> Vec<f32> {
         let chunks = self.chunks();
         match self.element_type {
@@ -235,6 +236,8 @@ impl HostTensor {
             ElementType::BF16 => chunks.map(|b| bf16::read_le(b).to_f32()).collect(),
             ElementType::F32 => chunks.map(f32::read_le).collect(),
             ElementType::F64 => chunks.map(|b| f64::read_le(b).to_f32()).collect(),
+            ElementType::C64 => chunks.flat_map(|b| b.chunks_exact(4).map(f32::read_le)).collect(),
+            ElementType::C128 => chunks.flat_map(|b| b.chunks_exact(8).map(|p| f64::read_le(p).to_f32())).collect(),
         }
     }
 

@@ -36,11 +36,15 @@ pub enum ElementType {
     F32,
     /// IEEE double precision.
     F64,
+    /// Complex of two `f32` (real first), as `std::complex<float>`.
+    C64,
+    /// Complex of two `f64` (real first).
+    C128,
 }
 
 impl ElementType {
     /// Every element type.
-    pub const ALL: [ElementType; 10] = [
+    pub const ALL: [ElementType; 12] = [
         ElementType::Bool,
         ElementType::I8,
         ElementType::I16,
@@ -51,6 +55,8 @@ impl ElementType {
         ElementType::BF16,
         ElementType::F32,
         ElementType::F64,
+        ElementType::C64,
+        ElementType::C128,
     ];
 
     /// Bytes per element in a host tensor (bool takes one byte).
@@ -59,7 +65,8 @@ impl ElementType {
             ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
             ElementType::I16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::I32 | ElementType::F32 => 4,
-            ElementType::I64 | ElementType::F64 => 8,
+            ElementType::I64 | ElementType::F64 | ElementType::C64 => 8,
+            ElementType::C128 => 16,
         }
     }
 
@@ -76,6 +83,8 @@ impl ElementType {
             ElementType::BF16 => "bf16",
             ElementType::F32 => "f32",
             ElementType::F64 => "f64",
+            ElementType::C64 => "c64",
+            ElementType::C128 => "c128",
         }
     }
 
@@ -84,6 +93,8 @@ impl ElementType {
         match self {
             ElementType::Bool => "i1",
             ElementType::U8 => "ui8",
+            ElementType::C64 => "complex<f32>",
+            ElementType::C128 => "complex<f64>",
             other => other.name(),
         }
     }
@@ -106,6 +117,8 @@ impl ElementType {
             ElementType::BF16 => PrimitiveType::BF16,
             ElementType::F32 => PrimitiveType::F32,
             ElementType::F64 => PrimitiveType::F64,
+            ElementType::C64 => PrimitiveType::C64,
+            ElementType::C128 => PrimitiveType::C128,
         }
     }
 
@@ -219,7 +232,7 @@ mod tests {
             assert_eq!(t.name().parse::<ElementType>().ok(), Some(t));
             assert_eq!(t.mlir_name().parse::<ElementType>().ok(), Some(t));
         }
-        assert!("c64".parse::<ElementType>().is_err());
+        assert!("c32".parse::<ElementType>().is_err());
     }
 
     #[test]

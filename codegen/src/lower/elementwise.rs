@@ -41,8 +41,22 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
     };
     let xv = || e.convert(x.0, x.1, out.dtype, loc);
     let is_int = !out.dtype.is_float();
+    let complex = x.1.dtype.is_complex();
     match u {
+        // |z| of a complex value is real: no conversion of the operand.
+        Abs if complex => e.op("stablehlo.abs", loc, &[x.0], out, &[]),
         Abs => simple("stablehlo.abs"),
+        Real if complex => e.op("stablehlo.real", loc, &[x.0], out, &[]),
+        Imag if complex => e.op("stablehlo.imag", loc, &[x.0], out, &[]),
+        Conj if complex => {
+            let part = TensorType::new(x.1.dtype.real_part(), x.1.shape.clone());
+            let re = e.op("stablehlo.real", loc, &[x.0], &part, &[])?;
+            let im = e.op("stablehlo.imag", loc, &[x.0], &part, &[])?;
+            let neg = e.op("stablehlo.negate", loc, &[im], &part, &[])?;
+            e.op("stablehlo.complex", loc, &[re, neg], out, &[])
+        }
+        Real | Conj => xv(),
+        Imag => e.splat(Scalar::Int(0), out, loc),
         Neg => simple("stablehlo.negate"),
         Exp => simple("stablehlo.exponential"),
         Expm1 => simple("stablehlo.exponential_minus_one"),
@@ -190,6 +204,12 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
         };
         return op(name, xb, yb);
     }
+    if b == Complex {
+        // The parts in the result's part type, then paired.
+        let part = out.dtype.real_part();
+        let (re, im) = (prepare(e, x, part, shape, loc)?, prepare(e, y, part, shape, loc)?);
+        return op("stablehlo.complex", re, im);
+    }
     let (a, c) = (prepare(e, x, out.dtype, shape, loc)?, prepare(e, y, out.dtype, shape, loc)?);
     let is_float = out.dtype.is_float();
     match b {
@@ -247,6 +267,8 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
         Nextafter => op("chlo.next_after", a, c),
         Zeta => op("chlo.zeta", a, c),
         Polygamma => op("chlo.polygamma", a, c),
+        // Returned above: its operands are converted to the parts' type, not the result's.
+        Complex => op("stablehlo.complex", a, c),
         Hypot => {
             // m * sqrt(1 + (n/m)^2) with m = max(|a|, |b|), n = min: no overflow in the squares;
             // m = 0 gives 0, and an infinite operand gives inf even beside a NaN (C's hypot).

@@ -13,6 +13,7 @@ pub mod pooling;
 pub mod reduction;
 pub mod sampling;
 pub mod shape;
+pub mod spectral;
 
 use fxhlo_ir::{Op, TensorType};
 use melior::ir::{Location, Value};
@@ -53,6 +54,7 @@ pub fn lower<'c, 'a>(
         Op::Mm | Op::Bmm | Op::Addmm => one(linalg::matmul(e, op, operands, first()?, loc)),
         Op::Convolution { .. } => one(linalg::convolution(e, op, operands, first()?, loc)),
         Op::Cholesky { upper } => linalg::cholesky(e, *upper, operands, results, loc),
+        Op::Fft { kind, length } => one(spectral::fft(e, *kind, length, operands, first()?, loc)),
         Op::TriangularSolve { upper, left, unit_diagonal } => {
             one(linalg::triangular_solve(e, *upper, *left, *unit_diagonal, operands, first()?, loc))
         }

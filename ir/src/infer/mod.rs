@@ -38,6 +38,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let x = x.ok_or("missing operand")?;
             let dtype = match u {
                 u if u.returns_bool() => DType::Bool,
+                u if u.returns_real_part() => x.dtype.real_part(),
                 u if u.is_float_math() => promote::float_result(x.dtype),
                 _ => x.dtype,
             };
@@ -50,6 +51,15 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 b if b.returns_bool() => DType::Bool,
                 BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::Copysign | BinaryOp::Hypot | BinaryOp::Zeta | BinaryOp::Polygamma
                 | BinaryOp::Nextafter => promote::float_result(promoted),
+                BinaryOp::Complex => {
+                    if operands.iter().any(|o| o.dtype.is_complex()) {
+                        return Err(format!("aten.complex takes real parts, found {} and {}", operands[0], operands[1]));
+                    }
+                    // f16 parts would give PyTorch's complex32, which XLA has no type for.
+                    promoted.complex_of().ok_or_else(|| {
+                        format!("aten.complex of {promoted} parts: fxhlo supports complex64 and complex128 (f32 or f64 parts)")
+                    })?
+                }
                 _ => promoted,
             };
             t(dtype, shape)
@@ -98,6 +108,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         }
         Op::Mm | Op::Bmm | Op::Addmm => nn::matmul(op, operands),
         Op::Cholesky { .. } | Op::TriangularSolve { .. } => nn::factorization(op, operands),
+        Op::Fft { kind, length } => nn::fft(*kind, length, x.ok_or("missing operand")?),
         Op::Convolution { .. } => nn::convolution(op, operands),
         Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
             nn::pool(op, operands)

@@ -4,7 +4,7 @@
 use smallvec::smallvec;
 
 use super::{broadcast_shapes, result_type, InferResult};
-use crate::op::Op;
+use crate::op::{FftKind, Op};
 use crate::types::{DType, Shape, TensorType};
 
 fn one(t: TensorType) -> InferResult {
@@ -118,6 +118,44 @@ pub fn factorization(op: &Op, operands: &[&TensorType]) -> InferResult {
         }
         _ => Err(format!("{} is not a factorization", op.name())),
     }
+}
+
+/// `stablehlo.fft`: the signal is the innermost `length.len()` (1 to 3) dims; `rfft` takes a
+/// real operand and halves the last (`n / 2 + 1`), `irfft` takes that one-sided half and
+/// gives `length`'s last, real.
+pub fn fft(kind: FftKind, length: &[i64], x: &TensorType) -> InferResult {
+    let (r, k) = (x.rank(), length.len());
+    let bad = |why: &str| Err(format!("aten.fft {} over {length:?} of {x}: {why}", kind.name()));
+    if !(1..=3).contains(&k) || k > r || length.iter().any(|&n| n < 0) {
+        return bad("the signal is 1 to 3 innermost dims of non-negative sizes");
+    }
+    let inner = &x.shape[r - k..];
+    let mut shape = x.shape.clone();
+    let dtype = match kind {
+        FftKind::Fft | FftKind::Ifft => {
+            if !x.dtype.is_complex() || inner != length {
+                return bad("takes a complex operand whose innermost dims are `length`");
+            }
+            x.dtype
+        }
+        FftKind::Rfft => {
+            let Some(c) = x.dtype.complex_of() else { return bad("takes an f32 or f64 operand") };
+            if inner != length {
+                return bad("the innermost dims must be `length`");
+            }
+            shape[r - 1] = length[k - 1] / 2 + 1;
+            c
+        }
+        FftKind::Irfft => {
+            let half_fits = inner[..k - 1] == length[..k - 1] && inner[k - 1] == length[k - 1] / 2 + 1;
+            if !x.dtype.is_complex() || !half_fits {
+                return bad("takes a complex operand whose last dim is `length[-1] / 2 + 1`");
+            }
+            shape[r - 1] = length[k - 1];
+            x.dtype.real_part()
+        }
+    };
+    one(TensorType::new(dtype, shape))
 }
 
 /// Output size of one spatial dim of a convolution or pooling window; `None` for a stride that

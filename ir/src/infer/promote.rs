@@ -11,6 +11,7 @@ fn category(d: DType) -> u8 {
     match d {
         DType::Bool => 0,
         d if d.is_float() => 2,
+        d if d.is_complex() => 3,
         _ => 1,
     }
 }
@@ -22,6 +23,14 @@ pub fn promote_types(a: DType, b: DType) -> DType {
         return a;
     }
     match (category(a), category(b)) {
+        // Complex with complex or with a float: parts wide enough for both (c64 with f64 is c128).
+        (3, _) | (_, 3) => {
+            if matches!(a, C128 | F64) || matches!(b, C128 | F64) {
+                C128
+            } else {
+                C64
+            }
+        }
         (x, y) if x != y => {
             if x > y {
                 a
@@ -65,9 +74,10 @@ pub fn result_type(operands: &[&TensorType]) -> DType {
     }
 }
 
-/// The dtype float math gives on `d`: integers and bool give the default float (f32).
+/// The dtype float math gives on `d`: integers and bool give the default float (f32); float
+/// and complex types keep theirs.
 pub fn float_result(d: DType) -> DType {
-    if d.is_float() {
+    if d.is_float() || d.is_complex() {
         d
     } else {
         DType::F32
@@ -86,6 +96,9 @@ mod tests {
         assert_eq!(promote_types(U8, I8), I16);
         assert_eq!(promote_types(Bool, I32), I32);
         assert_eq!(promote_types(I64, F16), F16);
+        assert_eq!(promote_types(C64, F64), C128);
+        assert_eq!(promote_types(I64, C64), C64);
+        assert_eq!(promote_types(F16, C64), C64);
         let t = |d, s: &[i64]| TensorType::new(d, s.to_vec());
         // f16 tensor + f32 0-d tensor: same category, the dimensioned tensor wins.
         assert_eq!(result_type(&[&t(F16, &[2]), &t(F32, &[])]), F16);

@@ -5,6 +5,18 @@ use half::{bf16, f16};
 
 use super::{binary_module, cpu_client, run_mlir};
 
+/// A complex tensor (`c64` or `c128`) of (real, imaginary) pairs, as its little-endian bytes.
+fn complex(t: ElementType, dims: &[i64], parts: &[(f64, f64)]) -> HostTensor {
+    let bytes: Vec<u8> = parts
+        .iter()
+        .flat_map(|&(re, im)| match t {
+            ElementType::C64 => [(re as f32).to_le_bytes(), (im as f32).to_le_bytes()].concat(),
+            _ => [re.to_le_bytes(), im.to_le_bytes()].concat(),
+        })
+        .collect();
+    HostTensor::new(t, dims.to_vec(), bytes).expect("complex tensor")
+}
+
 /// A 2x3 tensor of awkward values for each element type (extremes, negative zero, NaN).
 fn sample(t: ElementType) -> HostTensor {
     let dims = [2i64, 3];
@@ -49,6 +61,11 @@ fn sample(t: ElementType) -> HostTensor {
             dims,
             &[f64::MIN, -0.0, 0.1, f64::EPSILON, f64::NAN, f64::MAX],
         ),
+        ElementType::C64 | ElementType::C128 => Ok(complex(
+            t,
+            &dims,
+            &[(1.5, -0.0), (f64::NAN, 2.0), (-3.25, f64::INFINITY), (0.1, 0.2), (0.0, 0.0), (-1.0, 1e30)],
+        )),
     };
     r.expect("sample tensor")
 }
@@ -181,7 +198,13 @@ fn every_type_through_an_executable() {
                     .unwrap()
                 };
                 let w: Vec<f64> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
-                ("add", make(&x), make(&y), make(&w))
+                if matches!(t, ElementType::C64 | ElementType::C128) {
+                    // Imaginary parts of the opposite sign: both parts must add.
+                    let pairs = |v: &[f64]| -> Vec<(f64, f64)> { v.iter().map(|&r| (r, -r / 2.0)).collect() };
+                    ("add", complex(t, &[4], &pairs(&x)), complex(t, &[4], &pairs(&y)), complex(t, &[4], &pairs(&w)))
+                } else {
+                    ("add", make(&x), make(&y), make(&w))
+                }
             }
         };
         let out = run_mlir(&client, &binary_module(op, "4", t.mlir_name()), &[a, b]);
