@@ -444,6 +444,7 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         # constants): the graph's own forward returns what it returns.
         return make_boxed_func(fw_gm.forward)
     _scalars_as_tensors(fw_gm)
+    _complex_numbers_as_tensors(fw_gm)
     _custom_ops.decompose(fw_gm)
     try:
         return _compile_graph(opts, name, fw_gm, inputs, opts.freeze)
@@ -523,6 +524,40 @@ def _scalars_as_tensors(fw_gm: torch.fx.GraphModule) -> None:
             fw_gm.graph.erase_node(user)
         fw_gm.graph.erase_node(node)
         changed = True
+    if changed:
+        fw_gm.recompile()
+
+
+def _complex_numbers_as_tensors(fw_gm: torch.fx.GraphModule) -> None:
+    """A Python complex number where the op takes a tensor (``z - 1j`` is
+    ``aten.sub.Tensor(z, 1j)``, a wrapped number) becomes a 0-d complex tensor,
+    ``complex(full(re), full(im))``: the trace's scalars are real. Promotion is unchanged (a 0-d
+    tensor, like a wrapped number, does not widen a dimensioned complex operand)."""
+    aten = torch.ops.aten
+    changed = False
+    for node in list(fw_gm.graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        schema = node.target._schema.arguments
+        args = list(node.args)
+        for i, a in enumerate(args):
+            if not isinstance(a, complex) or i >= len(schema) or str(schema[i].type) != "Tensor":
+                continue
+            val = node.meta.get("val")
+            wide = isinstance(val, torch.Tensor) and val.dtype in (torch.complex128, torch.float64)
+            part = torch.float64 if wide else torch.float32
+            with fw_gm.graph.inserting_before(node):
+                re, im = (
+                    fw_gm.graph.call_function(aten.full.default, ([], v), {"dtype": part})
+                    for v in (a.real, a.imag)
+                )
+                re.meta["val"] = torch.full([], a.real, dtype=part)
+                im.meta["val"] = torch.full([], a.imag, dtype=part)
+                z = fw_gm.graph.call_function(aten.complex.default, (re, im))
+                z.meta["val"] = torch.complex(re.meta["val"], im.meta["val"])
+            args[i] = z
+            changed = True
+        node.args = tuple(args)
     if changed:
         fw_gm.recompile()
 
