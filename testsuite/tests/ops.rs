@@ -204,6 +204,21 @@ const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
   expert's matmul runs over every row and the other experts' rows are masked out, so a layer
   does `experts` times the grouped product's work (no data-dependent shapes; a `ragged_dot`
   lowering would remove that).
+- **Complex numbers**: complex64 and complex128 go through the whole path (inputs, outputs,
+  weights up to complex64, which is what safetensors stores); complex32 (`chalf`, f16 parts) is
+  refused, as XLA has no such type. A Python complex number where an op takes a tensor becomes
+  a 0-d complex tensor. `conj` is materialized (eager's is a lazy view bit; the values agree).
+- **Fourier transforms** (`fft.*`, `stft`) are `stablehlo.fft` over at most three innermost
+  dims: ATen's `_fft_c2c`/`_fft_r2c`/`_fft_c2r` over other dims or with another normalization
+  are moved, split into passes and rescaled by decompositions (`decompositions/spectral.py`).
+- **`topk` ties**: among equal values fxhlo returns the lowest indices first; eager's CPU
+  kernel returns an order that comes from `std::nth_element` (e.g. `[2, 3]` for the top 2 of
+  four equal values), which no lowering can promise. A router whose logits are all equal (a
+  zero-initialized gate) therefore picks other experts than eager.
+- **Special functions by decomposition** (`decompositions/bessel.py`, `special.py`): Cephes'
+  series and Chebyshev tables as eager evaluates them, every branch computed and selected.
+  XLA's CPU code flushes subnormals to zero, so at subnormal inputs (below 1.2e-38 in float32)
+  `bessel_y0`, `modified_bessel_k0/k1` and `scaled_modified_bessel_k1` give the value at 0.
 - **Sizes**: a tensor whose size in bytes overflows a 64-bit integer is refused at import,
   naming the node; one a device cannot allocate fails the call with the plugin's out-of-memory
   error.

@@ -252,4 +252,29 @@ mod tests {
         let r = infer(&Op::Reduce { op: ReduceOp::Sum, dims: vec![0].into(), keepdim: false, dtype: None }, &[&i]).unwrap().unwrap();
         assert_eq!(r[0], TensorType::new(I64, vec![]));
     }
+
+    #[test]
+    fn complex_values_and_transforms() {
+        use crate::op::FftKind;
+        use crate::DType::{C128, C64, F16, F64};
+        let c = TensorType::new(C64, vec![2, 8]);
+        // |z| and the parts are real; conj and exp stay complex.
+        for (u, want) in [(UnaryOp::Abs, F32), (UnaryOp::Real, F32), (UnaryOp::Imag, F32), (UnaryOp::Conj, C64), (UnaryOp::Exp, C64)] {
+            assert_eq!(infer(&Op::Unary(u), &[&c]).unwrap().unwrap()[0].dtype, want, "{u:?}");
+        }
+        let parts = |d| TensorType::new(d, vec![3]);
+        let complex = |a: &TensorType, b: &TensorType| infer(&Op::Binary(BinaryOp::Complex), &[a, b]);
+        assert_eq!(complex(&parts(F32), &parts(F32)).unwrap().unwrap()[0].dtype, C64);
+        assert_eq!(complex(&parts(F64), &parts(F32)).unwrap().unwrap()[0].dtype, C128);
+        assert!(complex(&parts(F16), &parts(F16)).unwrap_err().contains("complex64 and complex128"));
+        let fft = |kind, length: &[i64], x: &TensorType| infer(&Op::Fft { kind, length: length.to_vec() }, &[x]);
+        assert_eq!(fft(FftKind::Fft, &[8], &c).unwrap().unwrap()[0], c);
+        // A real signal of 8 has 8 / 2 + 1 = 5 one-sided bins; 9 also has 5, so irfft names it.
+        let r = fft(FftKind::Rfft, &[8], &t(&[2, 8])).unwrap().unwrap();
+        assert_eq!(r[0], TensorType::new(C64, vec![2, 5]));
+        let back = fft(FftKind::Irfft, &[9], &r[0]).unwrap().unwrap();
+        assert_eq!(back[0], t(&[2, 9]));
+        assert!(fft(FftKind::Fft, &[4], &c).unwrap_err().contains("innermost dims are `length`"));
+        assert!(fft(FftKind::Fft, &[2, 2, 2, 1], &TensorType::new(C64, vec![2, 2, 2, 1])).is_err());
+    }
 }
