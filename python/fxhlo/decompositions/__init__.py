@@ -9,6 +9,7 @@ shape would depend on values is not a rule (``nonzero``, ``unique``).
 
 from __future__ import annotations
 
+import builtins  # builtins.range: `range` is an argument name of the histogram ops
 import functools
 import math
 
@@ -61,26 +62,49 @@ def _assert_async(cond, msg=""):
 
 
 def _flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
-    # PyTorch's decomposition returns the attention weights where the op returns the
-    # logsumexp of the scores over keys ([N, H, L]); keep its output, compute the logsumexp.
-    from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu as reference
-
+    """ATen's CPU flash attention (FlashAttentionKernel.cpp) as one softmax: the output and the
+    logsumexp. Scores are ``(q @ k^T) * scale`` with the mask added after, as the kernel computes
+    them (PyTorch's math path scales q and k by sqrt(scale) each, whose two roundings the
+    softmax amplified into 2e-5 errors); the weights are ``exp(s - max)`` and the output is
+    ``(P @ v) * (1 / sum)``. A row with every key masked gives 0 and logsumexp 0, not NaN, as
+    the kernel does. float16/bfloat16 compute in float32 with ``P`` rounded to the input's dtype
+    before ``P @ v``, as the kernel stores it. The kernel's blocked online softmax and its fast
+    vector exp are not reproduced: they are CPU implementation details (an ulp or so apart)
+    that no other device should pay for."""
+    if dropout_p != 0.0:
+        return NotImplemented
     if key.size(-3) != query.size(-3):
         # Grouped-query attention (enable_gqa): each key/value head serves a group of query heads.
         group = query.size(-3) // key.size(-3)
         key, value = key.repeat_interleave(group, -3), value.repeat_interleave(group, -3)
-    output, _ = reference(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
-    scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
-    scores = (query.float() @ key.float().transpose(-2, -1)) * scale
+    dtype = query.dtype
+    acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    q, k, v = query.to(acc), key.to(acc), value.to(acc)
+    length, keys = q.size(-2), k.size(-2)
+    # sdp::calculate_scale, in the accumulation type (a Python float multiplies as one).
+    scale = scale if scale is not None else 1.0 / math.sqrt(q.size(-1))
+    s = (q @ k.transpose(-2, -1)) * scale
     if is_causal:
-        keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
+        rows = torch.arange(length, device=q.device).unsqueeze(1)
+        cols = torch.arange(keys, device=q.device).unsqueeze(0)
+        s = s.masked_fill(cols > rows, float("-inf"))
     if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask.float()
-    return output, torch.logsumexp(scores, dim=-1)
+        # (A boolean mask reaches the op as 0 / -inf: F.scaled_dot_product_attention converts it.)
+        s = s + attn_mask.to(acc)
+    row_max = s.amax(-1, keepdim=True)
+    dead = row_max == float("-inf")
+    row_max = torch.where(dead, torch.zeros_like(row_max), row_max)
+    p = torch.exp(s - row_max)
+    row_sum = p.sum(-1, keepdim=True)
+    row_sum = torch.where(row_sum == 0, torch.ones_like(row_sum), row_sum)
+    if acc != dtype:
+        p = p.to(dtype).to(acc)
+    out = ((p @ v) * (1 / row_sum)).to(dtype)
+    lse = (row_max + torch.log(row_sum)).squeeze(-1)
+    # The kernel's output is (N, L, H, E) in memory, viewed as (N, H, L, E): keep that layout
+    # (PyTorch's decomposition does, for views that follow it).
+    out = out.permute(2, 0, 1, 3).contiguous().permute(1, 2, 0, 3)
+    return out, lse
 
 
 def _index_put(x, indices, values, accumulate=False):
@@ -181,6 +205,193 @@ def _searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side
 
 def _bucketize(x, boundaries, *, out_int32=False, right=False):
     return _searchsorted(boundaries, x, out_int32=out_int32, right=right)
+
+
+def _upper_bound(seq, values):
+    """libstdc++'s ``std::upper_bound`` over the 1-d ``seq`` for each of ``values``: the same
+    halving probes, run for the most rounds any search needs, so the result is the kernel's
+    even where ``seq`` is not sorted (ATen does not check that histogram edges are)."""
+    n = seq.numel()
+    first = torch.zeros(values.shape, dtype=torch.int64, device=values.device)
+    length = torch.full(values.shape, n, dtype=torch.int64, device=values.device)
+    for _ in range(n.bit_length()):
+        half = length // 2
+        mid = first + half
+        probe = seq.index_select(0, mid.clamp(max=n - 1).reshape(-1)).reshape(values.shape)
+        right = ~(values < probe)
+        active = length > 0
+        first = torch.where(active & right, mid + 1, first)
+        length = torch.where(active, torch.where(right, length - half - 1, half), length)
+    return first
+
+
+def _histogramdd_outer_edges(flat, bins, range):  # noqa: A002 (ATen's argument names)
+    """Each dimension's leftmost and rightmost edge (``select_outer_bin_edges``): ``range``,
+    else the data's min and max (0 and 1 for empty data), widened by 0.5 each side when equal."""
+    dims = flat.shape[-1]
+    if range is not None:
+        out = []
+        for d in builtins.range(dims):
+            lo, hi = float(range[2 * d]), float(range[2 * d + 1])
+            out.append((lo - 0.5, hi + 0.5) if lo == hi else (lo, hi))
+        return out
+    if flat.numel() == 0:
+        return [(0.0, 1.0)] * dims
+    lo_t, hi_t = flat.amin(0), flat.amax(0)
+    same = lo_t == hi_t
+    lo_t, hi_t = torch.where(same, lo_t - 0.5, lo_t), torch.where(same, hi_t + 0.5, hi_t)
+    return [(lo_t[d], hi_t[d]) for d in builtins.range(dims)]
+
+
+def _linspace_cpu(lo, hi, steps: int, dtype, device):
+    """ATen's CPU linspace (RangeFactoriesKernel.cpp) value for value: ``step * i + lo`` before
+    the halfway point, ``hi - step * (steps - 1 - i)`` from it, each one multiply-add (the
+    kernel's compiled form). Histogram bins follow the edges, so an edge an ulp off (as
+    ``torch.linspace``'s decomposition gives some) puts an element lying on it in another bin
+    than eager's. float32 edges are computed in float64 and rounded once, which is that
+    multiply-add whether or not XLA fuses it, folds it as a constant (its evaluator does not
+    fuse) or divides by the constant step count as a multiply. ``lo``, ``hi``: 0-d tensors."""
+    if steps == 1:
+        return lo.to(dtype).reshape(1).clone()
+    wide = torch.float64 if dtype == torch.float32 else dtype
+    lo, hi = lo.to(dtype).to(wide), hi.to(dtype).to(wide)
+    step = ((hi - lo).to(dtype).to(wide) / (steps - 1)).to(dtype).to(wide)
+    i = torch.arange(steps, device=device)
+    before = step * i.to(wide) + lo
+    after = hi - step * (steps - 1 - i).to(wide)
+    return torch.where(i < steps // 2, before, after).to(dtype)
+
+
+def _histogramdd_bin_edges(x, bins, *, range=None, weight=None, density=False):  # noqa: A002
+    # One linspace of bins[d] + 1 edges per dimension, in x's dtype.
+    flat = x.reshape(-1, x.shape[-1])
+    edges = []
+    for (lo, hi), count in zip(_histogramdd_outer_edges(flat, bins, range), bins):
+        if not isinstance(lo, torch.Tensor):
+            # torch.full, not torch.tensor: a tensor literal is a lifted copy AOT refuses.
+            lo = torch.full((), lo, dtype=x.dtype, device=x.device)
+            hi = torch.full((), hi, dtype=x.dtype, device=x.device)
+        edges.append(_linspace_cpu(lo, hi, count + 1, x.dtype, x.device))
+    return edges
+
+
+def _histogramdd_counts(x, edges, weight, density, positions):
+    """The N-d histogram of ``x`` (``[..., N]``) over ``edges`` (one 1-d tensor a dimension):
+    ``positions(values, edges)`` bins one dimension's values; an element outside some
+    dimension's outer edges (or NaN) is left out; the counts are a scatter-add, so memory
+    stays linear. ``density`` divides by the total, then by each dimension's bin widths, in
+    ATen's order."""
+    dims = x.shape[-1]
+    flat = x.reshape(-1, dims)
+    counts = [e.numel() - 1 for e in edges]
+    inside = torch.ones(flat.shape[0], dtype=torch.bool, device=x.device)
+    index = torch.zeros(flat.shape[0], dtype=torch.int64, device=x.device)
+    stride = math.prod(counts)
+    for d, e in enumerate(edges):
+        stride //= max(counts[d], 1)
+        v = flat[:, d]
+        inside = inside & (v >= e[0]) & (v <= e[-1])
+        pos = positions(v, e)
+        # The rightmost bin holds its right edge.
+        pos = torch.where(pos == counts[d], pos - 1, pos)
+        index = index + pos * stride
+    index = torch.where(inside, index, torch.zeros_like(index))
+    ones = torch.ones(flat.shape[0], dtype=x.dtype, device=x.device) if weight is None else weight.reshape(-1)
+    adds = torch.where(inside, ones, torch.zeros_like(ones))
+    hist = torch.zeros(math.prod(counts), dtype=x.dtype, device=x.device).index_put((index,), adds, accumulate=True)
+    hist = hist.reshape(counts)
+    if density:
+        hist = hist / hist.sum()
+        for d, e in enumerate(edges):
+            shape = [1] * dims
+            shape[d] = counts[d]
+            hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return hist
+
+
+def _histogramdd_from_bin_cts(x, bins, *, range=None, weight=None, density=False):  # noqa: A002
+    # ATen's LINEAR_INTERPOLATION_WITH_LOCAL_SEARCH: the bin by division, then an upper bound
+    # over the edges at pos - 1 .. pos + 1 (the edges are a linspace, so sorted).
+    edges = _histogramdd_bin_edges(x, bins, range=range)
+
+    def positions(v, e):
+        n = e.numel()
+        lo, hi = e[0], e[-1]
+        pos = ((v - lo) * (n - 1) / (hi - lo)).to(torch.int64)
+        pos = torch.where(torch.isfinite(v), pos, torch.zeros_like(pos)).clamp(0, n - 1)
+        start = (pos - 1).clamp(min=0)
+        stop = (pos + 2).clamp(max=n)
+        found = start.clone()
+        for t in builtins.range(3):
+            at = start + t
+            edge = e.index_select(0, at.clamp(max=n - 1))
+            found = found + ((at < stop) & ~(v < edge)).to(torch.int64)
+        return found - 1
+
+    return _histogramdd_counts(x, edges, weight, density, positions)
+
+
+def _histogramdd_from_bin_tensors(x, bins, *, weight=None, density=False):
+    # ATen's BINARY_SEARCH: std::upper_bound over each dimension's given edges.
+    return _histogramdd_counts(x, list(bins), weight, density, lambda v, e: _upper_bound(e, v) - 1)
+
+
+# ---- segment reductions ----------------------------------------------------------------------
+
+
+# Each reduction's scatter_reduce name and the start value of an empty segment without `initial`.
+_SEGMENT_REDUCE = {
+    "sum": ("sum", 0.0), "mean": ("sum", 0.0), "prod": ("prod", 1.0),
+    "max": ("amax", float("-inf")), "min": ("amin", float("inf")),
+}
+
+
+def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False,
+                    initial=None):
+    """ATen's ``segment_reduce`` (SegmentReduce.cpp): one output row per segment along ``axis``,
+    segments given by ``lengths`` or ``offsets`` (whose leading dims match ``data``'s before
+    ``axis``). Each element's segment is the count of segment ends at or before it (a scatter
+    of ones at the ends, then a cumulative sum); elements outside every segment go to a spare
+    row that is dropped; a ``scatter_reduce`` from ``initial`` (or the reduction's identity)
+    reduces them, so memory stays linear. A mean divides by the segment's length; an empty
+    segment's mean is ``initial``, or NaN without one."""
+    if indices is not None or (lengths is None) == (offsets is None):
+        return NotImplemented
+    axis = axis % data.dim()
+    if lengths is not None:
+        lengths = lengths.to(torch.int64)
+        ends = lengths.cumsum(-1)
+        starts = ends - lengths
+    else:
+        offsets = offsets.to(torch.int64)
+        starts, ends = offsets[..., :-1], offsets[..., 1:]
+        lengths = ends - starts
+    segments = starts.shape[-1]
+    n = data.shape[axis]
+    outer = math.prod(data.shape[:axis])
+    inner = math.prod(data.shape[axis + 1:])
+    starts = starts.reshape(-1, segments).expand(outer, segments)
+    ends = ends.reshape(-1, segments).expand(outer, segments)
+    x = data.reshape(outer, n, inner)
+    marks = torch.zeros(outer, n + 1, dtype=torch.int64, device=data.device)
+    marks = marks.scatter_add(1, ends.clamp(0, n), torch.ones_like(ends))
+    segment = marks.cumsum(1)[:, :n]
+    j = torch.arange(n, device=data.device).unsqueeze(0)
+    valid = (j >= starts[:, :1]) & (segment < segments)
+    segment = torch.where(valid, segment, torch.full_like(segment, segments))
+    how, identity = _SEGMENT_REDUCE[reduce]
+    start = identity if initial is None else initial
+    out = torch.full((outer, segments + 1, inner), start, dtype=data.dtype, device=data.device)
+    out = out.scatter_reduce(1, segment.unsqueeze(-1).expand(outer, n, inner), x, how, include_self=True)
+    out = out[:, :segments]
+    if reduce == "mean":
+        count = lengths.reshape(-1, segments).expand(outer, segments).unsqueeze(-1)
+        divided = out / count.clamp(min=1).to(data.dtype)
+        empty = torch.full_like(out, float("nan")) if initial is None else out
+        out = torch.where(count > 0, divided, empty)
+    shape = list(data.shape)
+    shape[axis] = segments
+    return out.reshape(shape)
 
 
 # ---- scans -----------------------------------------------------------------------------------
@@ -504,6 +715,10 @@ _OWN_DECOMPOSITIONS = {
     "histc.default": _histc,
     "histogram.bin_ct": _histogram_bin_ct,
     "histogram.bins_tensor": _histogram_bins_tensor,
+    "_histogramdd_bin_edges.default": _histogramdd_bin_edges,
+    "_histogramdd_from_bin_cts.default": _histogramdd_from_bin_cts,
+    "_histogramdd_from_bin_tensors.default": _histogramdd_from_bin_tensors,
+    "segment_reduce.default": _segment_reduce,
     "searchsorted.Tensor": _searchsorted,
     "searchsorted.Scalar": _searchsorted,
     "bucketize.Tensor": _bucketize,
@@ -531,10 +746,47 @@ _OWN_DECOMPOSITIONS = {
     "_grouped_mm.default": _grouped_mm_aten,
 }
 
+# ---- PyTorch's chunked linear + cross-entropy ------------------------------------------------
+#
+# `F.linear_cross_entropy` calls these `torch_nn` custom ops (no decomposition of their own):
+# the logits in batch chunks, and in training the gradients precomputed in forward. A compiled
+# graph holds the whole batch anyway, so the rule is the unchunked definition, with the logits
+# and loss in the accumulation dtype as eager's chunks compute them.
+
+
+def _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction, ignore_index, label_smoothing, acc_dtype):
+    logits = torch.nn.functional.linear(input.to(acc_dtype), linear_weight.to(acc_dtype), None if linear_bias is None else linear_bias.to(acc_dtype))
+    if target.dtype.is_floating_point:
+        target = target.to(acc_dtype)
+    weight = None if weight is None else weight.to(acc_dtype)
+    loss = torch.nn.functional.cross_entropy(logits, target, weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+    return loss.to(input.dtype)
+
+
+def linear_cross_entropy_chunked(input, linear_weight, target, linear_bias, weight, reduction, ignore_index, label_smoothing,
+                                 batch_chunk_size, acc_policy, acc_dtype, allow_retain_graph, compute_input_grad,
+                                 compute_linear_weight_grad, compute_linear_bias_grad):
+    """``torch_nn::_linear_cross_entropy_batch_chunked`` for inference: the loss and the empty
+    gradient slots (training precomputes gradients here: not a rule, the op stays)."""
+    if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
+        return NotImplemented
+    loss = _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction, ignore_index, label_smoothing, acc_dtype)
+    empty = functools.partial(torch.zeros, dtype=input.dtype, device=input.device)
+    return loss, empty((0, 0)), empty((0, 0)), empty((0,))
+
+
+def linear_cross_entropy_chunked_no_reduction(input, linear_weight, target, linear_bias, weight, ignore_index,
+                                              batch_chunk_size, acc_policy, acc_dtype):
+    """``torch_nn::_linear_cross_entropy_batch_chunked_no_reduction``: the per-sample loss."""
+    return _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, "none", ignore_index, 0.0, acc_dtype)
+
+
 # Custom ops of libraries models use (``torch.library``, no decomposition of their own), by
 # qualified name: fxhlo's rules for them (applied by :mod:`fxhlo.custom_ops`).
 CUSTOM_OP_RULES = {
     "transformers::grouped_mm_fallback": grouped_mm,
+    "torch_nn::_linear_cross_entropy_batch_chunked": linear_cross_entropy_chunked,
+    "torch_nn::_linear_cross_entropy_batch_chunked_no_reduction": linear_cross_entropy_chunked_no_reduction,
 }
 
 
@@ -542,16 +794,17 @@ CUSTOM_OP_RULES = {
 def decompositions() -> dict:
     """The decomposition table of fxhlo's capture: the core ATen decompositions,
     :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table, :data:`_OWN_DECOMPOSITIONS` and the
-    ``RULES`` of the family modules (``bessel``, ``linalg``, ``sampling``, ``special``). Built
-    once per process (every compiled graph asks for it; AOT Autograd only reads it)."""
+    ``RULES`` of the family modules (``bessel``, ``integer``, ``linalg``, ``sampling``,
+    ``special``, ``spectral``). Built once per process (every compiled graph asks for it; AOT
+    Autograd only reads it)."""
     from torch._decomp import get_decompositions
 
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([getattr(torch.ops.aten, name) for name in _EXTRA_DECOMPOSITIONS]))
-    from . import bessel, linalg, sampling, special
+    from . import bessel, integer, linalg, sampling, special, spectral
 
     rules = {**_OWN_DECOMPOSITIONS}
-    for family in (bessel, linalg, sampling, special):
+    for family in (bessel, integer, linalg, sampling, special, spectral):
         rules.update(family.RULES)
     for name, fn in rules.items():
         packet, overload = name.split(".")
