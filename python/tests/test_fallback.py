@@ -2,6 +2,7 @@
 it compiled by fxhlo in parts; custom ops PyTorch can decompose compile whole; `fallback="error"`
 raises. Every result is compared with eager."""
 
+import importlib
 import warnings
 
 import pytest
@@ -215,3 +216,30 @@ def test_random_op_and_custom_op_both_run_in_eager_and_the_rest_compiles():
     assert "aten.rand_like.default, fxhlo_test.scale_rows.default" in ours[0] and "failed" not in ours[0], ours
     assert_matches(got, want, "Linear -> + rand_like -> custom op -> sin -> Linear -> relu (same seed)")
     assert len(new_graphs(before)) == 3
+
+
+def test_chunked_linear_cross_entropy_ops_compile_by_rule():
+    # PyTorch's `torch_nn` custom ops behind F.linear_cross_entropy have no decomposition of
+    # their own; fxhlo's rule (the unchunked definition) compiles them for inference.
+    torch.manual_seed(0)
+    x, w, b = torch.randn(6, 5), torch.randn(7, 5), torch.randn(7)
+    target = torch.tensor([0, 3, 6, -100, 2, 1])
+    importlib.import_module("torch.nn.modules.linear_cross_entropy")  # registers the torch_nn ops
+    ops = torch.ops.torch_nn
+
+    def loss(x, w, b, target):
+        mean = ops._linear_cross_entropy_batch_chunked(
+            x, w, target, b, None, "mean", -100, 0.0, 2, "full", torch.float32, True, False, False, False
+        )[0]
+        each = ops._linear_cross_entropy_batch_chunked_no_reduction(x, w, target, b, None, -100, 2, "full", torch.float32)
+        return mean, each
+
+    with torch.no_grad():
+        want = loss(x, w, b, target)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", fxhlo.FallbackWarning)  # no op may run in eager
+            torch._dynamo.reset()
+            got = torch.compile(loss, backend="fxhlo", fullgraph=True, dynamic=False)(x, w, b, target)
+    for g, e in zip(got, want):
+        print(f"linear_cross_entropy: max abs err {(g - e).abs().max().item():.3e}")
+        torch.testing.assert_close(g, e)
