@@ -5,17 +5,13 @@ arithmetic, the Fourier transforms (``stablehlo.fft``) and the complex views mod
 
 import pytest
 import torch
-import torch._dynamo
 
 import fxhlo
-
-
-def compiled(fn):
-    torch._dynamo.reset()
-    return torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False)
+from test_op_regressions import compiled
 
 
 def check(fn, *args, **close):
+    """fxhlo's results against eager's; conjugate views are compared by value."""
     want = fn(*args)
     got = compiled(fn)(*args)
     flat_want = want if isinstance(want, (tuple, list)) else [want]
