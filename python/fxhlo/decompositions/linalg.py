@@ -190,9 +190,12 @@ def _linalg_slogdet(a):
 # zeros above) maps A[j:, j] to beta e_j with dlarfg's conventions (beta = -sign(alpha) *
 # ||A[j:, j]||, tau = (beta - alpha) / beta, v = x / (alpha - beta); tau = 0 and H = I when
 # the column below the diagonal is zero), so R, tau and the stored reflectors are eager's,
-# signs included. min(m, n) steps, each a norm, a vector-matrix product and a rank-1 update
-# of the whole (batch-flattened) matrix, masked by row and column: no slicing or
-# concatenation, which XLA compiles slowly when unrolled.
+# signs included. min(m, n) steps, each a norm, a vector-matrix product and a rank-1 update.
+# Every step is the same computation: the trailing matrix is held with its pivot at (0, 0)
+# (the finished row and column rotated to the end as zeros), and the results collect in
+# buffers rotated along with it, put back in place once at the end. XLA then compiles one
+# set of kernels for all steps (steps that differ, indexing column j, cost a compile each).
+# orgqr (householder_product) and ormqr walk the stored reflectors the same way.
 
 
 def _flat(x, tail: int):
@@ -201,32 +204,53 @@ def _flat(x, tail: int):
     return x.reshape(math.prod(lead), *x.shape[x.dim() - tail:])
 
 
+def _push(buffer, item, dim: int):
+    """``buffer`` with its first entry along ``dim`` dropped and ``item`` appended."""
+    return torch.cat([buffer.narrow(dim, 1, buffer.shape[dim] - 1), item], dim)
+
+
+def _rotate_left(x, dim: int, by: int = 1):
+    """``x`` rotated by ``by`` towards the front along ``dim`` (entry ``by`` comes first)."""
+    size = x.shape[dim]
+    by %= max(size, 1)
+    if by == 0:
+        return x
+    return torch.cat([x.narrow(dim, by, size - by), x.narrow(dim, 0, by)], dim)
+
+
 def _geqrf_steps(a):
     """``(packed, tau)`` of ``(B, m, n)`` ``a`` as LAPACK's geqrf: R on and above the
     diagonal, the reflectors' ``v`` (unit diagonal element implied) below it, their ``tau``."""
     batch, m, n = a.shape
-    rows = torch.arange(m, device=a.device)
-    cols = torch.arange(n, device=a.device)
+    k = min(m, n)
+    if k == 0:
+        return a, a.new_zeros(batch, 0)
+    x = a
     zero = a.new_zeros(batch, 1)
-    packed, taus = a, []
-    for j in range(min(m, n)):
-        col = packed[:, :, j]
-        below = rows > j
-        x = torch.where(below, col, zero)
-        alpha = col[:, j:j + 1]
-        xnorm = (x * x).sum(-1, keepdim=True).sqrt()
+    rows_of_r, reflectors, taus = a.new_zeros(batch, k, n), a.new_zeros(batch, k, m), a.new_zeros(batch, k)
+    for _ in range(k):
+        col = x[:, :, 0]
+        alpha, rest = col[:, :1], col[:, 1:]
+        xnorm = (rest * rest).sum(-1, keepdim=True).sqrt()
         beta = -torch.copysign(torch.hypot(alpha, xnorm), alpha)
         trivial = xnorm == 0
         tau = torch.where(trivial, zero, (beta - alpha) / beta)
-        v_below = x * torch.where(trivial, zero, 1 / (alpha - beta))
-        v = torch.where(rows == j, zero + 1, v_below)
-        w = torch.where(cols > j, torch.bmm(v.unsqueeze(1), packed), zero.unsqueeze(-1))
-        packed = packed - (tau * v).unsqueeze(-1) * w
-        column = torch.where(below, v_below, torch.where(rows == j, torch.where(trivial, alpha, beta), col))
-        packed = torch.where(cols == j, column.unsqueeze(-1), packed)
-        taus.append(tau)
-    tau = torch.cat(taus, -1) if taus else a.new_zeros(batch, 0)
-    return packed, tau
+        v = torch.cat([zero + 1, rest * torch.where(trivial, zero, 1 / (alpha - beta))], -1)
+        x = x - (tau * v).unsqueeze(-1) * (v.unsqueeze(-1) * x).sum(1, keepdim=True)
+        row = torch.cat([torch.where(trivial, alpha, beta), x[:, 0, 1:]], -1)
+        # Collect (buffers rotated along with x), then drop the finished row and column.
+        rows_of_r = _rotate_left(_push(rows_of_r, row.unsqueeze(1), 1), 2)
+        reflectors = _rotate_left(_push(reflectors, v.unsqueeze(1), 1), 2)
+        taus = _push(taus, tau, 1)
+        x = torch.cat([x[:, 1:, 1:], x.new_zeros(batch, m - 1, 1)], 2)
+        x = torch.cat([x, x.new_zeros(batch, 1, n)], 1)
+    r = _rotate_left(rows_of_r, 2, -k)
+    v = _rotate_left(reflectors, 2, -k).mT
+    if m > k:
+        r = torch.cat([r, r.new_zeros(batch, m - k, n)], 1)
+    if n > k:
+        v = torch.cat([v, v.new_zeros(batch, m, n - k)], 2)
+    return r.triu() + v.tril(-1), taus
 
 
 def _geqrf(a):
@@ -236,41 +260,44 @@ def _geqrf(a):
     return packed.reshape(a.shape), tau.reshape(*a.shape[:-2], tau.shape[-1])
 
 
-def _reflector(packed, i: int, rows):
-    """Reflector ``i``'s ``v`` (``(B, m)``: 1 at ``i``, the stored column below, 0 above)."""
-    col = packed[:, :, i]
-    return torch.where(rows == i, torch.ones_like(col), torch.where(rows > i, col, torch.zeros_like(col)))
+def _reflectors(packed, k: int):
+    """The first ``k`` reflectors' ``v`` as columns (``(B, m, k)``: 1 on the diagonal, the
+    stored part below, 0 above)."""
+    m = packed.shape[1]
+    return packed[:, :, :k].tril(-1) + torch.eye(m, k, dtype=packed.dtype, device=packed.device)
+
+
+def _apply_reflectors(packed, tau, c, left: bool, forward: bool):
+    """``c`` with the reflectors ``H_i = I - tau_i v_i v_i^T`` applied from the left
+    (``H c``) or the right (``c H``), the first reflector first when ``forward``. The next
+    reflector always sits in the same slot (first or last) of the rotated buffers."""
+    k = tau.shape[-1]
+    vs = _reflectors(packed, k)
+    slot = 0 if forward else k - 1
+    for _ in range(k):
+        v, t = vs[:, :, slot], tau[:, slot:slot + 1]
+        if left:
+            c = c - (t * v).unsqueeze(-1) * (v.unsqueeze(-1) * c).sum(1, keepdim=True)
+        else:
+            c = c - (c * v.unsqueeze(1)).sum(2, keepdim=True) * (t * v).unsqueeze(1)
+        step = 1 if forward else -1
+        vs, tau = _rotate_left(vs, 2, step), _rotate_left(tau, 1, step)
+    return c
 
 
 def _householder_product_impl(packed, tau):
     """The first ``n`` columns of ``H_0 H_1 ... H_{k-1}`` (LAPACK's orgqr) of ``(B, m, n)``
     reflectors: applied to the identity from the last, as orgqr accumulates them."""
     batch, m, n = packed.shape
-    rows = torch.arange(m, device=packed.device)
     q = torch.eye(m, n, dtype=packed.dtype, device=packed.device).expand(batch, m, n)
-    for i in reversed(range(tau.shape[-1])):
-        v = _reflector(packed, i, rows)
-        q = q - (tau[:, i:i + 1] * v).unsqueeze(-1) * torch.bmm(v.unsqueeze(1), q)
-    return q
-
-
-def _batched(*tensors):
-    """The tensors (matrices, then tau vectors) broadcast to one batch shape and flattened:
-    ``(batch shape, flattened...)``."""
-    batch = torch.broadcast_shapes(*(t.shape[:-2] if i < len(tensors) - 1 else t.shape[:-1]
-                                     for i, t in enumerate(tensors)))
-    out = []
-    for i, t in enumerate(tensors):
-        tail = 2 if i < len(tensors) - 1 else 1
-        out.append(_flat(t.expand(*batch, *t.shape[t.dim() - tail:]), tail))
-    return batch, out
+    return _apply_reflectors(packed, tau, q, left=True, forward=False)
 
 
 def _householder_product(a, tau):
     if a.is_complex():
         return NotImplemented
-    batch, (a, tau) = _batched(a, tau)
-    q = _householder_product_impl(a, tau)
+    batch = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
+    q = _householder_product_impl(_flat(a.expand(*batch, *a.shape[-2:]), 2), _flat(tau.expand(*batch, tau.shape[-1]), 1))
     return q.reshape(*batch, *q.shape[1:])
 
 
@@ -283,16 +310,8 @@ def _ormqr(a, tau, c, left=True, transpose=False):
     a = _flat(a.expand(*batch, *a.shape[-2:]), 2)
     tau = _flat(tau.expand(*batch, tau.shape[-1]), 1)
     c = _flat(c.expand(*batch, *c.shape[-2:]), 2)
-    rows = torch.arange(a.shape[1], device=a.device)
-    k = tau.shape[-1]
-    for i in (range(k) if left == transpose else reversed(range(k))):
-        v = _reflector(a, i, rows)
-        t = tau[:, i:i + 1]
-        if left:
-            c = c - (t * v).unsqueeze(-1) * torch.bmm(v.unsqueeze(1), c)
-        else:
-            c = c - torch.bmm(c, v.unsqueeze(-1)) * (t * v).unsqueeze(1)
-    return c.reshape(*batch, *c.shape[1:])
+    out = _apply_reflectors(a, tau, c, left, forward=left == transpose)
+    return out.reshape(*batch, *out.shape[1:])
 
 
 def _linalg_qr(a, mode="reduced"):
@@ -667,30 +686,32 @@ def _combine(coefficients, powers):
 
 
 def _exp_taylor(a, eye):
-    """ATen's degree 1, 2, 4, 8 and 12 approximations of ``exp(a)``."""
-    a2 = a @ a
+    """ATen's degree 1, 2, 4, 8 and 12 approximations of ``exp(a)`` (``(B, n, n)``)."""
+    mm = torch.bmm
+    a2 = mm(a, a)
     t1 = eye + a
     t2 = eye + a + a2 / 2.0
-    t4 = eye + a + a2 @ _combine((1 / 2.0, 1 / 6.0, 1 / 24.0), (eye, a, a2))
+    t4 = eye + a + mm(a2, _combine((1 / 2.0, 1 / 6.0, 1 / 24.0), (eye, a, a2)))
     x1, x2, x4, x5, x6, x7, y2 = _T8
-    a4 = a2 @ (a * x1 + a2 * x2)
-    a8 = (a2 * _T8_X3 + a4) @ _combine((x4, x5, x6, x7), (eye, a, a2, a4))
+    a4 = mm(a2, a * x1 + a2 * x2)
+    a8 = mm(a2 * _T8_X3 + a4, _combine((x4, x5, x6, x7), (eye, a, a2, a4)))
     t8 = eye + a + a2 * y2 + a8
-    powers = (eye, a, a2, a2 @ a)
+    powers = (eye, a, a2, mm(a2, a))
     b = [_combine(row, powers) for row in _T12]
-    b2 = b[2] + b[3] @ b[3]
-    t12 = b[0] + (b[1] + b2) @ b2
+    b2 = b[2] + mm(b[3], b[3])
+    t12 = b[0] + mm(b[1] + b2, b2)
     return t1, t2, t4, t8, t12
 
 
 def _exp_t18(a, eye):
-    """ATen's degree 18 approximation of ``exp(a)``."""
-    a2 = a @ a
-    a3 = a2 @ a
-    powers = (eye, a, a2, a3, a3 @ a3)
+    """ATen's degree 18 approximation of ``exp(a)`` (``(B, n, n)``)."""
+    mm = torch.bmm
+    a2 = mm(a, a)
+    a3 = mm(a2, a)
+    powers = (eye, a, a2, a3, mm(a3, a3))
     b = [_combine(row, powers) for row in _T18]
-    a9 = b[3] + b[0] @ b[4]
-    return b[1] + (b[2] + a9) @ a9
+    a9 = b[3] + mm(b[0], b[4])
+    return b[1] + mm(b[2] + a9, a9)
 
 
 def _linalg_matrix_exp(a):
@@ -702,22 +723,28 @@ def _linalg_matrix_exp(a):
     if n == 1:
         return a.exp()
     thetas = _EXP_THETAS["float" if a.dtype == torch.float32 else "double"]
-    eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(a.shape)
-    norm = a.abs().sum(-2).amax(-1)[..., None, None]
-    # Scaling: s = max(0, ceil(log2(norm / theta_18))) halvings (exact), then s squarings.
+    x = _flat(a, 2)
+    eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(x.shape)
+    norm = x.abs().sum(-2).amax(-1)[:, None, None]
+    # Scaling: s = max(0, ceil(log2(norm / theta_18))) halvings, exact: one factor 2^-(2^b)
+    # per binary digit b of s.
     s = torch.ceil(torch.log2(norm / thetas[5])).clamp(0, _MAX_SQUARINGS)
-    scaled = a
-    for k in range(_MAX_SQUARINGS):
-        scaled = torch.where(s > k, scaled * 0.5, scaled)
+    scaled = x
+    for b in range(_MAX_SQUARINGS.bit_length()):
+        digit = torch.remainder(torch.floor(s * 0.5 ** b), 2) == 1
+        scaled = torch.where(digit, scaled * 0.5 ** (2 ** b), scaled)
     out = _exp_t18(scaled, eye)
-    for k in range(_MAX_SQUARINGS):
-        out = torch.where(s > k, out @ out, out)
+    # s squarings, masked per matrix: a countdown, so that every step is the same computation
+    # (XLA compiles its kernels once).
+    for _ in range(_MAX_SQUARINGS):
+        out = torch.where(s > 0, torch.bmm(out, out), out)
+        s = s - 1
     # Smaller norms take the lowest degree whose bound they meet (degree 18 from theta_12 on).
-    t1, t2, t4, t8, t12 = _exp_taylor(a, eye)
+    t1, t2, t4, t8, t12 = _exp_taylor(x, eye)
     out = torch.where(norm < thetas[4], t12, out)
     for bound, t in ((thetas[3], t8), (thetas[2], t4), (thetas[1], t2), (thetas[0], t1)):
         out = torch.where(norm <= bound, t, out)
-    return out
+    return out.reshape(a.shape)
 
 
 # Keyed like `_OWN_DECOMPOSITIONS` in the package: "<packet>.<overload>".

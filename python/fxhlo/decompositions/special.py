@@ -358,10 +358,11 @@ def _igamc_series(a, x, steps: int):
 
 
 def _igamc_continued_fraction(a, x, steps: int):
-    """Math.h's ``_igamc_helper_continued_fraction`` (DLMF 8.9.2), ``steps`` steps at most:
-    Q(a, x) for x > a, the convergents p/q rescaled by 2^-53 (2^-24) when they grow past
-    2^52 (2^24)."""
-    eps = _eps(a)
+    """Math.h's ``_igamc_helper_continued_fraction`` (DLMF 8.9.2): Q(a, x) for x > a, the
+    convergents p/q rescaled by 2^-53 (2^-24) when p grows past 2^52 (2^24). All ``steps`` steps
+    run and the last convergent is taken: once converged (Math.h's stop: two convergents within
+    MACHEP), later ones stay within rounding of it, and tracking the stop per step (a division
+    and two selects each) makes XLA's compile time grow steeply with the step count."""
     big, biginv = (4.503599627370496e15, 2.22044604925031308085e-16) if a.dtype == torch.float64 \
         else (16777216.0, 5.9604644775390625e-8)
     ax = _igam_fac(a, x)
@@ -369,22 +370,15 @@ def _igamc_continued_fraction(a, x, steps: int):
     z = x + y + 1
     pkm2, qkm2 = torch.ones_like(a), x
     pkm1, qkm1 = x + 1, z * x
-    ans = pkm1 / qkm1
-    done = torch.zeros_like(a, dtype=torch.bool)
     for c in range(1, steps + 1):
         y = y + 1
         z = z + 2
         yc = y * c
         pk = pkm1 * z - pkm2 * yc
         qk = qkm1 * z - qkm2 * yc
-        nonzero = qk != 0
-        r = pk / torch.where(nonzero, qk, torch.ones_like(qk))
-        t = torch.where(nonzero, ((ans - r) / r).abs(), torch.ones_like(r))
-        ans = _keep(done, ans, torch.where(nonzero, r, ans))
         scale = torch.where(pk.abs() > big, torch.full_like(pk, biginv), torch.ones_like(pk))
         pkm2, pkm1, qkm2, qkm1 = pkm1 * scale, pk * scale, qkm1 * scale, qk * scale
-        done = done | (t <= eps)
-    return torch.where(ax == 0, torch.zeros_like(a), ans * ax)
+    return torch.where(ax == 0, torch.zeros_like(a), pkm1 / qkm1 * ax)
 
 
 def _igam_asymptotic(a, x, lower: bool):
