@@ -111,7 +111,8 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_holds_the_package_and_nothing_else(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    sources = sorted(f"fxhlo/{p.name}" for p in (PYTHON_DIR / "fxhlo").glob("*.py"))
+    sources = sorted(f"fxhlo/{p.relative_to(PYTHON_DIR / 'fxhlo').as_posix()}"
+                     for p in (PYTHON_DIR / "fxhlo").rglob("*.py"))
     native = [n for n in names if re.fullmatch(r"fxhlo/_native\.cpython-[^/]+\.so", n)]
     info = f"fxhlo-{metadata.version('fxhlo')}.dist-info"
     expected_info = [f"{info}/{n}" for n in ("METADATA", "RECORD", "WHEEL", "entry_points.txt")]
