@@ -8,6 +8,8 @@ import math
 
 import torch
 
+from ._cephes import opmath as _opmath, polevl, rdiv as _rdiv
+
 
 # Ports of aten/src/ATen/native/Math.h (``calc_i0``, ``calc_i0e``, ``bessel_j0_forward``, ...),
 # operation for operation in the same order, so that float32 results round as eager's do. Every
@@ -15,27 +17,6 @@ import torch
 # each branch reads its input through a `where` that puts a harmless value where the branch is
 # not chosen (a log or 1/x of 0 there would be an inf or a NaN that a gradient could carry out).
 # A branch's guard lets NaN through to the branch eager takes for NaN (where `x <= c` is false).
-
-
-def _opmath(fn):
-    """A rule computing ``fn`` as eager's CPU kernel does: integer and bool inputs promoted to
-    the default float dtype, float16/bfloat16 computed in float32 and rounded back."""
-
-    def rule(self):
-        x = self if self.is_floating_point() else self.to(torch.get_default_dtype())
-        dtype = x.dtype
-        if dtype in (torch.float16, torch.bfloat16):
-            return fn(x.float()).to(dtype)
-        return fn(x)
-
-    rule.__name__ = fn.__name__
-    rule.__doc__ = fn.__doc__
-    return rule
-
-
-def _rdiv(c: float, x):
-    # c / x rounded once: `c / tensor` is `reciprocal(tensor) * c` in PyTorch, rounded twice.
-    return torch.full_like(x, c) / x
 
 
 def chbevl(x, coefficients):
@@ -46,15 +27,6 @@ def chbevl(x, coefficients):
         b2, b1 = b1, b0
         b0 = x * b1 - b2 + c
     return 0.5 * (b0 - b2)
-
-
-def polevl(z, coefficients):
-    """Horner's rule for ``coefficients[0] z^n + ... + coefficients[n]`` as Math.h's loops write
-    it (``acc = acc * z + c`` from ``acc = 0``; the first step is exactly ``coefficients[0]``)."""
-    acc = z * coefficients[0] + coefficients[1]
-    for c in coefficients[2:]:
-        acc = acc * z + c
-    return acc
 
 
 def _div(x, c: float):

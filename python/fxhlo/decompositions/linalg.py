@@ -1,7 +1,12 @@
 """Linear algebra written in ATen ops fxhlo lowers: triangular solves and the Cholesky factor
 (``stablehlo.triangular_solve``, ``stablehlo.cholesky``), LU with partial pivoting and what rests
-on it. The algorithms are StableHLO programs, as XLA's TPU backend writes them, so the same
-lowering runs on every PJRT device."""
+on it, Householder QR, Jacobi eigh and SVD (and what rests on them: pinv, matrix_sqrth,
+polar, and PyTorch's own svdvals, matrix_rank, cond and nuclear norm), the matrix exponential
+and LDL^T with Bunch-Kaufman pivoting. The algorithms are StableHLO programs, as XLA's TPU
+backend writes them, so the same lowering runs on every PJRT device. There are no loops in
+the IR: iterative algorithms are unrolled a fixed number of times (the bounds are stated in
+each section), so the graph grows with the matrix size; they are meant for the small matrices
+models carry."""
 
 from __future__ import annotations
 
@@ -297,7 +302,8 @@ def _householder_product(a, tau):
     if a.is_complex():
         return NotImplemented
     batch = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
-    q = _householder_product_impl(_flat(a.expand(*batch, *a.shape[-2:]), 2), _flat(tau.expand(*batch, tau.shape[-1]), 1))
+    a = _flat(a.expand(*batch, *a.shape[-2:]), 2)
+    q = _householder_product_impl(a, _flat(tau.expand(*batch, tau.shape[-1]), 1))
     return q.reshape(*batch, *q.shape[1:])
 
 
@@ -747,6 +753,209 @@ def _linalg_matrix_exp(a):
     return out.reshape(a.shape)
 
 
+# ---- LDL^T with Bunch-Kaufman pivoting -----------------------------------------------------
+#
+# LAPACK's sytf2 (lower) unrolled: each matrix of the batch sits at its own column k and
+# takes a 1x1 or a 2x2 pivot (k advances by 1 or 2), so every step is written with one-hot
+# masks of k and of the pivot row, for n steps (the most a matrix can need; finished
+# matrices are left alone). The pivot choice is LAPACK's (alpha = (1 + sqrt(17)) / 8, the
+# first largest magnitude), so LD, pivots and info are eager's. sytrs solves with them the
+# same way. Meant for small matrices: n steps of O(n^2) masked work each.
+
+_BK_ALPHA = (1 + math.sqrt(17)) / 8
+
+
+def _onehot(index, n: int, dtype):
+    """``(B, n)`` one-hot rows of ``index`` (``(B,)`` i64) in ``dtype``."""
+    return (torch.arange(n, device=index.device) == index.unsqueeze(-1)).to(dtype)
+
+
+def _swap_rows_cols(w, i, j):
+    """``w`` (``(B, n, n)``) with rows and columns ``i`` and ``j`` (``(B,)``) exchanged."""
+    n = w.shape[-1]
+    rows = torch.arange(n, device=w.device)
+    ii, jj = i.unsqueeze(-1), j.unsqueeze(-1)
+    perm = torch.where(rows == ii, jj, torch.where(rows == jj, ii, rows))
+    w = w.gather(1, perm.unsqueeze(-1).expand(w.shape))
+    return w.gather(2, perm.unsqueeze(1).expand(w.shape))
+
+
+def _sytf2(a):
+    """``(LD, pivots, info)`` of ``(B, n, n)`` symmetric ``a`` (lower triangle read)."""
+    batch, n, _ = a.shape
+    dtype, device = a.dtype, a.device
+    rows = torch.arange(n, device=device)
+    w = a.tril() + a.tril(-1).mT
+    ld = torch.zeros_like(a)
+    pivots = torch.zeros(batch, n, dtype=torch.int64, device=device)
+    info = torch.zeros(batch, dtype=torch.int64, device=device)
+    k = torch.zeros(batch, dtype=torch.int64, device=device)
+    lower = torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    for _ in range(n):
+        active = k < n
+        kc = k.clamp(max=n - 1)
+        ek = _onehot(kc, n, dtype)
+        colk = (w * ek.unsqueeze(1)).sum(-1)
+        akk = (colk * ek).sum(-1)
+        absakk = akk.abs()
+        below = rows > kc.unsqueeze(-1)
+        magnitudes = torch.where(below, colk.abs(), torch.full_like(colk, -1.0))
+        colmax, imax = magnitudes.max(-1)
+        colmax = colmax.clamp(min=0)
+        imax = torch.where(colmax > 0, imax, kc)
+        eimax = _onehot(imax, n, dtype)
+        rowi = (w * eimax.unsqueeze(1)).sum(-1)
+        aii = (rowi * eimax).sum(-1)
+        trailing = (rows >= kc.unsqueeze(-1)) & (rows != imax.unsqueeze(-1))
+        rowmax = torch.where(trailing, rowi.abs(), torch.zeros_like(rowi)).amax(-1)
+        singular = torch.maximum(absakk, colmax) == 0
+        no_swap = singular | (absakk >= _BK_ALPHA * colmax)
+        safe_rowmax = torch.where(rowmax == 0, torch.ones_like(rowmax), rowmax)
+        no_swap = no_swap | (absakk >= _BK_ALPHA * colmax * (colmax / safe_rowmax))
+        one_swap = ~no_swap & (aii.abs() >= _BK_ALPHA * rowmax)
+        two = ~no_swap & ~one_swap & active
+        kp = torch.where(no_swap, kc, imax)
+        kk = kc + two.long()
+        w = _swap_rows_cols(w, torch.where(active, kk, kc), torch.where(active, kp, kc))
+        # 1x1 pivot: d = w[k, k], L's column x / d below, trailing update w - x (x / d)^T.
+        ek1 = _onehot((kc + 1).clamp(max=n - 1), n, dtype)
+        colk = (w * ek.unsqueeze(1)).sum(-1)
+        colk1 = (w * ek1.unsqueeze(1)).sum(-1)
+        d = (colk * ek).sum(-1)
+        inv_d = 1 / torch.where(d == 0, torch.ones_like(d), d)
+        x = torch.where(below, colk, torch.zeros_like(colk))
+        update1 = x.unsqueeze(-1) * (-inv_d.unsqueeze(-1) * x).unsqueeze(1)
+        l1 = x * inv_d.unsqueeze(-1)
+        # 2x2 pivot (LAPACK's formulas): rows below k + 1 get wk, wkp1.
+        d21 = (colk * ek1).sum(-1)
+        safe_d21 = torch.where(d21 == 0, torch.ones_like(d21), d21)
+        d11 = (colk1 * ek1).sum(-1) / safe_d21
+        d22 = d / safe_d21
+        t = 1 / (d11 * d22 - 1)
+        d21 = t / safe_d21
+        below2 = rows > (kc + 1).unsqueeze(-1)
+        xk = torch.where(below2, colk, torch.zeros_like(colk))
+        xk1 = torch.where(below2, colk1, torch.zeros_like(colk1))
+        wk = d21.unsqueeze(-1) * (d11.unsqueeze(-1) * xk - xk1)
+        wkp1 = d21.unsqueeze(-1) * (d22.unsqueeze(-1) * xk1 - xk)
+        update2 = -(xk.unsqueeze(-1) * wk.unsqueeze(1) + xk1.unsqueeze(-1) * wkp1.unsqueeze(1))
+        do1 = (active & ~two & ~singular)[:, None, None]
+        do2 = two[:, None, None]
+        # LAPACK updates the lower triangle only: the upper one mirrors it.
+        upd = torch.where(do1, update1, torch.where(do2, update2, torch.zeros_like(update1)))
+        upd = torch.where(lower, upd, torch.zeros_like(upd))
+        w = w + upd + upd.tril(-1).mT
+        # The finished columns of LD: k (and k + 1).
+        col_k = torch.where(two.unsqueeze(-1), torch.where(below2, wk, colk),
+                            torch.where(below, torch.where(singular.unsqueeze(-1), colk, l1), colk))
+        col_k = torch.where(rows >= kc.unsqueeze(-1), col_k, torch.zeros_like(col_k))
+        col_k1 = torch.where(below2, wkp1,
+                             torch.where(rows == (kc + 1).unsqueeze(-1), colk1, torch.zeros_like(colk1)))
+        ld = torch.where((active.unsqueeze(-1) & (ek > 0)).unsqueeze(1), col_k.unsqueeze(-1), ld)
+        ld = torch.where((two.unsqueeze(-1) & (ek1 > 0)).unsqueeze(1), col_k1.unsqueeze(-1), ld)
+        info = torch.where(active & singular & (info == 0), kc + 1, info)
+        pivot = torch.where(two, -(kp + 1), kp + 1)
+        at_pivot = (ek > 0) | (two.unsqueeze(-1) & (ek1 > 0))
+        pivots = torch.where(active.unsqueeze(-1) & at_pivot, pivot.unsqueeze(-1), pivots)
+        k = k + torch.where(active, 1 + two.long(), torch.zeros_like(k))
+    return ld, pivots.to(torch.int32), info.to(torch.int32)
+
+
+def _take_row(x, onehot):
+    """Row ``onehot`` (``(B, n)``) of ``x`` (``(B, n, r)``): ``(B, r)``."""
+    return (x * onehot.unsqueeze(-1)).sum(1)
+
+
+def _swap_rows(x, i, j):
+    """``x`` (``(B, n, r)``) with rows ``i`` and ``j`` (``(B,)``) exchanged."""
+    rows = torch.arange(x.shape[1], device=x.device)
+    ii, jj = i.unsqueeze(-1), j.unsqueeze(-1)
+    perm = torch.where(rows == ii, jj, torch.where(rows == jj, ii, rows))
+    return x.gather(1, perm.unsqueeze(-1).expand(x.shape))
+
+
+def _sytrs(ld, pivots, b):
+    """X with ``A X = B`` from sytf2's ``(LD, pivots)`` (``(B, n, n)``, ``(B, n)``; ``b``
+    ``(B, n, r)``): LAPACK's sytrs, L D forwards then L^T backwards."""
+    batch, n, _ = ld.shape
+    dtype, device = ld.dtype, ld.device
+    rows = torch.arange(n, device=device)
+    pivots = pivots.to(torch.int64)
+    k = torch.zeros(batch, dtype=torch.int64, device=device)
+    for _ in range(n):
+        active = k < n
+        kc = k.clamp(max=n - 1)
+        k1 = (kc + 1).clamp(max=n - 1)
+        p = pivots.gather(1, kc.unsqueeze(-1)).squeeze(-1)
+        two = active & (p < 0)
+        kp = torch.where(p < 0, -p, p) - 1
+        b = _swap_rows(b, torch.where(active, torch.where(two, k1, kc), kc), torch.where(active, kp, kc))
+        ek, ek1 = _onehot(kc, n, dtype), _onehot(k1, n, dtype)
+        colk = (ld * ek.unsqueeze(1)).sum(-1)
+        colk1 = (ld * ek1.unsqueeze(1)).sum(-1)
+        bk, bk1 = _take_row(b, ek), _take_row(b, ek1)
+        # 1x1: rows below k lose L[:, k] b_k, then b_k /= d.
+        below = (rows > kc.unsqueeze(-1)).to(dtype)
+        d = (colk * ek).sum(-1)
+        one1 = b - (colk * below).unsqueeze(-1) * bk.unsqueeze(1)
+        one1 = torch.where((ek > 0).unsqueeze(-1), (bk * (1 / d).unsqueeze(-1)).unsqueeze(1), one1)
+        # 2x2: rows below k + 1 lose L[:, k] b_k and L[:, k+1] b_k+1, then the 2x2 solve.
+        below2 = (rows > k1.unsqueeze(-1)).to(dtype)
+        two1 = b - (colk * below2).unsqueeze(-1) * bk.unsqueeze(1)
+        two1 = two1 - (colk1 * below2).unsqueeze(-1) * bk1.unsqueeze(1)
+        akm1k = (colk * ek1).sum(-1)
+        akm1 = d / akm1k
+        ak = (colk1 * ek1).sum(-1) / akm1k
+        denom = (akm1 * ak - 1).unsqueeze(-1)
+        bkm1, bkk = bk / akm1k.unsqueeze(-1), bk1 / akm1k.unsqueeze(-1)
+        new_k = (ak.unsqueeze(-1) * bkm1 - bkk) / denom
+        new_k1 = (akm1.unsqueeze(-1) * bkk - bkm1) / denom
+        two1 = torch.where((ek > 0).unsqueeze(-1), new_k.unsqueeze(1), two1)
+        two1 = torch.where((ek1 > 0).unsqueeze(-1), new_k1.unsqueeze(1), two1)
+        b = torch.where(two[:, None, None], two1, torch.where(active[:, None, None], one1, b))
+        k = k + torch.where(active, 1 + two.long(), torch.zeros_like(k))
+    k = torch.full((batch,), n - 1, dtype=torch.int64, device=device)
+    for _ in range(n):
+        active = k >= 0
+        kc = k.clamp(min=0)
+        km1 = (kc - 1).clamp(min=0)
+        p = pivots.gather(1, kc.unsqueeze(-1)).squeeze(-1)
+        two = active & (p < 0)
+        kp = torch.where(p < 0, -p, p) - 1
+        ek, ekm1 = _onehot(kc, n, dtype), _onehot(km1, n, dtype)
+        below = (rows > kc.unsqueeze(-1)).to(dtype)
+        colk = (ld * ek.unsqueeze(1)).sum(-1) * below
+        colkm1 = (ld * ekm1.unsqueeze(1)).sum(-1) * below
+        # b_k -= L[k+1:, k]^T b[k+1:] (and b_k-1 with L[k+1:, k-1] for a 2x2 block).
+        new_k = _take_row(b, ek) - (colk.unsqueeze(-1) * b).sum(1)
+        new_km1 = _take_row(b, ekm1) - (colkm1.unsqueeze(-1) * b).sum(1)
+        upd = torch.where((ek > 0).unsqueeze(-1), new_k.unsqueeze(1), b)
+        upd = torch.where(((ekm1 > 0) & two.unsqueeze(-1)).unsqueeze(-1), new_km1.unsqueeze(1), upd)
+        b = torch.where(active[:, None, None], upd, b)
+        b = _swap_rows(b, kc, torch.where(active, kp, kc))
+        k = k - torch.where(active, 1 + two.long(), torch.zeros_like(k))
+    return b
+
+
+def _linalg_ldl_factor_ex(a, *, hermitian=False, check_errors=False):
+    # Real matrices: hermitian is symmetric (sytrf either way).
+    if a.is_complex():
+        return NotImplemented
+    n = a.shape[-1]
+    ld, pivots, info = _sytf2(_flat(a, 2))
+    return ld.reshape(a.shape), pivots.reshape(*a.shape[:-2], n), info.reshape(a.shape[:-2])
+
+
+def _linalg_ldl_solve(ld, pivots, b, *, hermitian=False):
+    if ld.is_complex() or b.is_complex():
+        return NotImplemented
+    batch = torch.broadcast_shapes(ld.shape[:-2], pivots.shape[:-1], b.shape[:-2])
+    n = ld.shape[-1]
+    x = _sytrs(_flat(ld.expand(*batch, n, n), 2), _flat(pivots.expand(*batch, n), 1),
+               _flat(b.expand(*batch, *b.shape[-2:]), 2))
+    return x.reshape(*batch, *b.shape[-2:])
+
+
 # Keyed like `_OWN_DECOMPOSITIONS` in the package: "<packet>.<overload>".
 RULES = {
     "triangular_solve.default": _triangular_solve,
@@ -770,4 +979,6 @@ RULES = {
     "linalg_matrix_sqrth.default": _linalg_matrix_sqrth,
     "linalg_polar.default": _linalg_polar,
     "linalg_matrix_exp.default": _linalg_matrix_exp,
+    "linalg_ldl_factor_ex.default": _linalg_ldl_factor_ex,
+    "linalg_ldl_solve.default": _linalg_ldl_solve,
 }

@@ -9,6 +9,8 @@ import struct
 
 import torch
 
+from ._cephes import as_float as _float, opmath as _opmath, polevl as _polevl, rdiv as _rdiv
+
 
 # Ports of aten/src/ATen/native/Math.h (`calc_erfcx`, `calc_ndtri`, `calc_igamma`,
 # `calc_igammac`, `trigamma`, `calc_polygamma`), operation for operation where that keeps float32
@@ -16,40 +18,6 @@ import torch
 # with `torch.where`; a branch reads its inputs through a `where` that puts a harmless value where
 # it is not chosen (so it makes no inf or NaN there). Math.h's loops that stop on convergence are
 # unrolled a fixed number of times, each step kept only while the loop would still be running.
-
-
-def _float(x):
-    """``x`` as a floating tensor: integers and bool promote to the default dtype, as eager's
-    unary float ops do."""
-    return x if x.is_floating_point() else x.to(torch.get_default_dtype())
-
-
-def _opmath(fn):
-    """A one-tensor rule computing ``fn`` as eager's CPU kernel does: integer and bool inputs
-    promoted to the default float dtype, float16/bfloat16 computed in float32 and rounded back."""
-
-    def rule(self):
-        x = _float(self)
-        if x.dtype in (torch.float16, torch.bfloat16):
-            return fn(x.float()).to(x.dtype)
-        return fn(x)
-
-    rule.__name__ = fn.__name__
-    rule.__doc__ = fn.__doc__
-    return rule
-
-
-def _rdiv(c: float, x):
-    """``c / x`` rounded once (``c / tensor`` is ``reciprocal(tensor) * c``, rounded twice)."""
-    return torch.full_like(x, c) / x
-
-
-def _polevl(z, coefficients):
-    """Cephes ``polevl``: ``coefficients[0] z^n + ... + coefficients[n]`` by Horner's rule."""
-    acc = z * coefficients[0] + coefficients[1]
-    for c in coefficients[2:]:
-        acc = acc * z + c
-    return acc
 
 
 def _f32(v: float) -> float:
@@ -265,20 +233,26 @@ def _polygamma(n: int, self):
 # of (a, x) the uniform asymptotic series (DLMF 8.12.3/4) for large a near x, the power series
 # (DLMF 8.11.4), its form for small x that avoids cancellation (DLMF 8.7.3), or the continued
 # fraction (DLMF 8.9.2). Each loop runs up to 2000 times in Math.h, stopping on convergence; here
-# a fixed number of steps (below), each kept only while Math.h's loop would still run.
+# a fixed number of steps, each kept only while Math.h's loop would still run (the continued
+# fraction runs all its steps: see there).
 #
-# One departure bounds those counts: Math.h takes the asymptotic series for a > 200 only within
-# |x - a| / a < 4.5 / sqrt(a), and leaves 4.5 / sqrt(a) <= |x - a| / a < 0.3 to the power
-# series and continued fraction, which converge in O(sqrt(a)) steps there (past 2000 from
-# a ~ 1e6 on). Here the asymptotic series also covers that band (as Math.h has it do for
-# 20 < a < 200, where it is no more accurate than for larger a), and a = 200. Outside it, the
-# power series' terms shrink at least by x / (a + 1) < 0.7 a step, so it reaches MACHEP
-# (2^-53, 2^-24) within 104 (float64) / 47 (float32) steps for any a > 20, and within 48 / 29
-# for a <= 20 (measured, worst at x = a = 20). The continued fraction and the small-x series
-# are used for x > 1.1 (a <= 20, or x >= 1.3 a) and x <= 1.1 (a < 1.1 x) and converged within
-# 120 / 47 and 19 / 11 steps over dense grids of (a, x) there (the CF is slowest for small a and
-# x near 1.3). Counts: (power series, small-x series, continued fraction).
-_IGAM_STEPS = {torch.float64: (112, 24, 128), torch.float32: (48, 16, 64)}
+# Two departures from Math.h's regions bound the step counts (and XLA's compile time, which
+# grows faster than the graph in float64); the series taken instead converge there too, so
+# results differ from eager's by rounding only:
+# - Math.h takes the asymptotic series for a > 200 only within |x - a| / a < 4.5 / sqrt(a),
+#   leaving 4.5 / sqrt(a) <= |x - a| / a < 0.3 to the power series and continued fraction,
+#   which take O(sqrt(a)) steps there (past 2000 from a ~ 1e6 on). Here the asymptotic series
+#   covers that band too (as Math.h has it do for 20 < a < 200, where it is no more accurate
+#   than for larger a), and a = 200.
+# - Math.h takes the continued fraction for Q from x > 1.1 (x >= a); it converges slowest for
+#   small a and x below 3 (120 steps in double). There the small-x series (also convergent, its
+#   terms 3^n / n! at most) takes over: the continued fraction serves x >= 3.
+# Steps, (power series, small-x series, continued fraction), to MACHEP (2^-53, 2^-24) in the
+# regions each serves: the power series' terms shrink at least by x / (a + 1) < 0.7 a step for
+# a > 20 (104 / 47 steps) and it took at most 48 / 29 for a <= 20 (x = a = 20); the small-x
+# series and the continued fraction took at most 27 / 18 and 52 / 28 over dense and random
+# grids of their regions (measured with a Python transcription of Math.h's loops).
+_IGAM_STEPS = {torch.float64: (112, 32, 64), torch.float32: (48, 20, 32)}
 
 _LANCZOS_G = 6.024680040776729583740234375
 # Boost's Lanczos sum exp(g) scaled, numerator and denominator (highest power first).
@@ -304,15 +278,15 @@ def _lanczos_sum_expg_scaled(a):
     return torch.where(a > 1, high, low)
 
 
-def _igam_fac(a, x):
-    """Math.h's ``_igam_helper_fac`` (a, x > 0): x^a exp(-x) / Gamma(a), from logarithms when x
-    is far from a, else by Boost's Lanczos form (which avoids their cancellation)."""
+def _igam_fac(a, x, lgamma_a):
+    """Math.h's ``_igam_helper_fac`` (a, x > 0; ``lgamma_a`` = lgamma(a)): x^a exp(-x) /
+    Gamma(a), from logarithms when x is far from a, else by Boost's Lanczos form (which avoids
+    their cancellation)."""
     maxlog = 7.09782712893383996843e2 if a.dtype == torch.float64 else 88.72283905206835
     g = _LANCZOS_G
     one = torch.ones_like(a)
     far = (a - x).abs() > 0.4 * a.abs()
-    af, xf = torch.where(far, a, one), torch.where(far, x, one)
-    ax = af * torch.log(xf) - xf - torch.lgamma(af)
+    ax = torch.where(far, a * torch.log(x) - x - lgamma_a, torch.zeros_like(a))
     by_log = torch.where(ax < -maxlog, torch.zeros_like(a), torch.exp(ax))
     an, xn = torch.where(far, one, a), torch.where(far, one, x)
     fac = an + g - 0.5
@@ -326,10 +300,9 @@ def _igam_fac(a, x):
 
 
 def _igam_series(a, x, steps: int):
-    """Math.h's ``_igam_helper_series`` (DLMF 8.11.4), ``steps`` terms at most: P(a, x) as
-    x^a e^-x / Gamma(a + 1) * sum x^k / ((a + 1) ... (a + k))."""
+    """Math.h's ``_igam_helper_series`` (DLMF 8.11.4), ``steps`` terms at most, without its
+    factor: P(a, x) = fac(a, x) / a * sum_k x^k / ((a + 1) ... (a + k)), the sum returned."""
     eps = _eps(a)
-    ax = _igam_fac(a, x)
     r, c, ans = a, torch.ones_like(a), torch.ones_like(a)
     done = torch.zeros_like(a, dtype=torch.bool)
     for _ in range(steps):
@@ -338,10 +311,10 @@ def _igam_series(a, x, steps: int):
         ans_next = ans + c_next
         c, ans = _keep(done, c, c_next), _keep(done, ans, ans_next)
         done = done | (c_next <= eps * ans_next)
-    return torch.where(ax == 0, torch.zeros_like(a), ans * ax / a)
+    return ans
 
 
-def _igamc_series(a, x, steps: int):
+def _igamc_series(a, x, lgamma_a, steps: int):
     """Math.h's ``_igamc_helper_series`` (DLMF 8.7.3), ``steps`` terms at most: Q(a, x) for
     small x, as 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) * sum_n (-x)^n / (n! (a + n))."""
     eps = _eps(a)
@@ -354,18 +327,18 @@ def _igamc_series(a, x, steps: int):
         total = _keep(done, total, total_next)
         done = done | (term.abs() <= eps * total_next.abs())
     logx = torch.log(x)
-    return -torch.expm1(a * logx - torch.lgamma(1 + a)) - torch.exp(a * logx - torch.lgamma(a)) * total
+    return -torch.expm1(a * logx - torch.lgamma(1 + a)) - torch.exp(a * logx - lgamma_a) * total
 
 
 def _igamc_continued_fraction(a, x, steps: int):
-    """Math.h's ``_igamc_helper_continued_fraction`` (DLMF 8.9.2): Q(a, x) for x > a, the
-    convergents p/q rescaled by 2^-53 (2^-24) when p grows past 2^52 (2^24). All ``steps`` steps
-    run and the last convergent is taken: once converged (Math.h's stop: two convergents within
-    MACHEP), later ones stay within rounding of it, and tracking the stop per step (a division
-    and two selects each) makes XLA's compile time grow steeply with the step count."""
+    """Math.h's ``_igamc_helper_continued_fraction`` (DLMF 8.9.2) without its factor:
+    Q(a, x) = fac(a, x) * p/q for x > a, the convergents p/q rescaled by 2^-53 (2^-24) when p
+    grows past 2^52 (2^24). All ``steps`` steps run and the last convergent is returned: once
+    converged (Math.h's stop: two convergents within MACHEP), later ones stay within rounding
+    of it, and tracking the stop per step (a division and two selects each) makes XLA's compile
+    time grow steeply with the step count."""
     big, biginv = (4.503599627370496e15, 2.22044604925031308085e-16) if a.dtype == torch.float64 \
         else (16777216.0, 5.9604644775390625e-8)
-    ax = _igam_fac(a, x)
     y = 1 - a
     z = x + y + 1
     pkm2, qkm2 = torch.ones_like(a), x
@@ -378,7 +351,7 @@ def _igamc_continued_fraction(a, x, steps: int):
         qk = qkm1 * z - qkm2 * yc
         scale = torch.where(pk.abs() > big, torch.full_like(pk, biginv), torch.ones_like(pk))
         pkm2, pkm1, qkm2, qkm1 = pkm1 * scale, pk * scale, qkm1 * scale, qk * scale
-    return torch.where(ax == 0, torch.zeros_like(a), pkm1 / qkm1 * ax)
+    return pkm1 / qkm1
 
 
 def _igam_asymptotic(a, x, lower: bool):
@@ -420,42 +393,74 @@ def _igamma_inputs(a, x):
     return a.to(work), x.to(work), dtype
 
 
-def _igamma_regions(a, x):
-    """The finite a, x > 0 where a series runs (1 elsewhere), the elements that are such, and
-    which of them take the asymptotic series (Math.h's regions, widened for a >= 200: see
-    above)."""
-    inner = (a > 0) & (x > 0) & torch.isfinite(a) & torch.isfinite(x)
-    one = torch.ones_like(a)
-    a, x = torch.where(inner, a, one), torch.where(inner, x, one)
-    window = torch.where(a > 200, torch.sqrt(20.25 / a).clamp(min=0.3), torch.full_like(a, 0.3))
-    asymptotic = inner & (a > 20) & ((x - a).abs() / a < window)
-    return a, x, inner, asymptotic
+class _Igamma:
+    """What ``igamma`` and ``igammac`` share: a and x where a series runs (finite, > 0; 1
+    elsewhere), which elements those are, which take the asymptotic series (Math.h's regions,
+    widened for a >= 200: see above), the step counts, and the kernels, each fed its region's
+    (a, x) and harmless values elsewhere. lgamma(a) and the factor x^a e^-x / Gamma(a) are
+    computed once for all kernels (each is a large expansion in XLA: one per kernel made
+    float64 compiles take many minutes)."""
 
+    def __init__(self, a0, x0):
+        self.a0, self.x0 = a0, x0
+        self.steps = _IGAM_STEPS[a0.dtype]
+        self.inner = (a0 > 0) & (x0 > 0) & torch.isfinite(a0) & torch.isfinite(x0)
+        one = torch.ones_like(a0)
+        a, x = torch.where(self.inner, a0, one), torch.where(self.inner, x0, one)
+        window = torch.where(a > 200, torch.sqrt(20.25 / a).clamp(min=0.3), torch.full_like(a, 0.3))
+        self.asymptotic = self.inner & (a > 20) & ((x - a).abs() / a < window)
+        self.a, self.x = a, x
+        self.lgamma_a = torch.lgamma(a)
+        self.fac = _igam_fac(a, x, self.lgamma_a)
 
-def _on(mask, a, x, a_off: float, x_off: float):
-    """``(a, x)`` where ``mask``, ``(a_off, x_off)`` elsewhere: a kernel's inputs, harmless where
-    its result is not taken."""
-    return torch.where(mask, a, torch.full_like(a, a_off)), torch.where(mask, x, torch.full_like(x, x_off))
+    def _on(self, mask, x_off: float):
+        """(a, x) where ``mask``, (1, ``x_off``) elsewhere."""
+        return (torch.where(mask, self.a, torch.ones_like(self.a)),
+                torch.where(mask, self.x, torch.full_like(self.x, x_off)))
+
+    def lower_series(self, mask):
+        """P(a, x) by the power series where ``mask``."""
+        a, x = self._on(mask, 1.0)
+        total = _igam_series(a, x, self.steps[0])
+        return torch.where(self.fac == 0, torch.zeros_like(a), total * self.fac / self.a)
+
+    def small_x_series(self, mask):
+        """Q(a, x) by the small-x series where ``mask``."""
+        a, x = self._on(mask, 1.0)
+        lgamma_a = torch.where(mask, self.lgamma_a, torch.zeros_like(a))
+        return _igamc_series(a, x, lgamma_a, self.steps[1])
+
+    def continued_fraction(self, mask):
+        """Q(a, x) by the continued fraction where ``mask``."""
+        a, x = self._on(mask, 4.0)
+        return torch.where(self.fac == 0, torch.zeros_like(a), _igamc_continued_fraction(a, x, self.steps[2]) * self.fac)
+
+    def asymptotic_series(self, lower: bool):
+        """P (``lower``) or Q by the asymptotic series where it is taken."""
+        mask = self.asymptotic
+        a = torch.where(mask, self.a, torch.full_like(self.a, 30.0))
+        x = torch.where(mask, self.x, torch.full_like(self.x, 30.0))
+        return _igam_asymptotic(a, x, lower)
 
 
 def _igamma(self, other):
     """The regularized lower incomplete gamma P(a, x) as Math.h's ``calc_igamma``."""
     a0, x0, dtype = _igamma_inputs(self, other)
-    series, small_x, fraction = _IGAM_STEPS[a0.dtype]
-    a, x, inner, asymptotic = _igamma_regions(a0, x0)
-    # Not asymptotic: 1 - Q(a, x) for x > 1 beyond a (Q by the continued fraction above 1.1,
-    # the small-x series below), else the power series.
-    upper = ~asymptotic & (x > 1) & (x > a)
-    by_fraction = upper & (x > 1.1)
-    by_small_x = upper & ~(x > 1.1)
-    out = _igam_series(*_on(~upper, a, x, 1.0, 1.0), series)
-    out = torch.where(by_small_x, 1 - _igamc_series(*_on(by_small_x, a, x, 1.0, 1.0), small_x), out)
-    out = torch.where(by_fraction, 1 - _igamc_continued_fraction(*_on(by_fraction, a, x, 1.0, 2.0), fraction), out)
-    out = torch.where(asymptotic, _igam_asymptotic(*_on(asymptotic, a, x, 30.0, 30.0), True), out)
+    g = _Igamma(a0, x0)
+    a, x = g.a, g.x
+    # Not asymptotic: 1 - Q(a, x) for x > 1 beyond a (Q by the continued fraction from 3, the
+    # small-x series below), else the power series.
+    upper = ~g.asymptotic & (x > 1) & (x > a)
+    by_fraction = upper & (x >= 3)
+    by_small_x = upper & ~(x >= 3)
+    out = g.lower_series(~upper)
+    out = torch.where(by_small_x, 1 - g.small_x_series(by_small_x), out)
+    out = torch.where(by_fraction, 1 - g.continued_fraction(by_fraction), out)
+    out = torch.where(g.asymptotic, g.asymptotic_series(True), out)
     # Boundaries, the last `where` being Math.h's first test; NaN in a or x gives NaN unless a
     # boundary decides first (igamma(nan, 0) = 0, as eager).
     nan, zero, one = torch.full_like(a, math.nan), torch.zeros_like(a), torch.ones_like(a)
-    out = torch.where(inner, out, nan)
+    out = torch.where(g.inner, out, nan)
     out = torch.where(torch.isinf(x0), one, out)
     out = torch.where(torch.isinf(a0), torch.where(torch.isinf(x0), nan, zero), out)
     out = torch.where(x0 == 0, zero, out)
@@ -467,22 +472,22 @@ def _igamma(self, other):
 def _igammac(self, other):
     """The regularized upper incomplete gamma Q(a, x) as Math.h's ``calc_igammac``."""
     a0, x0, dtype = _igamma_inputs(self, other)
-    series, small_x, fraction = _IGAM_STEPS[a0.dtype]
-    a, x, inner, asymptotic = _igamma_regions(a0, x0)
-    # Not asymptotic: above x = 1.1, 1 - P(a, x) below a and the continued fraction beyond it;
-    # below, 1 - P(a, x) when a is large for x (a > -0.4 / log(x) up to 0.5, a > 1.1 x above),
-    # else the small-x series.
+    g = _Igamma(a0, x0)
+    a, x = g.a, g.x
+    # Not asymptotic: above x = 1.1, 1 - P(a, x) below a and Q beyond it (by the continued
+    # fraction from 3, the small-x series below); up to 1.1, 1 - P(a, x) when a is large for x
+    # (a > -0.4 / log(x) up to 0.5, a > 1.1 x above), else the small-x series.
     above = x > 1.1
     large_a = torch.where(x <= 0.5, -0.4 / torch.log(x) < a, x * 1.1 < a)
-    by_lower = ~asymptotic & torch.where(above, x < a, large_a)
-    by_fraction = ~asymptotic & above & ~(x < a)
-    by_small_x = ~asymptotic & ~above & ~large_a
-    out = 1 - _igam_series(*_on(by_lower, a, x, 1.0, 1.0), series)
-    out = torch.where(by_small_x, _igamc_series(*_on(by_small_x, a, x, 1.0, 1.0), small_x), out)
-    out = torch.where(by_fraction, _igamc_continued_fraction(*_on(by_fraction, a, x, 1.0, 2.0), fraction), out)
-    out = torch.where(asymptotic, _igam_asymptotic(*_on(asymptotic, a, x, 30.0, 30.0), False), out)
+    by_lower = ~g.asymptotic & torch.where(above, x < a, large_a)
+    by_fraction = ~g.asymptotic & above & ~(x < a) & (x >= 3)
+    by_small_x = ~g.asymptotic & ~by_lower & ~by_fraction
+    out = 1 - g.lower_series(by_lower)
+    out = torch.where(by_small_x, g.small_x_series(by_small_x), out)
+    out = torch.where(by_fraction, g.continued_fraction(by_fraction), out)
+    out = torch.where(g.asymptotic, g.asymptotic_series(False), out)
     nan, zero, one = torch.full_like(a, math.nan), torch.zeros_like(a), torch.ones_like(a)
-    out = torch.where(inner, out, nan)
+    out = torch.where(g.inner, out, nan)
     out = torch.where(torch.isinf(x0), zero, out)
     out = torch.where(torch.isinf(a0), torch.where(torch.isinf(x0), nan, one), out)
     out = torch.where(x0 == 0, one, out)
