@@ -168,6 +168,12 @@ fn map_known<'a>(
         let i = u32::try_from(a.int(1, "index", -1)?).ok()?;
         return Some(Mapped::GetItem(p, i));
     }
+    if op == "fxhlo.rng_bit_generator" {
+        // fxhlo's own op (python/fxhlo/rng.py): the bits' shape and dtype are its second result's.
+        let bits = results.get(1)?;
+        let state = a.tensor(0, "state")?;
+        return Some(Mapped::Op(Op::RngBitGenerator { shape: bits.shape.to_vec(), dtype: bits.dtype }, smallvec![state]));
+    }
     let name = op.strip_prefix("aten.").or_else(|| op.strip_prefix("prims."))?;
     // The IR's family names are `aten.<name>`; only a `prims.` target needs a new string.
     let aten_name = if op.starts_with("aten.") { Cow::Borrowed(op) } else { Cow::Owned(format!("aten.{name}")) };

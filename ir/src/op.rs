@@ -259,6 +259,12 @@ pub enum Op {
     /// `_fft_c2c`/`_fft_r2c`/`_fft_c2r` here when they already have this form; the capture's
     /// decompositions bring the others to it.
     Fft { kind: FftKind, length: Vec<i64> },
+    /// `stablehlo.rng_bit_generator` (three-fry): from a generator state (`i64[2]`, the bits of
+    /// XLA's `ui64[2]`) the next state and a tensor of `shape` of uniformly random bits, `dtype`
+    /// `i32` or `i64` (the bits of `ui32`/`ui64`). The capture's decompositions
+    /// (python/fxhlo/decompositions/random.py) build every random op from these bits, and the
+    /// backend threads one state through them from a per-call seed.
+    RngBitGenerator { shape: Vec<i64>, dtype: DType },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -336,6 +342,7 @@ impl Op {
             Op::Cholesky { .. } => "aten.linalg_cholesky",
             Op::TriangularSolve { .. } => "aten.linalg_solve_triangular",
             Op::Fft { .. } => "aten.fft",
+            Op::RngBitGenerator { .. } => "fxhlo.rng_bit_generator",
             Op::Unknown { target } => target,
         }
     }
@@ -366,7 +373,7 @@ impl Op {
             Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
             Op::Scatter { .. } | Op::MaskedScatter => 3,
             Op::Cdist { .. } | Op::GridSample { .. } => 2,
-            Op::Pdist { .. } | Op::Cholesky { .. } | Op::Fft { .. } => 1,
+            Op::Pdist { .. } | Op::Cholesky { .. } | Op::Fft { .. } | Op::RngBitGenerator { .. } => 1,
             Op::TriangularSolve { .. } => 2,
             Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
             Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),

@@ -267,7 +267,9 @@ mod tests {
   %lt = aten.lt %m, %half : bool[2,4]
   %odd = aten.sin.default %m : f32[2,4]
   %u = unknown %m {target = "aten.add"} : f32[2,4]
-  return %m, %p#1, %e, %lt, %odd, %u
+  %seed = input {kind = user_input} : i64[2]
+  %rng = fxhlo.rng_bit_generator %seed {shape = [2, 4], dtype = i32} : (i64[2], i32[2,4])
+  return %m, %p#1, %e, %lt, %odd, %u, %rng#1
 }
 "#;
 

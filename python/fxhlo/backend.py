@@ -37,6 +37,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from . import custom_ops as _custom_ops
 from . import decompositions as _decompositions
 from . import effects as _effects
+from . import rng as _rng
 from . import export as _export
 from . import split as _split
 from .errors import AheadOfTimeWarning, CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
@@ -460,7 +461,17 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
 def _compile_graph(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, freeze: bool):
     """``gm`` written as a trace and compiled in Rust: a :class:`CompiledGraph` (or, for a
     TPU topology, the eager graph once the executable is in the compile cache). Raises
-    ExportError or CompileError when fxhlo cannot compile it."""
+    ExportError or CompileError when fxhlo cannot compile it. A graph that draws random numbers
+    gets a generator-state input first (:func:`fxhlo.rng.thread_state`), which the returned
+    callable feeds on every call."""
+    seeded = _rng.thread_state(gm)
+    if seeded is None:
+        return _compile_trace(opts, name, gm, inputs, freeze)
+    inputs = [*inputs, _rng.state_input(sum(i.kind == "user_input" for i in inputs))]
+    return _rng.Seeded(_compile_trace(opts, name, seeded, inputs, freeze))
+
+
+def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, freeze: bool):
     from . import _native
 
     cap = _export.Capture(gm, inputs, None)

@@ -126,7 +126,7 @@ def capture(model: torch.nn.Module, example_args) -> Capture:
         result["gm"] = gm
         return gm.forward
 
-    aot = aot_autograd(fw_compiler=fw_compiler, decompositions=decompositions())
+    aot = aot_autograd(fw_compiler=fw_compiler, decompositions=decompositions(random=False))
 
     def backend(gm, example_inputs):
         # Real tensors arrive here, in the order AOT Autograd keeps for its placeholders.

@@ -34,6 +34,7 @@ from torch.fx.passes.operator_support import create_op_support
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from . import export as _export
+from . import rng as _rng
 from .errors import CompileError, UnsupportedOpsError
 
 PART_PREFIX = "part"
@@ -143,7 +144,10 @@ def refused_nodes(gm: torch.fx.GraphModule, error: Exception) -> dict:
 
 
 def _export_refusal(node: torch.fx.Node) -> str | None:
-    """Why the exporter refuses ``node`` alone (its op, arguments or results), or None."""
+    """Why the exporter refuses ``node`` alone (its op, arguments or results), or None. Random
+    bits compile: a part that draws them gets a generator state of its own."""
+    if node.target is _rng.RANDOM_BITS:
+        return None
     try:
         _export.node_spec(node, {})
     except _export.ExportError as e:

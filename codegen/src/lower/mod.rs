@@ -10,6 +10,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod normalization;
 pub mod pooling;
+pub mod random;
 pub mod reduction;
 pub mod sampling;
 pub mod shape;
@@ -55,6 +56,7 @@ pub fn lower<'c, 'a>(
         Op::Convolution { .. } => one(linalg::convolution(e, op, operands, first()?, loc)),
         Op::Cholesky { upper } => linalg::cholesky(e, *upper, operands, results, loc),
         Op::Fft { kind, length } => one(spectral::fft(e, *kind, length, operands, first()?, loc)),
+        Op::RngBitGenerator { .. } => random::rng_bit_generator(e, operands, results, loc),
         Op::TriangularSolve { upper, left, unit_diagonal } => {
             one(linalg::triangular_solve(e, *upper, *left, *unit_diagonal, operands, first()?, loc))
         }

@@ -109,6 +109,16 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::Mm | Op::Bmm | Op::Addmm => nn::matmul(op, operands),
         Op::Cholesky { .. } | Op::TriangularSolve { .. } => nn::factorization(op, operands),
         Op::Fft { kind, length } => nn::fft(*kind, length, x.ok_or("missing operand")?),
+        Op::RngBitGenerator { shape, dtype } => {
+            let state = x.ok_or("missing operand")?;
+            if state.dtype != DType::I64 || state.shape.as_slice() != [2] {
+                return Err(format!("fxhlo.rng_bit_generator takes an i64[2] generator state, found {state}"));
+            }
+            if !matches!(dtype, DType::I32 | DType::I64) || shape.iter().any(|&d| d < 0) {
+                return Err(format!("fxhlo.rng_bit_generator gives i32 or i64 bits of a non-negative shape, not {dtype}{shape:?}"));
+            }
+            Ok(Some(smallvec![state.clone(), TensorType::new(*dtype, Shape::from(shape.clone()))]))
+        }
         Op::Convolution { .. } => nn::convolution(op, operands),
         Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } | Op::UpsampleNearest { .. } => {
             nn::pool(op, operands)
@@ -276,5 +286,17 @@ mod tests {
         assert_eq!(back[0], t(&[2, 9]));
         assert!(fft(FftKind::Fft, &[4], &c).unwrap_err().contains("innermost dims are `length`"));
         assert!(fft(FftKind::Fft, &[2, 2, 2, 1], &TensorType::new(C64, vec![2, 2, 2, 1])).is_err());
+    }
+
+    #[test]
+    fn random_bits_come_with_the_next_state() {
+        let state = TensorType::new(DType::I64, vec![2]);
+        let rng = |shape: &[i64], dtype| infer(&Op::RngBitGenerator { shape: shape.to_vec(), dtype }, &[&state]);
+        let out = rng(&[3, 5], DType::I32).unwrap().unwrap();
+        assert_eq!(out.as_slice(), [state.clone(), TensorType::new(DType::I32, vec![3, 5])]);
+        assert!(rng(&[3], DType::F32).unwrap_err().contains("i32 or i64 bits"));
+        let bad_state = TensorType::new(DType::I32, vec![2]);
+        let err = infer(&Op::RngBitGenerator { shape: vec![3], dtype: DType::I64 }, &[&bad_state]).unwrap_err();
+        assert!(err.contains("i64[2] generator state"), "{err}");
     }
 }
