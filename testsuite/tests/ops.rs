@@ -174,6 +174,10 @@ const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
   --check-indices`, `Options::check_indices` in Rust) the `check-indices` pass adds one flag per
   indexing node and the call raises `IndexError` naming the node instead. Valid ranges are
   PyTorch's: `[-n, n)` for advanced indexing, `[0, n)` for the others.
+- **Random ops** (`rand`, `randn`, `randint`, `bernoulli`, dropout, `normal_`, `multinomial`,
+  `randperm`, ...) draw from `stablehlo.rng_bit_generator` (three-fry) with a generator state
+  that each call takes from PyTorch's default generator: the same distributions as eager (checked
+  by python/tests/test_random.py), not the same numbers. `torch.manual_seed` repeats a run.
 - **NaN in `maximum`/`minimum`/`clamp`/`relu`/`amax`/`amin`/max pooling** propagates, as in eager
   (selected explicitly: XLA's CPU `maximum` drops a NaN second operand; for `amax`/`amin` the
   check is a second reduction outside the reduction's body, because libtpu's fusion pass
