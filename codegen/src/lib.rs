@@ -32,6 +32,12 @@ use emit::Emitter;
 /// Every op of `graph` that codegen cannot lower, in graph order.
 pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
     let mut ops = Vec::new();
+    collect_unsupported(graph, &mut ops)?;
+    Ok(ops)
+}
+
+/// [`unsupported_ops`] of `graph` and, after its own, of its regions.
+fn collect_unsupported(graph: &Graph, ops: &mut Vec<UnsupportedOp>) -> Result<()> {
     for id in graph.topo_order()? {
         let node = graph.node(id);
         if let Some(target) = unsupported_reason(graph, id) {
@@ -42,7 +48,10 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
             });
         }
     }
-    Ok(ops)
+    for region in graph.regions() {
+        collect_unsupported(region, ops)?;
+    }
+    Ok(())
 }
 
 /// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
@@ -187,6 +196,15 @@ fn emit_body<'c>(
             e.bind(ValueRef::first(id), value);
         }
     }
+    lower_nodes(ctx, &mut e, graph)?;
+    let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
+    block.append_operation(func::r#return(&results, Location::unknown(ctx)));
+    Ok(())
+}
+
+/// Lowers every node of `graph` but its inputs, which `e` must already bind, in topological
+/// order (the body of `@main`, or of a control-flow region).
+pub(crate) fn lower_nodes<'c, 'a>(ctx: &'c Context, e: &mut Emitter<'c, 'a>, graph: &Graph) -> Result<()> {
     let used: std::collections::HashSet<ValueRef> =
         graph.node_ids().flat_map(|n| graph.operands(n)).chain(graph.outputs().iter().copied()).collect();
     for id in graph.topo_order()? {
@@ -203,13 +221,11 @@ fn emit_body<'c>(
                 })
             })
             .collect();
-        let values = lower_node(&e, graph, id, node_location(ctx, graph, id))?;
+        let values = lower_node(e, graph, id, node_location(ctx, graph, id))?;
         for (k, value) in values.into_iter().enumerate() {
             e.bind(ValueRef { node: id, result: k as u32 }, value);
         }
     }
-    let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
-    block.append_operation(func::r#return(&results, Location::unknown(ctx)));
     Ok(())
 }
 
@@ -225,7 +241,10 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
     if !node.results.is_empty() && node.results.iter().all(|t| t.num_elements() == 0) && !matches!(node.op, Op::Input { .. }) {
         return node.results.iter().map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc)).collect();
     }
-    let values = lower::lower(e, &node.op, &operands, &node.results, loc)?;
+    let values = match node.op {
+        Op::Cond { .. } | Op::While { .. } => lower::control::lower(e, graph, &node.op, &operands, &node.results, loc)?,
+        _ => lower::lower(e, &node.op, &operands, &node.results, loc)?,
+    };
     if values.len() != node.results.len() {
         return Err(e.internal(format!("lowering gave {} values for {} results", values.len(), node.results.len())));
     }

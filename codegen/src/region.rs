@@ -77,7 +77,7 @@ fn region_of(block: Block<'_>) -> Region<'_> {
 
 impl<'c, 'a> Emitter<'c, 'a> {
     /// Ends a region's block with `stablehlo.return values`.
-    fn append_return(&self, block: &Block<'c>, values: &[Value<'c, '_>], loc: Location<'c>) -> Result<()> {
+    pub(crate) fn append_return(&self, block: &Block<'c>, values: &[Value<'c, '_>], loc: Location<'c>) -> Result<()> {
         let ret = OperationBuilder::new("stablehlo.return", loc)
             .add_operands(values)
             .build()

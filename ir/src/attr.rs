@@ -126,6 +126,11 @@ impl Attr<'_> {
         }
     }
 
+    /// A region index (a non-negative integer).
+    pub fn region(&self, key: &str) -> Result<u32, String> {
+        self.raw(key)?.parse().map_err(|_| self.bad(key, "a region index"))
+    }
+
     /// A dtype name.
     pub fn dtype(&self, key: &str) -> Result<DType, String> {
         self.raw(key)?.parse().map_err(|_| self.bad(key, "a dtype"))

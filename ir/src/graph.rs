@@ -61,14 +61,16 @@ pub struct Use {
     pub result: u32,
 }
 
-/// A typed dataflow graph: ordered inputs, nodes, ordered outputs.
+/// A typed dataflow graph: ordered inputs, nodes, ordered outputs, and the regions its
+/// control-flow nodes run (each a graph of its own whose inputs are the region's arguments).
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
-    /// The graph's name (the model's, from the trace).
+    /// The graph's name (the model's, from the trace; `region<N>` for a region).
     pub name: String,
     g: StableDiGraph<Node, Use, u32>,
     inputs: Vec<NodeId>,
     outputs: Vec<ValueRef>,
+    regions: Vec<Graph>,
 }
 
 impl Graph {
@@ -190,6 +192,23 @@ impl Graph {
             self.g.edges_directed(id, Direction::Incoming).map(|e| e.weight().operand).collect();
         slots.sort_unstable();
         slots
+    }
+
+    /// Adds a region (the branch of an `Op::Cond`, the condition or body of an `Op::While`)
+    /// and returns its index, which the op names.
+    pub fn add_region(&mut self, region: Graph) -> u32 {
+        self.regions.push(region);
+        (self.regions.len() - 1) as u32
+    }
+
+    /// The graph's regions, by index.
+    pub fn regions(&self) -> &[Graph] {
+        &self.regions
+    }
+
+    /// Mutable access to the regions (a pass that rewrites a region's nodes).
+    pub fn regions_mut(&mut self) -> &mut [Graph] {
+        &mut self.regions
     }
 
     /// Graph inputs, in calling order.

@@ -265,6 +265,16 @@ pub enum Op {
     /// (python/fxhlo/decompositions/random.py) build every random op from these bits, and the
     /// backend threads one state through them from a per-call seed.
     RngBitGenerator { shape: Vec<i64>, dtype: DType },
+    /// `torch.cond(pred, true_fn, false_fn, operands)`: operand 0 is the `bool[]` predicate,
+    /// the others the branches' inputs. `then_region` and `else_region` index the graph's
+    /// [regions](crate::Graph::regions); each takes the operands after the predicate and returns
+    /// the node's results.
+    Cond { then_region: u32, else_region: u32 },
+    /// `torch.while_loop(cond_fn, body_fn, carried, additional)`: the operands are the carried
+    /// values, then the additional (loop-invariant) ones. Region `cond` takes every operand and
+    /// returns a `bool[]`; region `body` takes every operand and returns the next carried
+    /// values; the results are the carried values once `cond` is false.
+    While { cond: u32, body: u32 },
     /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
     Unknown { target: String },
 }
@@ -343,7 +353,18 @@ impl Op {
             Op::TriangularSolve { .. } => "aten.linalg_solve_triangular",
             Op::Fft { .. } => "aten.fft",
             Op::RngBitGenerator { .. } => "fxhlo.rng_bit_generator",
+            Op::Cond { .. } => "higher_order.cond",
+            Op::While { .. } => "higher_order.while_loop",
             Op::Unknown { target } => target,
+        }
+    }
+
+    /// The indices of the graph regions the op runs (empty for ops without regions).
+    pub fn regions(&self) -> Vec<u32> {
+        match self {
+            Op::Cond { then_region, else_region } => vec![*then_region, *else_region],
+            Op::While { cond, body } => vec![*cond, *body],
+            _ => Vec::new(),
         }
     }
 
@@ -377,7 +398,7 @@ impl Op {
             Op::TriangularSolve { .. } => 2,
             Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
             Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),
-            Op::Cat { .. } | Op::Unknown { .. } => return None,
+            Op::Cat { .. } | Op::Unknown { .. } | Op::Cond { .. } | Op::While { .. } => return None,
         })
     }
 }

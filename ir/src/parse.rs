@@ -6,6 +6,9 @@
 //! graph @NAME {
 //!   %NAME = OP [%V, ...] [{KEY = VALUE, ...}] : TYPE | (TYPE, ...) [loc("FILE":LINE)]
 //!   return %V, ...
+//!   region N {          (the graph's regions, numbered from 0, each a graph of this grammar)
+//!     ...
+//!   }
 //! }
 //! ```
 //! where a value `%V` is `%name` or `%name#k` for result `k` of a multi-result node.
@@ -19,7 +22,7 @@ use crate::{Error, Result};
 
 /// Parses one graph from IR text and verifies it.
 pub fn parse(text: &str) -> Result<Graph> {
-    let mut p = Parser { graph: None, values: HashMap::new(), done: false };
+    let mut p = Parser { open: Vec::new(), graph: None };
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with("//") {
@@ -27,47 +30,73 @@ pub fn parse(text: &str) -> Result<Graph> {
         }
         p.statement(line).map_err(|message| Error::Parse { line: i + 1, message })?;
     }
-    if !p.done {
-        return Err(Error::Parse { line: text.lines().count(), message: "missing closing `}`".into() });
-    }
-    let graph = p.graph.ok_or(Error::Parse { line: 1, message: "no `graph @name {` header".into() })?;
+    let graph = match (p.graph, p.open.is_empty()) {
+        (Some(g), true) => g,
+        (None, true) => return Err(Error::Parse { line: 1, message: "no `graph @name {` header".into() }),
+        (_, false) => return Err(Error::Parse { line: text.lines().count(), message: "missing closing `}`".into() }),
+    };
     crate::verify(&graph)?;
     Ok(graph)
 }
 
-struct Parser {
-    graph: Option<Graph>,
+/// A graph being parsed (the top one or a region) and the values defined in it so far.
+struct Open {
+    graph: Graph,
     values: HashMap<String, ValueRef>,
-    done: bool,
+}
+
+struct Parser {
+    /// The graphs whose `}` is still to come, outermost first.
+    open: Vec<Open>,
+    /// The top graph, once closed.
+    graph: Option<Graph>,
 }
 
 type R<T> = std::result::Result<T, String>;
 
 impl Parser {
     fn statement(&mut self, line: &str) -> R<()> {
-        if self.done {
+        if self.graph.is_some() {
             return Err("text after the closing `}`".into());
         }
-        let Some(graph) = self.graph.as_mut() else {
+        if self.open.is_empty() {
             let name = line
                 .strip_prefix("graph @")
                 .and_then(|s| s.strip_suffix('{'))
                 .map(str::trim)
                 .filter(|n| !n.is_empty())
                 .ok_or("expected `graph @name {`")?;
-            self.graph = Some(Graph::new(name));
+            self.open.push(Open { graph: Graph::new(name), values: HashMap::new() });
             return Ok(());
-        };
+        }
         if line == "}" {
-            self.done = true;
+            let closed = self.open.pop().ok_or("unbalanced `}`")?.graph;
+            match self.open.last_mut() {
+                Some(parent) => {
+                    parent.graph.add_region(closed);
+                }
+                None => self.graph = Some(closed),
+            }
+            return Ok(());
+        }
+        if let Some(index) = line.strip_prefix("region ").and_then(|s| s.strip_suffix('{')) {
+            let parent = &self.open.last().ok_or("a region outside a graph")?.graph;
+            let want = parent.regions().len();
+            if index.trim().parse::<usize>().ok() != Some(want) {
+                return Err(format!("expected `region {want} {{` (regions are numbered in order)"));
+            }
+            self.open.push(Open { graph: Graph::new(format!("region{want}")), values: HashMap::new() });
             return Ok(());
         }
         if let Some(rest) = line.strip_prefix("return") {
             let outputs = rest.split(',').map(|v| self.value(v.trim())).collect::<R<Vec<_>>>()?;
-            return graph_mut(&mut self.graph)?.set_outputs(outputs).map_err(|e| e.to_string());
+            return self.current()?.graph.set_outputs(outputs).map_err(|e| e.to_string());
         }
-        let _ = graph;
         self.node(line)
+    }
+
+    fn current(&mut self) -> R<&mut Open> {
+        self.open.last_mut().ok_or_else(|| "statement before the `graph` header".to_string())
     }
 
     fn value(&self, text: &str) -> R<ValueRef> {
@@ -76,7 +105,8 @@ impl Parser {
             Some((n, k)) => (n, k.parse::<u32>().map_err(|_| format!("bad result index in `%{text}`"))?),
             None => (text, 0),
         };
-        let v = self.values.get(name).ok_or_else(|| format!("`%{name}` is not defined above"))?;
+        let values = &self.open.last().ok_or("a value outside a graph")?.values;
+        let v = values.get(name).ok_or_else(|| format!("`%{name}` is not defined above"))?;
         Ok(ValueRef { node: v.node, result })
     }
 
@@ -110,7 +140,8 @@ impl Parser {
         let results = parse_types(types_text.trim())?;
         let source = loc_text.map(parse_loc).transpose()?;
         let op = Op::from_parts(&op_name, &attrs)?;
-        let graph = graph_mut(&mut self.graph)?;
+        let open = self.current()?;
+        let graph = &mut open.graph;
         let id = match op {
             Op::Input { kind, weight } => {
                 let [ty] = <[TensorType; 1]>::try_from(results).map_err(|_| "an input has exactly one type")?;
@@ -121,15 +152,11 @@ impl Parser {
             }
             op => graph.add_node(&name, op, &operands, results, source).map_err(|e| e.to_string())?,
         };
-        if self.values.insert(name.clone(), ValueRef::first(id)).is_some() {
+        if open.values.insert(name.clone(), ValueRef::first(id)).is_some() {
             return Err(format!("`%{name}` is defined twice"));
         }
         Ok(())
     }
-}
-
-fn graph_mut(g: &mut Option<Graph>) -> R<&mut Graph> {
-    g.as_mut().ok_or_else(|| "statement before the `graph` header".to_string())
 }
 
 /// A cursor over one line.
@@ -279,6 +306,67 @@ mod tests {
         let printed = crate::print(&g);
         assert_eq!(printed, SAMPLE);
         assert_eq!(crate::print(&parse(&printed).unwrap()), printed);
+    }
+
+    const CONTROL_FLOW: &str = r#"graph @loops {
+  %x = input {kind = user_input} : f32[3]
+  %n = input {kind = user_input} : i64[]
+  %zero = full {value = 0} : i64[]
+  %loop = higher_order.while_loop %zero, %x, %n {cond = 0, body = 1} : (i64[], f32[3])
+  %s = aten.sum %loop#1 {dims = [], keepdim = false} : f32[]
+  %half = full {value = 0.5} : f32[]
+  %p = aten.gt %s, %half : bool[]
+  %c = higher_order.cond %p, %loop#1 {then_region = 2, else_region = 3} : f32[3]
+  return %c
+  region 0 {
+    %i = input {kind = user_input} : i64[]
+    %acc = input {kind = user_input} : f32[3]
+    %m = input {kind = user_input} : i64[]
+    %lt = aten.lt %i, %m : bool[]
+    return %lt
+  }
+  region 1 {
+    %i = input {kind = user_input} : i64[]
+    %acc = input {kind = user_input} : f32[3]
+    %m = input {kind = user_input} : i64[]
+    %one = full {value = 1} : i64[]
+    %next = aten.add %i, %one : i64[]
+    %twice = aten.add %acc, %acc : f32[3]
+    return %next, %twice
+  }
+  region 2 {
+    %a = input {kind = user_input} : f32[3]
+    %r = aten.sin %a : f32[3]
+    return %r
+  }
+  region 3 {
+    %a = input {kind = user_input} : f32[3]
+    return %a
+  }
+}
+"#;
+
+    #[test]
+    fn regions_print_and_parse_back() {
+        let g = parse(CONTROL_FLOW).unwrap();
+        assert_eq!(g.regions().len(), 4);
+        assert_eq!(crate::print(&g), CONTROL_FLOW);
+        // The canonical text (cache keys) includes the regions.
+        let canonical = crate::print_canonical(&g);
+        assert!(canonical.contains("region 1 {") && canonical.contains("aten.sin"), "{canonical}");
+    }
+
+    #[test]
+    fn region_signatures_are_verified() {
+        let bad = CONTROL_FLOW.replace("    %r = aten.sin %a : f32[3]\n    return %r", "    %r = aten.sum %a {dims = [], keepdim = false} : f32[]\n    return %r");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("node `c`") && err.contains("region 2 is (f32[3]) -> (f32[])"), "{err}");
+        let bad = CONTROL_FLOW.replace("return %lt", "return %i");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("condition region 0"), "{err}");
+        let bad = CONTROL_FLOW.replace("region 3 {", "region 4 {");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("expected `region 3 {`"), "{err}");
     }
 
     #[test]

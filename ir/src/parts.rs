@@ -157,6 +157,10 @@ impl Op {
             Op::Cholesky { upper } => vec![("upper", b(upper))],
             Op::Fft { kind, length } => vec![("kind", kind.name().to_string()), ("length", ints(length))],
             Op::RngBitGenerator { shape, dtype } => vec![("shape", ints(shape)), ("dtype", dtype.to_string())],
+            Op::Cond { then_region, else_region } => {
+                vec![("then_region", then_region.to_string()), ("else_region", else_region.to_string())]
+            }
+            Op::While { cond, body } => vec![("cond", cond.to_string()), ("body", body.to_string())],
             Op::TriangularSolve { upper, left, unit_diagonal } => {
                 vec![("upper", b(upper)), ("left", b(left)), ("unit_diagonal", b(unit_diagonal))]
             }
@@ -309,6 +313,8 @@ impl Op {
                 let kind = FftKind::from_name(k).ok_or_else(|| format!("aten.fft: unknown kind `{k}` (fft, ifft, rfft, irfft)"))?;
                 Op::Fft { kind, length: a.ints("length")? }
             }
+            "higher_order.cond" => Op::Cond { then_region: a.region("then_region")?, else_region: a.region("else_region")? },
+            "higher_order.while_loop" => Op::While { cond: a.region("cond")?, body: a.region("body")? },
             "fxhlo.rng_bit_generator" => Op::RngBitGenerator { shape: a.ints("shape")?, dtype: a.dtype("dtype")? },
             "aten.linalg_solve_triangular" => {
                 Op::TriangularSolve { upper: a.bool("upper")?, left: a.bool("left")?, unit_diagonal: a.bool("unit_diagonal")? }

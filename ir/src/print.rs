@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Nodes print in [`Graph::topo_order`], which is deterministic, so the text can be hashed
-//! (cache keys) and snapshotted (golden tests).
+//! (cache keys) and snapshotted (golden tests). A graph's regions (the branches and loop
+//! bodies of control-flow nodes) print after its `return`, indented, as `region N { ... }`.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -20,7 +21,9 @@ use crate::graph::{Graph, NodeId, ValueRef};
 /// Prints the graph in the IR text format. A graph with a cycle prints its nodes in index
 /// order (the verifier reports the cycle).
 pub fn print(graph: &Graph) -> String {
-    write_graph(graph, false)
+    let mut out = String::new();
+    write_graph(&mut out, graph, false, None);
+    out
 }
 
 /// The graph's canonical text, for cache keys: what the executable depends on and nothing
@@ -29,10 +32,13 @@ pub fn print(graph: &Graph) -> String {
 /// same model traced by another script, with other FX node names or reached through another
 /// path (`net.0.weight` or `0.weight`), prints the same. Not parseable (no names).
 pub fn print_canonical(graph: &Graph) -> String {
-    write_graph(graph, true)
+    let mut out = String::new();
+    write_graph(&mut out, graph, true, None);
+    out
 }
 
-fn write_graph(graph: &Graph, canonical: bool) -> String {
+/// Writes `graph` (`region`: its index when it is a region, printed nested) to `out`.
+fn write_graph(out: &mut String, graph: &Graph, canonical: bool, region: Option<(usize, &str)>) {
     let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
     let position: HashMap<NodeId, usize> = if canonical { order.iter().enumerate().map(|(i, &id)| (id, i)).collect() } else { HashMap::new() };
     let value = |v: ValueRef| -> String {
@@ -47,15 +53,18 @@ fn write_graph(graph: &Graph, canonical: bool) -> String {
             format!("%{name}#{}", v.result)
         }
     };
-    let mut out = String::new();
-    let _ = writeln!(out, "graph @{} {{", if canonical { "_" } else { graph.name.as_str() });
+    let pad = region.map_or("", |(_, pad)| pad);
+    match region {
+        Some((index, _)) => { let _ = writeln!(out, "{pad}region {index} {{"); }
+        None => { let _ = writeln!(out, "graph @{} {{", if canonical { "_" } else { graph.name.as_str() }); }
+    }
     for id in order {
         let node = graph.node(id);
         let name = match position.get(&id) {
             Some(i) => i.to_string(),
             None => node.name.to_string(),
         };
-        let _ = write!(out, "  %{name} = {}", node.op.text_name());
+        let _ = write!(out, "{pad}  %{name} = {}", node.op.text_name());
         let operands: Vec<String> = graph.operands(id).iter().map(|v| value(*v)).collect();
         if !operands.is_empty() {
             let _ = write!(out, " {}", operands.join(", "));
@@ -80,7 +89,10 @@ fn write_graph(graph: &Graph, canonical: bool) -> String {
         out.push('\n');
     }
     let outs: Vec<String> = graph.outputs().iter().map(|v| value(*v)).collect();
-    let _ = writeln!(out, "  return {}", outs.join(", "));
-    out.push_str("}\n");
-    out
+    let _ = writeln!(out, "{pad}  return {}", outs.join(", "));
+    let inner = format!("{pad}  ");
+    for (i, r) in graph.regions().iter().enumerate() {
+        write_graph(out, r, canonical, Some((i, &inner)));
+    }
+    let _ = writeln!(out, "{pad}}}");
 }

@@ -10,13 +10,16 @@
 //!    result's size in bytes fits in an `i64` (so element and byte counts never overflow);
 //! 6. every `Op::Input` node is listed among the graph inputs exactly once, and only those are;
 //! 7. result types equal what [`crate::infer::infer`] computes from the operand types;
-//! 8. the graph has at least one output.
+//! 8. the graph has at least one output;
+//! 9. a control-flow node's regions exist and their signatures fit its operands and results
+//!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn.
 
 use std::collections::HashSet;
 
-use crate::graph::Graph;
+use crate::graph::{Graph, Node};
 use crate::infer::infer;
 use crate::op::Op;
+use crate::types::{DType, TensorType};
 use crate::{Error, Result};
 
 /// Checks every invariant listed in the module doc; returns the first violation.
@@ -73,9 +76,63 @@ pub fn verify(graph: &Graph) -> Result<()> {
             Ok(_) => {}
             Err(message) => return Err(err(&node.name, message)),
         }
+        regions_fit(graph, node, &types).map_err(|message| err(&node.name, message))?;
     }
     if graph.outputs().is_empty() {
         return Err(err(&graph.name, "the graph has no outputs".into()));
+    }
+    for region in graph.regions() {
+        verify(region)?;
+    }
+    Ok(())
+}
+
+/// The inputs and outputs of a region as types.
+fn signature(region: &Graph) -> (Vec<&TensorType>, Vec<&TensorType>) {
+    let inputs = region.inputs().iter().map(|&id| &region.node(id).results[0]).collect();
+    let outputs = region.outputs().iter().filter_map(|v| region.value_type(*v)).collect();
+    (inputs, outputs)
+}
+
+/// Invariant 9 for one node (`operands`: its operand types).
+fn regions_fit(graph: &Graph, node: &Node, operands: &[&TensorType]) -> std::result::Result<(), String> {
+    let region = |i: u32| graph.regions().get(i as usize).ok_or_else(|| format!("region {i} does not exist"));
+    let results: Vec<&TensorType> = node.results.iter().collect();
+    let scalar_bool = TensorType::new(DType::Bool, vec![]);
+    let show = |v: &[&TensorType]| format!("({})", v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "));
+    match node.op {
+        Op::Cond { then_region, else_region } => {
+            if operands.first() != Some(&&scalar_bool) {
+                return Err("the predicate (operand 0) must be bool[]".into());
+            }
+            for i in [then_region, else_region] {
+                let (ins, outs) = signature(region(i)?);
+                if ins != operands[1..] || outs != results {
+                    return Err(format!(
+                        "region {i} is {} -> {}, the node {} -> {}",
+                        show(&ins), show(&outs), show(&operands[1..]), show(&results)
+                    ));
+                }
+            }
+        }
+        Op::While { cond, body } => {
+            let n = results.len();
+            if n > operands.len() || results[..] != operands[..n] {
+                return Err(format!("the results {} must be the first operands' types {}", show(&results), show(operands)));
+            }
+            let (ins, outs) = signature(region(cond)?);
+            if ins != operands || outs != [&scalar_bool] {
+                return Err(format!("the condition region {cond} is {} -> {}, not {} -> (bool[])", show(&ins), show(&outs), show(operands)));
+            }
+            let (ins, outs) = signature(region(body)?);
+            if ins != operands || outs != results {
+                return Err(format!(
+                    "the body region {body} is {} -> {}, not {} -> {}",
+                    show(&ins), show(&outs), show(operands), show(&results)
+                ));
+            }
+        }
+        _ => {}
     }
     Ok(())
 }

@@ -103,3 +103,84 @@ fn unsupported_ops_are_reported_all_at_once() {
     assert!(err.contains("2 op(s) fxhlo cannot lower"), "{err}");
     assert!(err.contains("aten.sin.default at node `n1`") && err.contains("aten.cos.default at node `n2`"), "{err}");
 }
+
+/// `while i < n: acc = acc + acc` then `sin(acc)` if `sum(acc) > 0.5` else `acc`: regions
+/// lowered to `stablehlo.while` (with a loop-invariant operand) and `stablehlo.case`.
+#[test]
+fn while_loop_and_cond_run_their_regions() {
+    let text = r#"graph @loops {
+  %x = input {kind = user_input} : f32[3]
+  %n = input {kind = user_input} : i64[]
+  %zero = full {value = 0} : i64[]
+  %loop = higher_order.while_loop %zero, %x, %n {cond = 0, body = 1} : (i64[], f32[3])
+  %s = aten.sum %loop#1 {dims = [], keepdim = false} : f32[]
+  %half = full {value = 0.5} : f32[]
+  %p = aten.gt %s, %half : bool[]
+  %c = higher_order.cond %p, %loop#1 {then_region = 2, else_region = 3} : f32[3]
+  return %c, %loop#0
+  region 0 {
+    %i = input {kind = user_input} : i64[]
+    %acc = input {kind = user_input} : f32[3]
+    %m = input {kind = user_input} : i64[]
+    %lt = aten.lt %i, %m : bool[]
+    return %lt
+  }
+  region 1 {
+    %i = input {kind = user_input} : i64[]
+    %acc = input {kind = user_input} : f32[3]
+    %m = input {kind = user_input} : i64[]
+    %one = full {value = 1} : i64[]
+    %next = aten.add %i, %one : i64[]
+    %twice = aten.add %acc, %acc : f32[3]
+    return %next, %twice
+  }
+  region 2 {
+    %a = input {kind = user_input} : f32[3]
+    %r = aten.sin %a : f32[3]
+    return %r
+  }
+  region 3 {
+    %a = input {kind = user_input} : f32[3]
+    return %a
+  }
+}
+"#;
+    let g = fxhlo_ir::parse(text).unwrap();
+    for (xv, n) in [([0.1f32, 0.05, -0.02], 3i64), ([0.1, -0.3, 0.1], 2), ([1.0, 2.0, 3.0], 0)] {
+        let scale = 2f32.powi(n as i32);
+        let acc: Vec<f32> = xv.iter().map(|v| v * scale).collect();
+        let want: Vec<f32> = if acc.iter().sum::<f32>() > 0.5 { acc.iter().map(|v| v.sin()).collect() } else { acc };
+        let out = run(&g, &[HostTensor::from_f32([3], &xv).unwrap(), HostTensor::from_i64(Vec::<i64>::new(), &[n]).unwrap()]);
+        assert!(max_abs_diff("while + cond", &out[0].to_f32_vec(), &want) <= 1e-6);
+        assert_eq!(out[1].to_vec::<i64>().unwrap(), vec![n], "iterations");
+    }
+}
+
+/// `rng_bit_generator`: the bits are a function of the state, a new state gives new bits, and
+/// the next state differs from the one given.
+#[test]
+fn random_bits_depend_only_on_the_state() {
+    let text = r#"graph @bits {
+  %state = input {kind = user_input} : i64[2]
+  %rng = fxhlo.rng_bit_generator %state {shape = [1000], dtype = i32} : (i64[2], i32[1000])
+  return %rng#0, %rng#1
+}
+"#;
+    let g = fxhlo_ir::parse(text).unwrap();
+    let draw = |key: i64, counter: i64| {
+        let out = run(&g, &[HostTensor::from_i64([2], &[key, counter]).unwrap()]);
+        (out[0].to_vec::<i64>().unwrap(), out[1].to_vec::<i32>().unwrap())
+    };
+    let (next, bits) = draw(42, 0);
+    assert_eq!(draw(42, 0), (next.clone(), bits.clone()), "the same state gives the same bits");
+    assert_ne!(next, vec![42, 0], "the state advances");
+    let (_, other) = draw(43, 0);
+    let same = bits.iter().zip(&other).filter(|(a, b)| a == b).count();
+    assert!(same < 5, "another key gives other bits ({same} of 1000 equal)");
+    // Uniform bits: each of the 32 bit positions set about half the time (1000 draws: within
+    // 6 standard deviations, 6 * sqrt(250) = 95, of 500).
+    for k in 0..32 {
+        let ones = bits.iter().filter(|b| (**b >> k) & 1 == 1).count();
+        assert!(ones.abs_diff(500) < 95, "bit {k} set {ones} times of 1000");
+    }
+}

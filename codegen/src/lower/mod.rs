@@ -3,6 +3,7 @@
 //!
 //! PyTorch's semantics win wherever StableHLO's defaults differ; each family's doc says how.
 
+pub mod control;
 pub mod creation;
 pub mod distance;
 pub mod elementwise;
@@ -57,6 +58,7 @@ pub fn lower<'c, 'a>(
         Op::Cholesky { upper } => linalg::cholesky(e, *upper, operands, results, loc),
         Op::Fft { kind, length } => one(spectral::fft(e, *kind, length, operands, first()?, loc)),
         Op::RngBitGenerator { .. } => random::rng_bit_generator(e, operands, results, loc),
+        Op::Cond { .. } | Op::While { .. } => Err(e.internal("control flow is lowered with its regions (lower::control)")),
         Op::TriangularSolve { upper, left, unit_diagonal } => {
             one(linalg::triangular_solve(e, *upper, *left, *unit_diagonal, operands, first()?, loc))
         }

@@ -34,6 +34,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     match op {
         // Embedding bag's bookkeeping results depend on the CPU code path; the trace says.
         Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } | Op::Unknown { .. } | Op::EmbeddingBag { .. } => Ok(None),
+        // Their types are their regions' (the verifier checks them against the regions).
+        Op::Cond { .. } | Op::While { .. } => Ok(None),
         Op::Unary(u) => {
             let x = x.ok_or("missing operand")?;
             let dtype = match u {
