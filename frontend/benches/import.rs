@@ -56,6 +56,7 @@ pub fn synth_trace(nodes: usize) -> Trace {
         }],
         nodes: Vec::with_capacity(nodes),
         outputs: Vec::new(),
+        subgraphs: Vec::new(),
     };
     let mut counts = std::collections::HashMap::<&str, usize>::new();
     let mut fresh = |base: &'static str| {

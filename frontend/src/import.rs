@@ -40,7 +40,7 @@ use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Sh
 use rustc_hash::FxBuildHasher;
 
 use crate::aten::{self, Mapped, Operand};
-use crate::schema::{ArgView, DimView, InputKindSpec, MetaView, NodeView, Trace, TraceView, FORMAT, SCHEMA_VERSION};
+use crate::schema::{ArgView, DimView, InputKindSpec, InputView, MetaView, NodeView, Span, Trace, TraceView, FORMAT, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// Builds and verifies the graph of `trace`; `path` names the file in errors.
@@ -57,17 +57,40 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
     if trace.version != SCHEMA_VERSION {
         return Err(Error::Version { path: path.into(), found: trace.version, supported: SCHEMA_VERSION });
     }
-    let n = trace.inputs.len() + trace.nodes.len();
+    let graph = import_graph(trace, path, trace.name, &trace.inputs, &trace.nodes, trace.outputs, 0)?;
+    // The checks above cover every invariant (module doc); debug builds make sure of it.
+    #[cfg(debug_assertions)]
+    fxhlo_ir::verify(&graph).map_err(|source| Error::Ir { path: path.into(), source })?;
+    Ok(graph)
+}
+
+/// How deeply control-flow subgraphs may nest (a trace whose subgraph runs itself would
+/// otherwise recurse until the stack overflows).
+const MAX_NESTING: usize = 32;
+
+/// The graph of one list of inputs, nodes and outputs of `trace`: the trace's own, or a
+/// subgraph's (`depth` levels of control flow down), with the subgraphs it runs as regions.
+fn import_graph<'a>(
+    trace: &'a TraceView<'a>,
+    path: &Path,
+    name: &str,
+    inputs: &'a [InputView<'a>],
+    nodes: &'a [NodeView<'a>],
+    outputs: Span,
+    depth: usize,
+) -> Result<Graph> {
+    let n = inputs.len() + nodes.len();
     let mut cx = Importer {
         view: trace,
         path,
-        graph: Graph::with_capacity(trace.name, n, 2 * trace.nodes.len()),
+        graph: Graph::with_capacity(name, n, 2 * nodes.len()),
         values: HashMap::with_capacity_and_hasher(n, FxBuildHasher),
         operands: Vec::new(),
         files: Vec::new(),
         last: None,
+        depth,
     };
-    for input in &trace.inputs {
+    for input in inputs {
         let ty = cx.tensor_type(input.name, &input.meta)?;
         let kind = match input.kind {
             InputKindSpec::UserInput => InputKind::UserInput,
@@ -78,30 +101,26 @@ pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
         let id = cx.graph.add_input(input.name, kind, input.weight.map(str::to_string), ty, None);
         cx.define(Cow::Borrowed(input.name), ValueRef::first(id))?;
     }
-    for node in &trace.nodes {
+    for node in nodes {
         cx.node(node)?;
     }
     let output_error = |message: String| Error::BadArgument {
         path: path.into(),
         node: "output".into(),
-        target: "output".into(),
+        target: if depth == 0 { "output".into() } else { format!("output of subgraph {name}") },
         message,
     };
-    let mut outputs = Vec::with_capacity(trace.outputs.len as usize);
-    for arg in trace.args(trace.outputs) {
+    let mut values = Vec::with_capacity(outputs.len as usize);
+    for arg in trace.args(outputs) {
         match arg {
-            ArgView::Tensor(name) => outputs.push(cx.value("output", name)?),
+            ArgView::Tensor(name) => values.push(cx.value("output", name)?),
             other => return Err(output_error(format!("graph outputs must be tensors, found a `{}` argument", other.kind()))),
         }
     }
-    if outputs.is_empty() {
+    if values.is_empty() {
         return Err(output_error("the graph has no outputs".into()));
     }
-    let ir = |source| Error::Ir { path: path.into(), source };
-    cx.graph.set_outputs(outputs).map_err(ir)?;
-    // The checks above cover every invariant (module doc); debug builds make sure of it.
-    #[cfg(debug_assertions)]
-    fxhlo_ir::verify(&cx.graph).map_err(ir)?;
+    cx.graph.set_outputs(values).map_err(|source| Error::Ir { path: path.into(), source })?;
     Ok(cx.graph)
 }
 
@@ -121,6 +140,8 @@ struct Importer<'a, 'p> {
     files: Vec<(&'a str, Arc<str>)>,
     /// The trace name defined last and its value.
     last: Option<(&'a str, ValueRef)>,
+    /// How many control-flow levels down this graph is (0: the trace's own).
+    depth: usize,
 }
 
 impl<'a> Importer<'a, '_> {
@@ -201,6 +222,9 @@ impl<'a> Importer<'a, '_> {
         if results.is_empty() {
             return Err(self.err(spec, "node has no result meta".into()));
         }
+        if matches!(spec.target, "higher_order.cond" | "higher_order.while_loop") {
+            return self.control_flow(spec, results);
+        }
         let mut operands = std::mem::take(&mut self.operands);
         operands.clear();
         let mapped = {
@@ -245,6 +269,57 @@ impl<'a> Importer<'a, '_> {
             .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.operands = operands;
         self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
+    }
+
+    /// `higher_order.cond(pred, then, else, operands)` or `higher_order.while_loop(cond, body,
+    /// carried, additional)`: the subgraphs become regions of the graph, checked against the
+    /// node's operands and results.
+    fn control_flow(&mut self, spec: &'a NodeView<'a>, results: Results) -> Result<()> {
+        let args = self.view.args(spec.args);
+        let subgraph = |i: usize| match args.get(i) {
+            Some(ArgView::Graph(name)) => Ok(*name),
+            _ => Err(self.err(spec, format!("argument {i} must be a subgraph (`{{\"graph\": name}}`)"))),
+        };
+        let tensors = |i: usize| -> Result<Vec<ValueRef>> {
+            match args.get(i) {
+                Some(ArgView::Tensors(span)) => {
+                    self.view.names(*span).iter().flatten().map(|n| self.value(spec.name, n)).collect()
+                }
+                _ => Err(self.err(spec, format!("argument {i} must be a list of tensors"))),
+            }
+        };
+        let (op, operands) = if spec.target == "higher_order.cond" {
+            let pred = match args.first() {
+                Some(ArgView::Tensor(name)) => self.value(spec.name, name)?,
+                _ => return Err(self.err(spec, "the predicate (argument 0) must be a tensor".into())),
+            };
+            let (then_graph, else_graph, rest) = (subgraph(1)?, subgraph(2)?, tensors(3)?);
+            let op = Op::Cond { then_region: self.region(spec, then_graph)?, else_region: self.region(spec, else_graph)? };
+            (op, std::iter::once(pred).chain(rest).collect::<Vec<_>>())
+        } else {
+            let (cond_graph, body_graph) = (subgraph(0)?, subgraph(1)?);
+            let mut operands = tensors(2)?;
+            operands.extend(tensors(3)?);
+            (Op::While { cond: self.region(spec, cond_graph)?, body: self.region(spec, body_graph)? }, operands)
+        };
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
+        let id = self
+            .graph
+            .add_node(spec.name, op, &operands, results, source)
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
+        fxhlo_ir::check_regions(&self.graph, id).map_err(|message| self.err(spec, message))?;
+        self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
+    }
+
+    /// Imports the subgraph `name` as a region of the graph; its index.
+    fn region(&mut self, spec: &NodeView, name: &str) -> Result<u32> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.err(spec, format!("control flow nested more than {MAX_NESTING} deep (does subgraph `{name}` run itself?)")));
+        }
+        let view = self.view;
+        let sub = view.subgraph(name).ok_or_else(|| self.err(spec, format!("the trace has no subgraph `{name}`")))?;
+        let region = import_graph(view, self.path, name, &sub.inputs, &sub.nodes, sub.outputs, self.depth + 1)?;
+        Ok(self.graph.add_region(region))
     }
 
     /// The shared name of a source file: the last one used, or an earlier one, or a new one.

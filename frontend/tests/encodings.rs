@@ -153,3 +153,82 @@ fn bincode_errors_name_the_part_and_the_byte() {
     trailing.extend_from_slice(&[0, 0]);
     assert_eq!(err(&trailing), format!("graph.bin: malformed bincode trace at byte {}: 2 trailing bytes after the trace", bin.len()));
 }
+
+/// A trace with control flow: `cond(x.sum() > 0, sin, neg)` whose branches are subgraphs.
+fn control_flow_trace() -> serde_json::Value {
+    let meta = |sizes: &[i64], dtype: &str| serde_json::json!({"dtype": dtype, "sizes": sizes, "strides": if sizes.is_empty() { vec![] } else { vec![1] }});
+    let branch = |name: &str, target: &str| {
+        serde_json::json!({
+            "name": name,
+            "inputs": [{"name": "a", "kind": "user_input", "meta": meta(&[3], "f32")}],
+            "nodes": [{"name": "r", "target": target, "args": [{"tensor": "a"}], "meta": [meta(&[3], "f32")]}],
+            "outputs": [{"tensor": "r"}],
+        })
+    };
+    serde_json::json!({
+        "format": "fxhlo-trace", "version": 1, "name": "gate",
+        "inputs": [{"name": "x", "kind": "user_input", "meta": meta(&[3], "f32")}],
+        "nodes": [
+            {"name": "s", "target": "aten.sum.default", "args": [{"tensor": "x"}], "meta": [meta(&[], "f32")]},
+            {"name": "p", "target": "aten.gt.Scalar", "args": [{"tensor": "s"}, {"int": 0}], "meta": [meta(&[], "bool")]},
+            {"name": "c", "target": "higher_order.cond",
+             "args": [{"tensor": "p"}, {"graph": "then"}, {"graph": "else"}, {"tensors": ["x"]}],
+             "meta": [meta(&[3], "f32")]},
+            {"name": "y", "target": "getitem", "args": [{"tensor": "c"}, {"int": 0}], "meta": [meta(&[3], "f32")]},
+        ],
+        "outputs": [{"tensor": "y"}],
+        "subgraphs": [branch("then", "aten.sin.default"), branch("else", "aten.neg.default")],
+    })
+}
+
+fn import_json(v: &serde_json::Value) -> Result<fxhlo_ir::Graph, String> {
+    let p = Path::new("graph.json");
+    let trace = parse_json(v.to_string().as_bytes(), p).map_err(|e| e.to_string())?;
+    fxhlo_frontend::import::import(&trace, p).map_err(|e| e.to_string())
+}
+
+#[test]
+fn control_flow_subgraphs_import_from_both_encodings() {
+    let v = control_flow_trace();
+    let p = Path::new("graph.json");
+    let trace = parse_json(v.to_string().as_bytes(), p).unwrap();
+    let owned = fxhlo_ir::print(&fxhlo_frontend::import::import(&trace, p).unwrap());
+    assert!(owned.contains("higher_order.cond %p, %x {then_region = 0, else_region = 1}"), "{owned}");
+    assert!(owned.contains("region 1 {") && owned.contains("aten.neg"), "{owned}");
+    let bin = to_bin(&trace);
+    assert_eq!(parse_bin(&bin, Path::new("graph.bin")).unwrap(), trace);
+    let view = fxhlo_frontend::parse_bin_view(&bin, Path::new("graph.bin")).unwrap();
+    assert_eq!(fxhlo_ir::print(&fxhlo_frontend::import::import_view(&view, p).unwrap()), owned);
+    assert_eq!(parse_json(to_json(&trace).as_bytes(), p).unwrap(), trace);
+}
+
+#[test]
+fn bad_control_flow_is_refused_naming_the_node() {
+    let mut v = control_flow_trace();
+    v["nodes"][2]["args"][2] = serde_json::json!({"graph": "missing"});
+    let err = import_json(&v).unwrap_err();
+    assert!(err.contains("`c`") && err.contains("no subgraph `missing`"), "{err}");
+
+    let mut v = control_flow_trace();
+    v["subgraphs"][1]["nodes"][0]["target"] = "aten.sum.default".into();
+    v["subgraphs"][1]["nodes"][0]["meta"] = serde_json::json!([{"dtype": "f32", "sizes": [], "strides": []}]);
+    let err = import_json(&v).unwrap_err();
+    assert!(err.contains("`c`") && err.contains("region 1 is (f32[3]) -> (f32[])"), "{err}");
+
+    // A subgraph that runs itself: refused at the nesting limit, not a stack overflow.
+    let mut v = control_flow_trace();
+    let mut selfish = v["subgraphs"][0].clone();
+    selfish["nodes"] = v["nodes"].clone();
+    selfish["nodes"][0]["args"][0] = serde_json::json!({"tensor": "a"});
+    selfish["nodes"][2]["args"][1] = serde_json::json!({"graph": "then"});
+    selfish["nodes"][2]["args"][3] = serde_json::json!({"tensors": ["a"]});
+    selfish["outputs"] = serde_json::json!([{"tensor": "y"}]);
+    v["subgraphs"][0] = selfish;
+    let err = import_json(&v).unwrap_err();
+    assert!(err.contains("nested more than 32 deep"), "{err}");
+
+    let mut v = control_flow_trace();
+    v["nodes"][2]["args"][1] = serde_json::json!({"tensor": "x"});
+    let err = import_json(&v).unwrap_err();
+    assert!(err.contains("argument 1 must be a subgraph"), "{err}");
+}

@@ -1292,9 +1292,10 @@ fn bin_prefix() -> Vec<u8> {
         inputs: vec![],
         nodes: vec![],
         outputs: vec![],
+        subgraphs: vec![],
     };
     let mut b = to_bin(&empty);
-    b.truncate(b.len() - 3); // the three empty lengths: inputs, nodes, outputs
+    b.truncate(b.len() - 4); // the four empty lengths: inputs, nodes, outputs, subgraphs
     b
 }
 

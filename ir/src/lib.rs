@@ -30,4 +30,4 @@ pub use op::{BinaryOp, CompareOp, FftKind, InputKind, Op, PadMode, ReduceOp, Sca
 pub use parse::parse;
 pub use print::{print, print_canonical};
 pub use types::{DType, Shape, TensorType, UnknownDType};
-pub use verify::verify;
+pub use verify::{check_regions, verify};

@@ -94,6 +94,14 @@ fn signature(region: &Graph) -> (Vec<&TensorType>, Vec<&TensorType>) {
     (inputs, outputs)
 }
 
+/// Invariant 9 for node `id` of `graph`: its regions exist and fit its operands and results
+/// (the message says how they do not). An importer checks each control-flow node with it.
+pub fn check_regions(graph: &Graph, id: crate::NodeId) -> std::result::Result<(), String> {
+    let operands = graph.operands(id);
+    let types: Vec<&TensorType> = operands.iter().filter_map(|v| graph.value_type(*v)).collect();
+    regions_fit(graph, graph.node(id), &types)
+}
+
 /// Invariant 9 for one node (`operands`: its operand types).
 fn regions_fit(graph: &Graph, node: &Node, operands: &[&TensorType]) -> std::result::Result<(), String> {
     let region = |i: u32| graph.regions().get(i as usize).ok_or_else(|| format!("region {i} does not exist"));

@@ -477,7 +477,8 @@ def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, in
     cap = _export.Capture(gm, inputs, None)
     trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
     text = _export.to_json(trace).encode()
-    constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes if n.op == "get_attr"]
+    constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes
+                 if n.op == "get_attr" and "fxhlo_subgraph" not in n.meta]
     frozen = _frozen(trace, inputs, constants) if freeze else None
     dump = None if opts.dump is None else str(opts.dump)
     if opts.ahead_of_time:

@@ -222,6 +222,8 @@ def _arg(a, node: torch.fx.Node, position=None):
     """One argument, externally tagged (see docs/trace-format.md)."""
     where = f"{_describe_node(node)} argument {position}"
     if isinstance(a, torch.fx.Node):
+        if "fxhlo_subgraph" in a.meta:
+            return {"graph": a.meta["fxhlo_subgraph"]}
         val = a.meta.get("val")
         if a.op != "get_attr" and not isinstance(val, (torch.Tensor, list, tuple)):
             raise ExportError(f"{where} is {a.name}, a symbolic value ({val!r}): fxhlo specializes shapes")
@@ -252,6 +254,8 @@ def _arg(a, node: torch.fx.Node, position=None):
     if isinstance(a, (list, tuple)):
         items = list(a)
         if not items:
+            if isinstance(node.target, torch._ops.HigherOrderOperator):
+                return {"tensors": []}  # the operands of a control-flow op
             declared = _schema_type(node, position)
             if "Optional[Tensor]" in declared:
                 return {"optional_tensors": []}
@@ -304,12 +308,57 @@ def _source(node: torch.fx.Node, root: Path):
     return None
 
 
+# Higher-order ops a trace holds, with their subgraphs (``{"graph": name}`` arguments).
+_CONTROL_FLOW = {"cond", "while_loop"}
+
+
 def _target(node: torch.fx.Node) -> str:
     if node.target is operator.getitem:
         return "getitem"
     if isinstance(node.target, torch._ops.OpOverload):
         return str(node.target)  # e.g. "aten.addmm.default"
+    if isinstance(node.target, torch._ops.HigherOrderOperator) and node.target.name() in _CONTROL_FLOW:
+        return f"higher_order.{node.target.name()}"
     raise ExportError(f"node {node.name} calls {node.target!r}, which is not an ATen operator")
+
+
+def _subgraph_module(node: torch.fx.Node):
+    """The GraphModule a ``get_attr`` node fetches (a control-flow branch or body), or None."""
+    if node.op != "get_attr":
+        return None
+    value = operator.attrgetter(node.target)(node.graph.owning_module)
+    return value if isinstance(value, torch.fx.GraphModule) else None
+
+
+def _subgraphs(gm: torch.fx.GraphModule, prefix: str, root: Path, out: list) -> None:
+    """Appends to ``out`` the subgraph of every ``get_attr`` of a GraphModule in ``gm`` (nested
+    ones too), each named ``prefix + target`` and marked on its node (``meta["fxhlo_subgraph"]``)
+    for the arguments that refer to it."""
+    for node in gm.graph.nodes:
+        sub = _subgraph_module(node)
+        if sub is None:
+            continue
+        name = prefix + node.target
+        node.meta["fxhlo_subgraph"] = name
+        _subgraphs(sub, name + "/", root, out)
+        inputs, nodes, outputs = [], [], []
+        producers = {}
+        for n in sub.graph.nodes:
+            if n.op == "placeholder":
+                inputs.append({"name": n.name, "kind": "user_input", "meta": _meta(n.meta["val"], f"input {n.name} of subgraph {name}")})
+            elif n.op == "call_function":
+                spec = node_spec(n, producers)
+                src = _source(n, root)
+                if src:
+                    spec["source"] = src
+                nodes.append(spec)
+            elif n.op == "output":
+                outs = n.args[0] if isinstance(n.args[0], (tuple, list)) else (n.args[0],)
+                outputs.extend(_arg(o, n, i) for i, o in enumerate(outs))
+            elif _subgraph_module(n) is None:
+                raise ExportError(f"subgraph {name}: FX node {n.name} ({n.op}) cannot be traced: a control-flow "
+                                  "branch or body takes tensors only as its operands")
+        out.append({"name": name, "inputs": inputs, "nodes": nodes, "outputs": outputs})
 
 
 # Ops tagged nondeterministic_seeded that are deterministic with these arguments (dropout
@@ -432,6 +481,8 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
             spec["weight"] = inp.key if inp.key is not None else CONSTANT_PREFIX + node.name
             add_weight(spec["weight"], inp.value, what)
         inputs.append(spec)
+    subgraphs = []
+    _subgraphs(gm, "", root, subgraphs)
     producers = {}
     for node in gm.graph.nodes:
         if node.op == "call_function":
@@ -440,6 +491,8 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
             if src:
                 spec["source"] = src
             nodes.append(spec)
+        elif node.op == "get_attr" and "fxhlo_subgraph" in node.meta:
+            continue  # written among the subgraphs
         elif node.op == "get_attr":
             # A tensor constant created in forward (torch.tensor(...)), lifted into the graph
             # module: it becomes a constant input after the placeholders.
@@ -474,6 +527,8 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
         "nodes": nodes,
         "outputs": outputs,
     }
+    if subgraphs:
+        trace["subgraphs"] = subgraphs
     return trace, weights
 
 

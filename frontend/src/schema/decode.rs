@@ -22,7 +22,7 @@
 //! same code with `Reader<_, true>`, whose [`Reader::within`] records the parts on the way out
 //! (tracking in the first pass made a successful decode nearly twice as slow).
 
-use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
+use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, SubgraphView, TraceView};
 use super::InputKindSpec;
 
 /// A decoding failure. What was wrong is kept by the reader ([`Reader::why`], [`Reader::trail`])
@@ -253,10 +253,33 @@ fn decode<'a, const TR: bool>(r: &mut Reader<'a, TR>) -> DecodeResult<(TraceView
     v.pools.dims.reserve(b / 24);
     v.pools.ints.reserve(b / 48);
     v.decomposition_table = r.within(ctx("the decomposition table"), |r| r.option(Reader::str))?;
-    // Reserved at an input per 24 bytes left and a node per 32 at most: real ones take more
-    // (a name, a target, a meta), and a corrupt length reserves under three times the body.
+    v.inputs = input_list(r, &mut v)?;
+    v.nodes = node_list(r, &mut v)?;
+    v.outputs = args(r, &mut v, "graph output")?;
+    let n = r.within(ctx("the number of subgraphs"), Reader::len)?;
+    r.items(n, |r, i| {
+        let name = r.within(|| format!("the name of subgraph {i}"), Reader::str)?;
+        let g = r.within(
+            || format!("subgraph {i} `{name}`"),
+            |r| {
+                let inputs = input_list(r, &mut v)?;
+                let nodes = node_list(r, &mut v)?;
+                let outputs = args(r, &mut v, "output")?;
+                Ok(SubgraphView { name, inputs, nodes, outputs })
+            },
+        )?;
+        v.subgraphs.push(g);
+        Ok(())
+    })?;
+    Ok((v, r.pos))
+}
+
+/// A list of inputs (of the trace or of a subgraph).
+fn input_list<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<Vec<InputView<'a>>> {
+    // Reserved at an input per 24 bytes left at most: real ones take more (a name, a meta),
+    // and a corrupt length reserves under three times the body.
     let n = r.within(ctx("the number of inputs"), Reader::len)?;
-    v.inputs.reserve(r.room(n, 24));
+    let mut inputs = Vec::with_capacity(r.room(n, 24));
     r.items(n, |r, i| {
         let name = r.within(|| format!("the name of input {i}"), Reader::str)?;
         let input = r.within(
@@ -264,22 +287,26 @@ fn decode<'a, const TR: bool>(r: &mut Reader<'a, TR>) -> DecodeResult<(TraceView
             |r| {
                 let kind = r.within(ctx("the kind"), input_kind)?;
                 let weight = r.within(ctx("the weight name"), |r| r.option(Reader::str))?;
-                let meta = r.within(ctx("the meta"), |r| meta(r, &mut v))?;
+                let meta = r.within(ctx("the meta"), |r| meta(r, v))?;
                 Ok(InputView { name, kind, weight, meta })
             },
         )?;
-        v.inputs.push(input);
+        inputs.push(input);
         Ok(())
     })?;
+    Ok(inputs)
+}
+
+/// A list of nodes (of the trace or of a subgraph), reserved at a node per 32 bytes left at most.
+fn node_list<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<Vec<NodeView<'a>>> {
     let n = r.within(ctx("the number of nodes"), Reader::len)?;
-    v.nodes.reserve(r.room(n, 32));
+    let mut nodes = Vec::with_capacity(r.room(n, 32));
     r.items(n, |r, i| {
-        let node = node(r, &mut v, i)?;
-        v.nodes.push(node);
+        let node = node(r, v, i)?;
+        nodes.push(node);
         Ok(())
     })?;
-    v.outputs = args(r, &mut v, "graph output")?;
-    Ok((v, r.pos))
+    Ok(nodes)
 }
 
 fn input_kind<const TR: bool>(r: &mut Reader<'_, TR>) -> DecodeResult<InputKindSpec> {
@@ -402,6 +429,7 @@ fn arg<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> Dec
         11 => ArgView::Device(r.str()?),
         12 => ArgView::MemoryFormat(r.str()?),
         13 => ArgView::None,
+        14 => ArgView::Graph(r.str()?),
         _ => return r.fail("invalid argument variant"),
     })
 }

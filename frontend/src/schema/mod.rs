@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use scalars::{Dim, F64};
-pub use view::{ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, TraceView};
+pub use view::{ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, SubgraphView, TraceView};
 
 /// The `format` field every trace carries.
 pub const FORMAT: &str = "fxhlo-trace";
@@ -39,6 +39,24 @@ pub struct Trace {
     /// Nodes in FX order (every argument refers to an input or an earlier node).
     pub nodes: Vec<NodeSpec>,
     /// The values the graph returns, in order.
+    pub outputs: Vec<Arg>,
+    /// The graphs its control-flow nodes run (`higher_order.cond`'s branches,
+    /// `higher_order.while_loop`'s condition and body), named by `{"graph": name}` arguments.
+    /// Absent in JSON when there are none.
+    #[serde(default)]
+    pub subgraphs: Vec<SubgraphSpec>,
+}
+
+/// A graph run by a control-flow node: FX's sub-`GraphModule` of `torch.cond` or
+/// `torch.while_loop`. Its inputs are its arguments (kind `user_input`, no weight); its nodes
+/// refer to its own inputs and nodes only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubgraphSpec {
+    /// Unique among the trace's subgraphs.
+    pub name: String,
+    pub inputs: Vec<InputSpec>,
+    pub nodes: Vec<NodeSpec>,
     pub outputs: Vec<Arg>,
 }
 
@@ -134,4 +152,6 @@ pub enum Arg {
     /// A `torch.memory_format`, e.g. `contiguous_format`.
     MemoryFormat(String),
     None,
+    /// A subgraph of the trace, by name (the branches and bodies of control-flow nodes).
+    Graph(String),
 }

@@ -34,7 +34,17 @@ pub struct TraceView<'a> {
     pub nodes: Vec<NodeView<'a>>,
     /// A span of the argument pool.
     pub outputs: Span,
+    pub subgraphs: Vec<SubgraphView<'a>>,
     pub(crate) pools: Pools<'a>,
+}
+
+/// One subgraph ([`super::SubgraphSpec`]), borrowed; its lists share the trace's pools.
+#[derive(Clone, Debug, Default)]
+pub struct SubgraphView<'a> {
+    pub name: &'a str,
+    pub inputs: Vec<InputView<'a>>,
+    pub nodes: Vec<NodeView<'a>>,
+    pub outputs: Span,
 }
 
 /// The flat storage behind every [`Span`] of one view.
@@ -111,6 +121,7 @@ pub enum ArgView<'a> {
     Device(&'a str),
     MemoryFormat(&'a str),
     None,
+    Graph(&'a str),
 }
 
 impl ArgView<'_> {
@@ -131,6 +142,7 @@ impl ArgView<'_> {
             ArgView::Device(_) => "device",
             ArgView::MemoryFormat(_) => "memory_format",
             ArgView::None => "none",
+            ArgView::Graph(_) => "graph",
         }
     }
 }
@@ -170,30 +182,20 @@ impl<'a> TraceView<'a> {
             decomposition_table: t.decomposition_table.as_deref(),
             ..Default::default()
         };
-        let p = &mut v.pools;
-        for i in &t.inputs {
-            let meta = p.meta(&i.meta);
-            v.inputs.push(InputView { name: &i.name, kind: i.kind, weight: i.weight.as_deref(), meta });
+        v.inputs = v.pools.inputs(&t.inputs);
+        v.nodes = v.pools.nodes(&t.nodes);
+        v.outputs = v.pools.push_args(t.outputs.iter());
+        for g in &t.subgraphs {
+            let (inputs, nodes) = (v.pools.inputs(&g.inputs), v.pools.nodes(&g.nodes));
+            let outputs = v.pools.push_args(g.outputs.iter());
+            v.subgraphs.push(SubgraphView { name: &g.name, inputs, nodes, outputs });
         }
-        for n in &t.nodes {
-            let args = p.push_args(n.args.iter());
-            let start = p.kwargs.len();
-            for (k, a) in &n.kwargs {
-                let a = p.arg(a);
-                p.kwargs.push((k, a));
-            }
-            let kwargs = span(start, p.kwargs.len());
-            let start = p.metas.len();
-            for m in &n.meta {
-                let m = m.as_ref().map(|m| p.meta(m));
-                p.metas.push(m);
-            }
-            let meta = span(start, p.metas.len());
-            let source = n.source.as_ref().map(|s| SourceView { file: &s.file, line: s.line });
-            v.nodes.push(NodeView { name: &n.name, target: &n.target, args, kwargs, meta, source });
-        }
-        v.outputs = p.push_args(t.outputs.iter());
         v
+    }
+
+    /// The subgraph named `name`.
+    pub fn subgraph(&self, name: &str) -> Option<&SubgraphView<'a>> {
+        self.subgraphs.iter().find(|g| g.name == name)
     }
 }
 
@@ -203,6 +205,35 @@ pub(crate) fn span(start: usize, end: usize) -> Span {
 }
 
 impl<'a> Pools<'a> {
+    fn inputs(&mut self, inputs: &'a [super::InputSpec]) -> Vec<InputView<'a>> {
+        inputs
+            .iter()
+            .map(|i| InputView { name: &i.name, kind: i.kind, weight: i.weight.as_deref(), meta: self.meta(&i.meta) })
+            .collect()
+    }
+
+    fn nodes(&mut self, nodes: &'a [super::NodeSpec]) -> Vec<NodeView<'a>> {
+        let mut out = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            let args = self.push_args(n.args.iter());
+            let start = self.kwargs.len();
+            for (k, a) in &n.kwargs {
+                let a = self.arg(a);
+                self.kwargs.push((k, a));
+            }
+            let kwargs = span(start, self.kwargs.len());
+            let start = self.metas.len();
+            for m in &n.meta {
+                let m = m.as_ref().map(|m| self.meta(m));
+                self.metas.push(m);
+            }
+            let meta = span(start, self.metas.len());
+            let source = n.source.as_ref().map(|s| SourceView { file: &s.file, line: s.line });
+            out.push(NodeView { name: &n.name, target: &n.target, args, kwargs, meta, source });
+        }
+        out
+    }
+
     fn push_args(&mut self, args: impl Iterator<Item = &'a Arg>) -> Span {
         let start = self.args.len();
         for a in args {
@@ -244,6 +275,7 @@ impl<'a> Pools<'a> {
             Arg::Device(s) => ArgView::Device(s),
             Arg::MemoryFormat(s) => ArgView::MemoryFormat(s),
             Arg::None => ArgView::None,
+            Arg::Graph(s) => ArgView::Graph(s),
         }
     }
 }
