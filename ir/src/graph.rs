@@ -194,6 +194,55 @@ impl Graph {
         slots
     }
 
+    /// The uses of `v`: each consumer node and the operand slot `v` fills there (a node that
+    /// uses `v` twice appears twice). Graph outputs are not uses; see [`Graph::outputs`].
+    pub fn users(&self, v: ValueRef) -> Vec<(NodeId, u32)> {
+        let mut uses: Vec<(NodeId, u32)> = self
+            .g
+            .edges_directed(v.node, Direction::Outgoing)
+            .filter(|e| e.weight().result == v.result)
+            .map(|e| (e.target(), e.weight().operand))
+            .collect();
+        uses.sort_unstable();
+        uses
+    }
+
+    /// Whether any node or graph output reads a result of `id`.
+    pub fn has_uses(&self, id: NodeId) -> bool {
+        self.g.edges_directed(id, Direction::Outgoing).next().is_some() || self.outputs.iter().any(|v| v.node == id)
+    }
+
+    /// Makes every use of `old` (operands and graph outputs) read `new` instead. `new` must
+    /// exist and must not depend on a user of `old` (that would make a cycle, which the
+    /// verifier reports).
+    pub fn replace_all_uses(&mut self, old: ValueRef, new: ValueRef) -> Result<()> {
+        self.check_value(new)?;
+        let edges: Vec<_> = self
+            .g
+            .edges_directed(old.node, Direction::Outgoing)
+            .filter(|e| e.weight().result == old.result)
+            .map(|e| (e.id(), e.target(), e.weight().operand))
+            .collect();
+        for (edge, target, operand) in edges {
+            self.g.remove_edge(edge);
+            self.g.add_edge(new.node, target, Use { operand, result: new.result });
+        }
+        for out in self.outputs.iter_mut().filter(|v| **v == old) {
+            *out = new;
+        }
+        Ok(())
+    }
+
+    /// Removes node `id`, which nothing may use any more (inputs are never removed: they are
+    /// the executable's signature). Returns the removed node.
+    pub fn remove_node(&mut self, id: NodeId) -> Result<Node> {
+        let node = self.g.node_weight(id).ok_or(Error::DanglingOutput)?;
+        if self.has_uses(id) || self.inputs.contains(&id) {
+            return Err(Error::Verify { node: node.name.to_string(), message: "removed while still used (or an input)".into() });
+        }
+        self.g.remove_node(id).ok_or(Error::DanglingOutput)
+    }
+
     /// Adds a region (the branch of an `Op::Cond`, the condition or body of an `Op::While`)
     /// and returns its index, which the op names.
     pub fn add_region(&mut self, region: Graph) -> u32 {

@@ -5,12 +5,16 @@
 //! timing, logging (and, in later issues, dumps and bisection).
 
 mod check_indices;
+mod dce;
+mod depthwise_conv_taps;
 mod manager;
 mod registry;
 
 pub use check_indices::{check_name, checked_node, CheckIndices};
+pub use dce::Dce;
+pub use depthwise_conv_taps::DepthwiseConvTaps;
 pub use manager::{PassManager, PassRun};
-pub use registry::{default_pipeline, lookup, Pass, PASSES};
+pub use registry::{default_pipeline, lookup, pipeline, Pass, MAX_OPT_LEVEL, PASSES};
 
 /// A pass error.
 #[derive(Debug, thiserror::Error)]

@@ -14,12 +14,31 @@ pub trait Pass: Sync {
 }
 
 /// Every registered pass.
-pub static PASSES: &[&dyn Pass] = &[&crate::CheckIndices];
+pub static PASSES: &[&dyn Pass] = &[&crate::CheckIndices, &crate::Dce, &crate::DepthwiseConvTaps];
 
-/// The default pipeline, in order. Empty for now; each entry will carry a comment saying why
-/// it sits where it does.
+/// The highest optimization level (`-O1`).
+pub const MAX_OPT_LEVEL: u8 = 1;
+
+/// The pipeline at `opt_level` for a target (`cpu`: the PJRT CPU plugin), in order. `-O0` runs
+/// none of fxhlo's passes (XLA alone optimizes), so an ablation shows what each is worth.
+pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
+    let mut passes: Vec<&'static dyn Pass> = Vec::new();
+    if opt_level == 0 {
+        return passes;
+    }
+    // First: nothing later should rewrite or count what no output reads.
+    passes.push(&crate::Dce);
+    if cpu {
+        // XLA's CPU backend runs grouped convolutions as a slow generic loop; other targets
+        // have fast ones (see the pass's doc).
+        passes.push(&crate::DepthwiseConvTaps);
+    }
+    passes
+}
+
+/// The default pipeline: `-O1` for the CPU plugin.
 pub fn default_pipeline() -> Vec<&'static dyn Pass> {
-    Vec::new()
+    pipeline(MAX_OPT_LEVEL, true)
 }
 
 /// The pass named `name`, or an error listing the valid names.

@@ -60,6 +60,9 @@ OPTIONS = {
     "check_indices": "True to raise IndexError when an index of embedding, indexing, gather, "
                      "index_select or scatter is out of range (default False: the device clamps it "
                      "to the nearest valid index, as XLA does on every device; see docs/ops.md).",
+    "opt_level": "0 to run none of fxhlo's graph passes (XLA alone optimizes: the ablation "
+                 "baseline), 1 (default) to run the pipeline for the device (on the CPU plugin it "
+                 "rewrites depthwise convolutions, which XLA's CPU backend runs slowly).",
     "fallback": "what to do with a graph fxhlo cannot compile: \"error\" (default) raises with "
                 "every unsupported op; \"eager\" runs the ops fxhlo cannot compile (unsupported, "
                 "random) in eager PyTorch and compiles the parts of the graph between them, each "
@@ -79,6 +82,7 @@ class BackendOptions:
     dump: Path | None = None
     fallback: str = "error"
     check_indices: bool = False
+    opt_level: int = 1
 
     @property
     def ahead_of_time(self) -> bool:
@@ -91,7 +95,7 @@ class BackendOptions:
         themselves, ``dump`` and ``fallback`` never reach the compiler."""
         import json
 
-        return json.dumps({"device": self.device, "check_indices": self.check_indices})
+        return json.dumps({"device": self.device, "check_indices": self.check_indices, "opt_level": self.opt_level})
 
     @classmethod
     def parse(cls, options) -> BackendOptions:
@@ -121,7 +125,10 @@ class BackendOptions:
         check_indices = options.get("check_indices", False)
         if not isinstance(check_indices, bool):
             raise OptionsError(f"fxhlo option check_indices={check_indices!r}: must be True or False")
-        return cls(device, freeze, Path(dump) if dump is not None else None, fallback, check_indices)
+        opt_level = options.get("opt_level", 1)
+        if opt_level not in (0, 1) or isinstance(opt_level, bool):
+            raise OptionsError(f"fxhlo option opt_level={opt_level!r}: valid levels are 0 and 1")
+        return cls(device, freeze, Path(dump) if dump is not None else None, fallback, check_indices, opt_level)
 
 
 # ---- inputs ---------------------------------------------------------------------------------

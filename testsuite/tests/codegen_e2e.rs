@@ -184,3 +184,38 @@ fn random_bits_depend_only_on_the_state() {
         assert!(ones.abs_diff(500) < 95, "bit {k} set {ones} times of 1000");
     }
 }
+
+/// `depthwise-conv-taps` (the CPU pipeline at -O1) computes what the convolution (-O0)
+/// computes, for the pass's test files: padding, bias, stride, dilation, bfloat16.
+#[test]
+fn depthwise_taps_match_the_convolution() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes/depthwise-conv-taps");
+    let (o0, o1) = (crate::support::cpu_at(0), crate::support::cpu());
+    for name in ["depthwise_3x3.gir", "strided_bf16.gir"] {
+        let g = fxhlo_ir::parse(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        // Deterministic inputs in [-1, 1): a linear congruential sequence per input.
+        let args: Vec<HostTensor> = g
+            .inputs()
+            .iter()
+            .enumerate()
+            .map(|(k, &id)| {
+                let t = &g.node(id).results[0];
+                let mut state = 12345u64 + k as u64;
+                let values: Vec<f32> = (0..t.num_elements())
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                    })
+                    .collect();
+                match t.dtype {
+                    DType::BF16 => HostTensor::from_bf16(t.shape.to_vec(), &values.iter().map(|v| half::bf16::from_f32(*v)).collect::<Vec<_>>()).unwrap(),
+                    _ => HostTensor::from_f32(t.shape.to_vec(), &values).unwrap(),
+                }
+            })
+            .collect();
+        let run_at = |s: &fxhlo::Session| s.compile(&g).unwrap().run(s, &args).unwrap()[0].to_f32_vec();
+        let (conv, taps) = (run_at(&o0), run_at(&o1));
+        let tol = if name.contains("bf16") { 2e-2 } else { 1e-5 };
+        assert!(max_abs_diff(name, &taps, &conv) <= tol, "{name}");
+    }
+}

@@ -7,22 +7,26 @@ use std::fs;
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::HostTensor;
 
-use crate::support::cpu;
+use crate::support::{cpu, cpu_at};
 
-/// Every bundled model fixture compiles on the CPU plugin and matches its PyTorch reference.
+/// Every bundled model fixture compiles on the CPU plugin and matches its PyTorch reference, at
+/// `-O0` (XLA alone) and at the default `-O1`.
 #[test]
 fn every_fixture_matches_pytorch() {
-    let session = cpu();
+    let sessions = [cpu_at(0), cpu()];
     let mut names = Vec::new();
     let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     for dir in entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "fxt")) {
         let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
-        let compiled = session.compile(&bundle.graph).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let outputs = compiled.run_bundle(&session, &bundle).unwrap();
-        let report = fxhlo::check(&outputs, &bundle).unwrap();
-        println!("{}: {report}", bundle.graph.name);
-        assert!(report.passed(), "{}: {report}", dir.display());
+        for session in &sessions {
+            let level = session.options().opt_level;
+            let compiled = session.compile(&bundle.graph).unwrap_or_else(|e| panic!("{} -O{level}: {e}", dir.display()));
+            let outputs = compiled.run_bundle(session, &bundle).unwrap();
+            let report = fxhlo::check(&outputs, &bundle).unwrap();
+            println!("{} -O{level}: {report}", bundle.graph.name);
+            assert!(report.passed(), "{} -O{level}: {report}", dir.display());
+        }
         names.push(bundle.graph.name.clone());
     }
     for required in ["mlp", "cnn", "resnet_block", "transformer_encoder", "gpt_block", "unet_block"] {

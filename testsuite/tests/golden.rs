@@ -62,3 +62,27 @@ fn invalid_ir_files_are_rejected() {
     });
     assert!(count >= 5);
 }
+
+/// `filetests/passes/<pass>/*.gir`: each file is a graph before the pass named by its folder;
+/// the graph after it is snapshotted (a changed rewrite shows as a diff; `INSTA_UPDATE=always`
+/// accepts it), parses back, and a second run of the pass changes nothing.
+#[test]
+fn pass_files_rewrite_as_snapshotted() {
+    let mut count = 0;
+    insta::glob!("..", "filetests/passes/*/*.gir", |path| {
+        let pass_name = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap();
+        let pass = fxhlo::passes::lookup(pass_name).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text = fs::read_to_string(path).unwrap();
+        let mut g = fxhlo::ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let before = fxhlo::ir::print(&g);
+        let changed = fxhlo::passes::PassManager::new(vec![pass]).run(&mut g).unwrap()[0].changed;
+        let after = fxhlo::ir::print(&g);
+        assert_eq!(changed, after != before, "{}: the pass's `changed` is wrong", path.display());
+        insta::assert_snapshot!(after);
+        fxhlo::ir::parse(&after).unwrap_or_else(|e| panic!("{}: the output does not parse: {e}", path.display()));
+        let again = fxhlo::passes::PassManager::new(vec![pass]).run(&mut g).unwrap()[0].changed;
+        assert!(!again && fxhlo::ir::print(&g) == after, "{}: a second run changed the graph", path.display());
+        count += 1;
+    });
+    assert!(count >= 4, "only {count} pass files");
+}

@@ -9,6 +9,11 @@ pub fn cpu() -> Session {
     Session::new(Options::default()).expect("CPU PJRT client (run scripts/setup.sh first)")
 }
 
+/// A session on the CPU plugin at optimization level `opt_level`.
+pub fn cpu_at(opt_level: u8) -> Session {
+    Session::new(Options { opt_level, ..Options::default() }).expect("CPU PJRT client (run scripts/setup.sh first)")
+}
+
 /// Builds graphs node by node with inferred result types.
 pub struct Builder {
     pub g: Graph,

@@ -1,0 +1,66 @@
+"""fxhlo's graph passes from PyTorch: ``options={"opt_level": 0}`` runs none (XLA alone), the
+default ``1`` the pipeline for the device. On the CPU plugin that rewrites depthwise
+convolutions as sums of taps (``depthwise-conv-taps``); both levels must match eager."""
+
+import re
+
+import pytest
+import torch
+
+import fxhlo
+
+
+def compile_at(model, level):
+    torch._dynamo.reset()
+    return torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False, options={"opt_level": level})
+
+
+def grouped_convolutions(mlir: str) -> int:
+    return len([g for g in re.findall(r"feature_group_count = (\d+)", mlir) if int(g) > 1])
+
+
+def test_mobilenet_matches_eager_at_both_levels_and_o1_has_no_grouped_convolution():
+    torchvision = pytest.importorskip("torchvision", reason="scripts/setup.sh installs torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v3_small().eval()
+    x = torch.randn(1, 3, 96, 96)
+    with torch.no_grad():
+        want = model(x)
+        for level in (0, 1):
+            before = len(fxhlo.compiled_graphs())
+            got = compile_at(model, level)(x)
+            err = (got - want).abs().max().item()
+            print(f"mobilenet_v3_small -O{level}: max abs err {err:.2e} (outputs up to {want.abs().max():.2e})")
+            # Random weights give logits near 1e-9: compare relative to their size.
+            assert err <= 1e-4 * want.abs().max().item()
+            (graph,) = fxhlo.compiled_graphs()[before:]
+            grouped = grouped_convolutions(graph.executable.mlir)
+            print(f"  grouped convolutions in the module: {grouped}")
+            assert (grouped > 0) if level == 0 else (grouped == 0)
+
+
+def test_depthwise_layers_match_eager_in_every_form():
+    torch.manual_seed(1)
+    layers = [
+        torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
+        torch.nn.Conv2d(8, 8, 5, stride=2, padding=2, groups=8, bias=False),
+        torch.nn.Conv2d(8, 8, 3, dilation=2, padding=2, groups=8),
+        torch.nn.Conv2d(8, 8, 7, padding=3, groups=8),
+        torch.nn.Conv2d(8, 16, 3, padding=1, groups=8),  # channel multiplier 2: left as a convolution
+    ]
+    x = torch.randn(2, 8, 13, 11)
+    with torch.no_grad():
+        for layer in layers:
+            for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+                m, xi = layer.to(dtype).eval(), x.to(dtype)
+                want = m(xi)
+                got = compile_at(m, 1)(xi)
+                err = (got.float() - want.float()).abs().max().item()
+                print(f"{layer} {dtype}: max abs err {err:.2e}")
+                assert got.dtype == want.dtype and got.shape == want.shape
+                torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
+
+
+def test_opt_level_is_checked():
+    with pytest.raises(Exception, match="opt_level=2.*valid levels are 0 and 1"):
+        compile_at(torch.nn.Linear(2, 2), 2)(torch.randn(1, 2))
