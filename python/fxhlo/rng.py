@@ -6,7 +6,9 @@ op, ``fxhlo::random_bits(size, dtype)``. Before a graph is compiled, :func:`thre
 gives it one more input, a generator state (``int64[2]``), and replaces each ``random_bits`` by
 ``fxhlo::rng_bit_generator(state, size, dtype)``, which returns the next state and the bits and
 becomes ``stablehlo.rng_bit_generator`` (three-fry); the states chain through the graph in
-order, so no two random ops of a graph draw the same bits. The compiled graph's caller
+order, so no two random ops of a graph draw the same bits. Draws inside ``while_loop`` bodies
+and ``cond`` branches (rejection samplers are loops) get the state as one more carried value or
+operand, which the subgraph returns advanced. The compiled graph's caller
 (:class:`Seeded`) passes a fresh state on every call, drawn from PyTorch's default CPU
 generator: two calls differ, and ``torch.manual_seed`` makes a run repeatable. fxhlo matches
 eager PyTorch's distributions, not its bit stream (as Inductor and torch_xla do).
@@ -94,21 +96,77 @@ def thread_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule | None:
     """A copy of ``gm`` with a last placeholder, :data:`STATE_NAME`, and its ``random_bits``
     calls replaced by ``rng_bit_generator`` calls chained from it, in graph order; None when
     ``gm`` draws no random numbers. ``gm`` itself is left as it is: if the copy does not
-    compile, ``fallback="eager"`` runs ``gm``."""
-    if not any(n.op == "call_function" and n.target is RANDOM_BITS for n in gm.graph.nodes):
+    compile, ``fallback="eager"`` runs ``gm``.
+
+    Draws inside control flow are threaded too (:func:`_thread_while`, :func:`_thread_cond`):
+    the state enters a ``while_loop`` as one more carried value (each iteration draws new bits)
+    and a ``cond`` as one more operand that each branch returns. Draws in a loop's condition
+    are not threaded (its state could not leave it): the export refuses them."""
+    calls = _draw_vals(gm)
+    if not calls:
         return None
     gm = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
     graph = gm.graph
-    calls = [n for n in graph.nodes if n.op == "call_function" and n.target is RANDOM_BITS]
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     anchor = graph.inserting_after(placeholders[-1]) if placeholders else graph.inserting_before(next(iter(graph.nodes)))
     with anchor:
         state = graph.placeholder(STATE_NAME)
-    fake_mode = torch._guards.detect_fake_mode([n.meta.get("val") for n in calls])
+    fake_mode = torch._guards.detect_fake_mode(calls)
     with fake_mode if fake_mode is not None else contextlib.nullcontext():
         state_val = torch.empty(2, dtype=torch.int64)
     state.meta["val"] = state_val
-    for call in calls:
+    state = _thread(gm, state, state_val)
+    if state.op != "placeholder" and not state.users:
+        graph.erase_node(state)  # the last state: nothing draws after it
+    graph.lint()
+    gm.recompile()
+    return gm
+
+
+_WHILE_LOOP = torch.ops.higher_order.while_loop
+_COND = torch.ops.higher_order.cond
+
+
+def _subgraph(gm: torch.fx.GraphModule, node) -> torch.fx.GraphModule | None:
+    """The GraphModule a ``get_attr`` node of ``gm`` fetches (a control-flow body), or None."""
+    if not isinstance(node, torch.fx.Node) or node.op != "get_attr":
+        return None
+    value = operator.attrgetter(node.target)(gm)
+    return value if isinstance(value, torch.fx.GraphModule) else None
+
+
+def _draw_vals(gm: torch.fx.GraphModule) -> list:
+    """The results (``meta["val"]``) of every ``random_bits`` call of ``gm`` and its subgraphs."""
+    vals = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is RANDOM_BITS:
+            vals.append(n.meta.get("val"))
+        sub = _subgraph(gm, n)
+        if sub is not None:
+            vals.extend(_draw_vals(sub))
+    return vals
+
+
+def _draws(gm: torch.fx.GraphModule, attrs) -> bool:
+    """Whether any of the subgraphs the ``get_attr`` nodes ``attrs`` fetch draws random bits."""
+    return any(_draw_vals(sub) for sub in (_subgraph(gm, a) for a in attrs) if sub is not None)
+
+
+def _thread(gm: torch.fx.GraphModule, state: torch.fx.Node, state_val) -> torch.fx.Node:
+    """Chains the draws of ``gm`` (a private copy: it is changed in place) from ``state``, a
+    node of its graph, in graph order; returns the state after the last draw."""
+    graph = gm.graph
+    for call in list(graph.nodes):
+        if call.op != "call_function":
+            continue
+        if call.target is _WHILE_LOOP and _draws(gm, call.args[1:2]):
+            state = _thread_while(gm, call, state, state_val)
+            continue
+        if call.target is _COND and _draws(gm, call.args[1:3]):
+            state = _thread_cond(gm, call, state, state_val)
+            continue
+        if call.target is not RANDOM_BITS:
+            continue
         size, dtype = call.args[0], call.args[1]
         with graph.inserting_before(call):
             rng = graph.call_function(RNG_BIT_GENERATOR, (state, size, dtype))
@@ -123,10 +181,98 @@ def thread_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule | None:
         call.replace_all_uses_with(bits)
         graph.erase_node(call)
         state = next_state
-    graph.erase_node(state)  # the last state: nothing draws after it
-    graph.lint()
-    gm.recompile()
-    return gm
+    return state
+
+
+def _own_subgraph(gm: torch.fx.GraphModule, call: torch.fx.Node, index: int) -> torch.fx.GraphModule:
+    """A copy of the subgraph ``call.args[index]`` fetches, installed in ``gm`` under a new name
+    for ``call`` alone (the original may be shared with ``gm``'s source, which must not change)."""
+    attr = call.args[index]
+    sub = _subgraph(gm, attr)
+    own = torch.fx.GraphModule(sub, copy.deepcopy(sub.graph))
+    name, i = f"{attr.target}_rng", 0
+    while hasattr(gm, name):
+        i += 1
+        name = f"{attr.target}_rng{i}"
+    gm.add_submodule(name, own)
+    with gm.graph.inserting_before(call):
+        new_attr = gm.graph.get_attr(name)
+    new_attr.meta.update(attr.meta)
+    args = list(call.args)
+    args[index] = new_attr
+    call.args = tuple(args)
+    if not attr.users:
+        gm.graph.erase_node(attr)
+        if not any(n.op == "get_attr" and n.target == attr.target for n in gm.graph.nodes):
+            gm.delete_submodule(attr.target)  # this copy's reference only; the source keeps its own
+    return own
+
+
+def _add_state_input(sub: torch.fx.GraphModule, position: int, state_val) -> torch.fx.Node:
+    """A new placeholder of ``sub``, the ``position``-th."""
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    if position < len(placeholders):
+        anchor = sub.graph.inserting_before(placeholders[position])
+    else:
+        anchor = sub.graph.inserting_after(placeholders[-1]) if placeholders else sub.graph.inserting_before()
+    with anchor:
+        node = sub.graph.placeholder(f"{STATE_NAME}_in")
+    node.meta["val"] = state_val
+    return node
+
+
+def _return_state(sub: torch.fx.GraphModule, state: torch.fx.Node) -> None:
+    """``sub`` returns ``state`` after its own results."""
+    out = next(n for n in reversed(sub.graph.nodes) if n.op == "output")
+    results = out.args[0]
+    results = tuple(results) if isinstance(results, (tuple, list)) else (results,)
+    out.args = ((*results, state),)
+    sub.graph.lint()
+    sub.recompile()
+
+
+def _next_state(graph: torch.fx.Graph, call: torch.fx.Node, index: int, state_val) -> torch.fx.Node:
+    """``call``'s result ``index``, the state it returns (``call`` returns one more value)."""
+    val = call.meta.get("val")
+    call.meta["val"] = (*(val if isinstance(val, (tuple, list)) else (val,)), state_val)
+    with graph.inserting_after(call):
+        next_state = graph.call_function(operator.getitem, (call, index))
+    next_state.meta["val"] = state_val
+    return next_state
+
+
+def _thread_while(gm, call, state, state_val) -> torch.fx.Node:
+    """``while_loop(cond, body, carried, additional)`` with the state carried last: the body
+    takes it after the carried values, draws from it and returns the new state last, so every
+    iteration draws new bits; the loop's last result is the state after the loop."""
+    carried = tuple(call.args[2])
+    cond = _own_subgraph(gm, call, 0)
+    body = _own_subgraph(gm, call, 1)
+    _add_state_input(cond, len(carried), state_val)  # unused: the condition takes the carried values
+    inner = _add_state_input(body, len(carried), state_val)
+    _return_state(body, _thread(body, inner, state_val))
+    cond.graph.lint()
+    cond.recompile()
+    args = list(call.args)
+    args[2] = (*carried, state)
+    call.args = tuple(args)
+    return _next_state(gm.graph, call, len(carried), state_val)
+
+
+def _thread_cond(gm, call, state, state_val) -> torch.fx.Node:
+    """``cond(pred, true_fn, false_fn, operands)`` with the state as a last operand, which each
+    branch returns last (as it is, if that branch draws nothing)."""
+    operands = tuple(call.args[3])
+    for index in (1, 2):
+        branch = _own_subgraph(gm, call, index)
+        inner = _add_state_input(branch, len(operands), state_val)
+        _return_state(branch, _thread(branch, inner, state_val))
+    results = call.meta.get("val")
+    count = len(results) if isinstance(results, (tuple, list)) else 1
+    args = list(call.args)
+    args[3] = (*operands, state)
+    call.args = tuple(args)
+    return _next_state(gm.graph, call, count, state_val)
 
 
 def state_input(index: int):

@@ -226,3 +226,132 @@ def test_draws_in_one_graph_are_independent():
     print(f"correlation of two draws in one graph: {corr:.4f}")
     assert not torch.equal(u, v)
     assert abs(corr) < 6 / math.sqrt(N)
+
+
+# ---- rejection samplers (while_loop bodies that draw) ---------------------------------------
+
+
+def support_matches(name, values: torch.Tensor, pmf: dict, tail: float = 1e-4):
+    """``frequencies_match`` over the integer support ``pmf`` (value -> probability, covering
+    all but a negligible mass), its two ends lumped into bins of probability ``tail`` or more
+    (so that a value of probability 1e-9 seen once does not fail the 6-sigma rule). Values
+    must be whole numbers inside the support's range."""
+    ks = sorted(pmf)
+    assert torch.equal(values, values.round()), f"{name}: values that are not whole numbers"
+    assert values.min() >= ks[0], f"{name}: {values.min().item()} below the support"
+    below = above = 0.0
+    lo, hi = ks[0], ks[-1]
+    for k in ks:
+        below += pmf[k]
+        if below >= tail:
+            lo = k
+            break
+    for k in reversed(ks):
+        above += pmf[k]
+        if above >= tail:
+            hi = k
+            break
+    probs = {float(k): pmf[k] for k in ks if lo < k < hi}
+    probs[float(lo)] = sum(pmf[k] for k in ks if k <= lo)
+    probs[float(hi)] = sum(pmf[k] for k in ks if k >= hi)
+    frequencies_match(name, values.clamp(lo, hi), probs)
+
+
+@pytest.mark.parametrize("alpha, dtype", [(0.3, torch.float32), (1.0, torch.float32), (4.5, torch.float32),
+                                          (50.0, torch.float32), (0.3, torch.float64), (4.5, torch.float64)])
+def test_standard_gamma_matches_eager(alpha, dtype):
+    torch.manual_seed(10)
+    x = torch.full((N,), alpha, dtype=dtype)
+    before = len(fxhlo.compiled_graphs())
+    got = fxhlo_only(lambda a: torch._standard_gamma(a))(x)
+    same_distribution(f"_standard_gamma({alpha}) {dtype}", got, torch._standard_gamma(x))
+    (graph,) = fxhlo.compiled_graphs()[before:]
+    # The rejection loop draws inside the while body.
+    assert "stablehlo.while" in graph.executable.mlir and "stablehlo.rng_bit_generator" in graph.executable.mlir
+
+
+@pytest.mark.parametrize("concentration", [[0.5, 1.0, 3.0], [2.0, 0.2, 1.0, 7.0, 0.05]])
+def test_sample_dirichlet_matches_eager(concentration):
+    torch.manual_seed(11)
+    k = len(concentration)
+    a = torch.tensor(concentration).expand(N // k, k).contiguous()
+    got = fxhlo_only(lambda a: torch._sample_dirichlet(a))(a)
+    want = torch._sample_dirichlet(a)
+    assert got.shape == a.shape and got.dtype == a.dtype
+    torch.testing.assert_close(got.sum(-1), torch.ones(N // k))
+    for j in range(k):  # each share is Beta(a_j, sum - a_j): compare the marginals
+        same_distribution(f"_sample_dirichlet({concentration})[{j}]", got[:, j], want[:, j])
+
+
+@pytest.mark.parametrize("rate", [0.5, 4.0, 30.0, 500.0])
+def test_poisson_frequencies(rate):
+    torch.manual_seed(12)
+    got = fxhlo_only(lambda r: torch.poisson(r))(torch.full((N,), rate))
+    assert got.dtype == torch.float32
+    top = int(rate + 15 * math.sqrt(rate) + 30)
+    pmf = {k: math.exp(k * math.log(rate) - rate - math.lgamma(k + 1)) for k in range(top)}
+    support_matches(f"poisson({rate})", got, pmf)
+
+
+@pytest.mark.parametrize("count, prob", [(10, 0.3), (1000, 0.02), (50, 0.9)])
+def test_binomial_frequencies(count, prob):
+    torch.manual_seed(13)
+    got = fxhlo_only(lambda n, p: torch.binomial(n, p))(torch.full((N,), float(count)), torch.full((N,), prob))
+    assert got.dtype == torch.float32 and got.max() <= count
+    pmf = {k: math.comb(count, k) * prob ** k * (1 - prob) ** (count - k) for k in range(count + 1)}
+    support_matches(f"binomial({count}, {prob})", got, pmf)
+
+
+def test_rejection_samplers_edge_cases_as_eager():
+    torch.manual_seed(14)
+    nan, inf = math.nan, math.inf
+    # Gamma: alpha 0 and NaN give the smallest normal float (eager clamps), inf gives inf.
+    alpha = torch.tensor([0.0, nan, inf, 1e-30])
+    torch.testing.assert_close(fxhlo_only(lambda a: torch._standard_gamma(a))(alpha), torch._standard_gamma(alpha))
+    # Dirichlet: an all-zero row is uniform, a zero alpha's share is the smallest float.
+    rows = torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 1.0], [inf, 1.0, 2.0]])
+    got = fxhlo_only(lambda a: torch._sample_dirichlet(a))(rows)
+    want = torch._sample_dirichlet(rows)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1, 0] == want[1, 0] == torch.finfo(torch.float32).tiny
+    torch.testing.assert_close(got[2], want[2])
+    # Poisson: rate 0 draws 0; float16 and float64 keep their dtype.
+    rates = torch.tensor([0.0, 0.0, 3.0, 25.0])
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        out = fxhlo_only(lambda r: torch.poisson(r))(rates.to(dtype))
+        assert out.dtype == dtype and out[:2].eq(0).all() and torch.equal(out, out.round())
+    # Binomial: count 0 or prob 0 give 0, prob 1 the count, a NaN prob NaN.
+    count = torch.tensor([0.0, 10.0, 10.0, 10.0, 7.0])
+    prob = torch.tensor([0.3, 0.0, 1.0, nan, 1.0])
+    got = fxhlo_only(lambda n, p: torch.binomial(n, p))(count, prob)
+    torch.testing.assert_close(got, torch.binomial(count, prob), equal_nan=True)
+
+
+def test_draws_inside_control_flow_are_new_each_time():
+    """A while_loop body that draws gets new bits every iteration (the generator state is a
+    carried value): the sum of 12 uniforms has mean 6 and variance 1, not 12 u (variance 12).
+    A cond branch that draws does not repeat the draw after it."""
+    from torch._higher_order_ops import while_loop
+
+    def sum_of_uniforms(x, steps):
+        def cond_fn(i, acc):
+            return i < steps
+
+        def body_fn(i, acc):
+            return i + 1, acc + torch.rand_like(acc)
+
+        return while_loop(cond_fn, body_fn, (torch.zeros((), dtype=torch.int64), x))[1]
+
+    torch.manual_seed(15)
+    s = fxhlo_only(sum_of_uniforms)(torch.zeros(N), torch.tensor(12))
+    print(f"sum of 12 uniforms in a while_loop: mean {s.mean():.4f}, variance {s.var():.4f}")
+    assert abs(s.mean().item() - 6) < 0.02 and abs(s.var().item() - 1) < 0.03
+
+    def branch(x):
+        y = torch.cond(x.sum() > 0, lambda v: v + torch.rand_like(v), lambda v: v - 1, (x,))
+        return y, torch.rand_like(x)
+
+    u, v = fxhlo_only(branch)(torch.full((N,), 1e-6))
+    corr = torch.corrcoef(torch.stack([u, v]))[0, 1].item()
+    print(f"cond branch draw vs the draw after it: correlation {corr:.4f}")
+    assert abs(u.mean().item() - 0.5) < 0.01 and abs(corr) < 6 / math.sqrt(N)
