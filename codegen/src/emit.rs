@@ -93,20 +93,34 @@ impl<'c, 'a> Emitter<'c, 'a> {
         attrs: &[(&str, String)],
         regions: Vec<melior::ir::Region<'c>>,
     ) -> Result<Vec<Value<'c, 'a>>> {
+        let types: Vec<Type<'c>> = results.iter().map(|t| self.tensor_type(t)).collect();
+        self.op_typed(name, loc, operands, &types, attrs, regions)
+    }
+
+    /// [`Emitter::op_n`] with the MLIR result types given directly (types the IR has no
+    /// dtype for, such as the unsigned integers of `rng_bit_generator`).
+    pub fn op_typed(
+        &self,
+        name: &str,
+        loc: Location<'c>,
+        operands: &[Value<'c, 'a>],
+        types: &[Type<'c>],
+        attrs: &[(&str, String)],
+        regions: Vec<melior::ir::Region<'c>>,
+    ) -> Result<Vec<Value<'c, 'a>>> {
         let mut parsed = Vec::with_capacity(attrs.len());
         for (k, v) in attrs {
             parsed.push((Identifier::new(self.ctx, k), self.attr(v)?));
         }
-        let types: Vec<Type<'c>> = results.iter().map(|t| self.tensor_type(t)).collect();
         let op = OperationBuilder::new(name, loc)
             .add_operands(operands)
-            .add_results(&types)
+            .add_results(types)
             .add_attributes(&parsed)
             .add_regions_vec(regions)
             .build()
             .map_err(|e| self.internal(format!("building {name}: {e}")))?;
         let op = self.block.append_operation(op);
-        (0..results.len())
+        (0..types.len())
             .map(|i| op.result(i).map(Into::into).map_err(|e| self.internal(format!("{name} result {i}: {e}"))))
             .collect()
     }

@@ -347,11 +347,7 @@ def _subgraphs(gm: torch.fx.GraphModule, prefix: str, root: Path, out: list) -> 
             if n.op == "placeholder":
                 inputs.append({"name": n.name, "kind": "user_input", "meta": _meta(n.meta["val"], f"input {n.name} of subgraph {name}")})
             elif n.op == "call_function":
-                spec = node_spec(n, producers)
-                src = _source(n, root)
-                if src:
-                    spec["source"] = src
-                nodes.append(spec)
+                nodes.append(_node_entry(n, producers, root))
             elif n.op == "output":
                 outs = n.args[0] if isinstance(n.args[0], (tuple, list)) else (n.args[0],)
                 outputs.extend(_arg(o, n, i) for i, o in enumerate(outs))
@@ -442,6 +438,15 @@ def node_spec(node: torch.fx.Node, producers: dict) -> dict:
     }
 
 
+def _node_entry(node: torch.fx.Node, producers: dict, root: Path) -> dict:
+    """:func:`node_spec` with the node's source line (relative to ``root``) when it has one."""
+    spec = node_spec(node, producers)
+    src = _source(node, root)
+    if src:
+        spec["source"] = src
+    return spec
+
+
 def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True):
     """Returns ``(trace, weights)``: the graph.json content and the tensors of
     weights.safetensors by key (an empty dict without ``collect_weights``: the backend passes
@@ -486,11 +491,7 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
     producers = {}
     for node in gm.graph.nodes:
         if node.op == "call_function":
-            spec = node_spec(node, producers)
-            src = _source(node, root)
-            if src:
-                spec["source"] = src
-            nodes.append(spec)
+            nodes.append(_node_entry(node, producers, root))
         elif node.op == "get_attr" and "fxhlo_subgraph" in node.meta:
             continue  # written among the subgraphs
         elif node.op == "get_attr":

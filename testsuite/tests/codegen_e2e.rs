@@ -108,44 +108,8 @@ fn unsupported_ops_are_reported_all_at_once() {
 /// lowered to `stablehlo.while` (with a loop-invariant operand) and `stablehlo.case`.
 #[test]
 fn while_loop_and_cond_run_their_regions() {
-    let text = r#"graph @loops {
-  %x = input {kind = user_input} : f32[3]
-  %n = input {kind = user_input} : i64[]
-  %zero = full {value = 0} : i64[]
-  %loop = higher_order.while_loop %zero, %x, %n {cond = 0, body = 1} : (i64[], f32[3])
-  %s = aten.sum %loop#1 {dims = [], keepdim = false} : f32[]
-  %half = full {value = 0.5} : f32[]
-  %p = aten.gt %s, %half : bool[]
-  %c = higher_order.cond %p, %loop#1 {then_region = 2, else_region = 3} : f32[3]
-  return %c, %loop#0
-  region 0 {
-    %i = input {kind = user_input} : i64[]
-    %acc = input {kind = user_input} : f32[3]
-    %m = input {kind = user_input} : i64[]
-    %lt = aten.lt %i, %m : bool[]
-    return %lt
-  }
-  region 1 {
-    %i = input {kind = user_input} : i64[]
-    %acc = input {kind = user_input} : f32[3]
-    %m = input {kind = user_input} : i64[]
-    %one = full {value = 1} : i64[]
-    %next = aten.add %i, %one : i64[]
-    %twice = aten.add %acc, %acc : f32[3]
-    return %next, %twice
-  }
-  region 2 {
-    %a = input {kind = user_input} : f32[3]
-    %r = aten.sin %a : f32[3]
-    return %r
-  }
-  region 3 {
-    %a = input {kind = user_input} : f32[3]
-    return %a
-  }
-}
-"#;
-    let g = fxhlo_ir::parse(text).unwrap();
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/ir/control_flow.gir")).unwrap();
+    let g = fxhlo_ir::parse(&text).unwrap();
     for (xv, n) in [([0.1f32, 0.05, -0.02], 3i64), ([0.1, -0.3, 0.1], 2), ([1.0, 2.0, 3.0], 0)] {
         let scale = 2f32.powi(n as i32);
         let acc: Vec<f32> = xv.iter().map(|v| v * scale).collect();

@@ -4,10 +4,8 @@
 //! types StableHLO requires exist only here, between two bitcasts.
 
 use fxhlo_ir::{DType, TensorType};
-use melior::ir::block::BlockLike;
-use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{IntegerType, RankedTensorType};
-use melior::ir::{Identifier, Location, Type, Value};
+use melior::ir::{Location, Type, Value};
 
 use super::Operand;
 use crate::emit::Emitter;
@@ -17,31 +15,6 @@ use crate::Result;
 fn unsigned<'c>(e: &Emitter<'c, '_>, shape: &[i64], bits: u32) -> Type<'c> {
     let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
     RankedTensorType::new(&dims, IntegerType::unsigned(e.ctx, bits).into(), None).into()
-}
-
-/// Appends `name(operands)` with MLIR result types given directly and returns its results.
-fn build<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    name: &str,
-    loc: Location<'c>,
-    operands: &[Value<'c, 'a>],
-    types: &[Type<'c>],
-    attrs: &[(&str, &str)],
-) -> Result<Vec<Value<'c, 'a>>> {
-    let mut parsed = Vec::with_capacity(attrs.len());
-    for (k, v) in attrs {
-        parsed.push((Identifier::new(e.ctx, k), e.attr(v)?));
-    }
-    let op = OperationBuilder::new(name, loc)
-        .add_operands(operands)
-        .add_results(types)
-        .add_attributes(&parsed)
-        .build()
-        .map_err(|err| e.internal(format!("building {name}: {err}")))?;
-    let op = e.block.append_operation(op);
-    (0..types.len())
-        .map(|i| op.result(i).map(Into::into).map_err(|err| e.internal(format!("{name} result {i}: {err}"))))
-        .collect()
 }
 
 /// The next state (`i64[2]`) and `bits` (`i32` or `i64` of its shape) from `state`.
@@ -60,15 +33,9 @@ pub fn rng_bit_generator<'c, 'a>(
     };
     let state_u = unsigned(e, &state_t.shape, 64);
     let bits_u = unsigned(e, &bits_t.shape, width);
-    let seed = build(e, "stablehlo.bitcast_convert", loc, &[state], &[state_u], &[])?;
-    let out = build(
-        e,
-        "stablehlo.rng_bit_generator",
-        loc,
-        &seed,
-        &[state_u, bits_u],
-        &[("rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>")],
-    )?;
+    let seed = e.op_typed("stablehlo.bitcast_convert", loc, &[state], &[state_u], &[], Vec::new())?;
+    let algorithm = [("rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>".to_string())];
+    let out = e.op_typed("stablehlo.rng_bit_generator", loc, &seed, &[state_u, bits_u], &algorithm, Vec::new())?;
     let next = e.op("stablehlo.bitcast_convert", loc, &[out[0]], state_t, &[])?;
     let bits = e.op("stablehlo.bitcast_convert", loc, &[out[1]], bits_t, &[])?;
     Ok(vec![next, bits])
