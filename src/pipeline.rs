@@ -34,11 +34,23 @@ pub struct Options {
     /// `0`: none of fxhlo's passes (XLA alone optimizes); `1` (the default): the pipeline of
     /// [`fxhlo_passes::pipeline`] for the target.
     pub opt_level: u8,
+    /// Run exactly these passes, in this order, instead of the optimization level's pipeline
+    /// (names from [`fxhlo_passes::PASSES`]; `check-indices` is still added by `check_indices`).
+    pub passes: Option<Vec<String>>,
+    /// Run only the first `n` passes of the pipeline: bisects a miscompile to one pass.
+    pub max_passes: Option<usize>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { device: TargetName::default(), check_indices: false, tensor_parallel: None, opt_level: fxhlo_passes::MAX_OPT_LEVEL }
+        Options {
+            device: TargetName::default(),
+            check_indices: false,
+            tensor_parallel: None,
+            opt_level: fxhlo_passes::MAX_OPT_LEVEL,
+            passes: None,
+            max_passes: None,
+        }
     }
 }
 
@@ -51,8 +63,12 @@ impl Options {
         Ok(options)
     }
 
-    /// Refuses settings no compile can honour (an optimization level past the highest).
+    /// Refuses settings no compile can honour: an optimization level past the highest, a pass
+    /// name not in the registry (the error lists the valid ones).
     pub fn check(&self) -> Result<()> {
+        for name in self.passes.iter().flatten() {
+            fxhlo_passes::lookup(name).map_err(|e| Error::Options(e.to_string()))?;
+        }
         if self.opt_level > fxhlo_passes::MAX_OPT_LEVEL {
             return Err(Error::Options(format!(
                 "opt_level {} does not exist: 0 (XLA alone) to {} (the default)",
@@ -64,11 +80,18 @@ impl Options {
     }
 
     /// The passes these options run, in order: the pipeline of the optimization level for the
-    /// target, then `check-indices` when
+    /// target (or the `passes` named), cut to `max_passes`, then `check-indices` when
     /// asked (last: it checks the indices of the graph that runs, after every other rewrite).
     pub fn passes(&self) -> Vec<&'static dyn fxhlo_passes::Pass> {
         let cpu = self.device.device == fxhlo_runtime::DeviceKind::Cpu;
-        let mut passes = fxhlo_passes::pipeline(self.opt_level, cpu);
+        let mut passes = match &self.passes {
+            // Unknown names were refused by `check`.
+            Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).collect(),
+            None => fxhlo_passes::pipeline(self.opt_level, cpu),
+        };
+        if let Some(n) = self.max_passes {
+            passes.truncate(n);
+        }
         if self.check_indices {
             passes.push(&fxhlo_passes::CheckIndices);
         }

@@ -45,6 +45,7 @@ impl Session {
 
     /// [`Session::new_in`] with its own compile cache instead of the process's.
     pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Session> {
+        options.check()?;
         if options.device.is_ahead_of_time() {
             return Err(Error::Options(format!(
                 "device `{}` is a topology to compile for ahead of time, with no device to run on here: \

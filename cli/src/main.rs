@@ -85,6 +85,13 @@ enum Command {
         #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
               value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
         opt_level: u8,
+        /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
+        /// a name not in the registry is refused with the list of valid ones).
+        #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+        passes: Option<Vec<String>>,
+        /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
+        #[arg(long, value_name = "N")]
+        max_passes: Option<usize>,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -119,6 +126,13 @@ enum Command {
         #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
               value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
         opt_level: u8,
+        /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
+        /// a name not in the registry is refused with the list of valid ones).
+        #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+        passes: Option<Vec<String>>,
+        /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
+        #[arg(long, value_name = "N")]
+        max_passes: Option<usize>,
     },
     /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
     /// it into the compile cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
@@ -151,6 +165,13 @@ enum Command {
         #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
               value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
         opt_level: u8,
+        /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
+        /// a name not in the registry is refused with the list of valid ones).
+        #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+        passes: Option<Vec<String>>,
+        /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
+        #[arg(long, value_name = "N")]
+        max_passes: Option<usize>,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -229,6 +250,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             check,
             check_indices,
             opt_level,
+            passes,
+            max_passes,
             tp,
         } => {
             let bundle = open(&bundle)?;
@@ -238,6 +261,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 check_indices,
                 tensor_parallel: tp.plan()?,
                 opt_level,
+                passes,
+                max_passes,
             })?;
             let compiled = session.compile(&bundle.graph)?;
             println!(
@@ -282,14 +307,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { bundle, device, compiles, runs, opt_level } => {
+        Command::Bench { bundle, device, compiles, runs, opt_level, passes, max_passes } => {
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
-            let options = Options { device: device_kind(device).into(), opt_level, ..Options::default() };
+            let options = Options { device: device_kind(device).into(), opt_level, passes, max_passes, ..Options::default() };
             let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
@@ -330,14 +355,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             target,
             output,
             opt_level,
+            passes,
+            max_passes,
             tp,
         } => {
             let options = Options {
                 device: target.clone(),
                 tensor_parallel: tp.plan()?,
                 opt_level,
+                passes,
+                max_passes,
                 ..Options::default()
             };
+            options.check()?;
             if bundle.extension().is_some_and(|e| e == "mlir") {
                 return aot::compile_mlir_file(&bundle, &target, output.as_deref());
             }

@@ -456,3 +456,18 @@ fn cache_clear_removes_entries_only() {
     assert!(stdout(&cached(&["cache", "ls"], &dir)).is_empty());
     fs::remove_dir_all(dir).ok();
 }
+
+/// `-O0`, `--passes` and `--max-passes` choose the passes; a typo lists the valid names.
+#[test]
+fn pass_selection_flags() {
+    let bundle = fixture();
+    let b = bundle.to_str().unwrap();
+    for args in [&["run", b, "--check", "-O0"][..], &["run", b, "--check", "--passes", "dce,depthwise-conv-taps"], &["run", b, "--check", "--max-passes", "0"]] {
+        let out = fxhlo(args, &[]);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let err = stderr_of(&["run", b, "--passes", "dce,fold-everything"]);
+    assert!(err.contains("unknown pass `fold-everything`") && err.contains("depthwise-conv-taps"), "{err}");
+    let out = fxhlo(&["run", b, "-O2"], &[]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-O"), "{out:?}");
+}

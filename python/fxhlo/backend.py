@@ -63,6 +63,11 @@ OPTIONS = {
     "opt_level": "0 to run none of fxhlo's graph passes (XLA alone optimizes: the ablation "
                  "baseline), 1 (default) to run the pipeline for the device (on the CPU plugin it "
                  "rewrites depthwise convolutions, which XLA's CPU backend runs slowly).",
+    "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
+              "ablation or a reproduction: [] runs none); a name not registered is refused with the "
+              "valid ones (default: none given).",
+    "max_passes": "run only the first N passes of the pipeline, to bisect a miscompile to one pass "
+                  "(default: all).",
     "fallback": "what to do with a graph fxhlo cannot compile: \"error\" (default) raises with "
                 "every unsupported op; \"eager\" runs the ops fxhlo cannot compile (unsupported, "
                 "random) in eager PyTorch and compiles the parts of the graph between them, each "
@@ -83,6 +88,8 @@ class BackendOptions:
     fallback: str = "error"
     check_indices: bool = False
     opt_level: int = 1
+    passes: tuple | None = None
+    max_passes: int | None = None
 
     @property
     def ahead_of_time(self) -> bool:
@@ -95,7 +102,12 @@ class BackendOptions:
         themselves, ``dump`` and ``fallback`` never reach the compiler."""
         import json
 
-        return json.dumps({"device": self.device, "check_indices": self.check_indices, "opt_level": self.opt_level})
+        options = {"device": self.device, "check_indices": self.check_indices, "opt_level": self.opt_level}
+        if self.passes is not None:
+            options["passes"] = list(self.passes)
+        if self.max_passes is not None:
+            options["max_passes"] = self.max_passes
+        return json.dumps(options)
 
     @classmethod
     def parse(cls, options) -> BackendOptions:
@@ -128,7 +140,23 @@ class BackendOptions:
         opt_level = options.get("opt_level", 1)
         if opt_level not in (0, 1) or isinstance(opt_level, bool):
             raise OptionsError(f"fxhlo option opt_level={opt_level!r}: valid levels are 0 and 1")
-        return cls(device, freeze, Path(dump) if dump is not None else None, fallback, check_indices, opt_level)
+        passes = options.get("passes")
+        if passes is not None:
+            from . import _native
+
+            valid = _native.pass_names()
+            if not isinstance(passes, (list, tuple)) or not all(isinstance(p, str) for p in passes):
+                raise OptionsError(f"fxhlo option passes={passes!r}: must be a list of pass names ({', '.join(valid)})")
+            unknown = [p for p in passes if p not in valid]
+            if unknown:
+                raise OptionsError(f"fxhlo option passes: unknown pass(es) {', '.join(map(repr, unknown))}; "
+                                   f"valid passes: {', '.join(valid)}")
+            passes = tuple(passes)
+        max_passes = options.get("max_passes")
+        if max_passes is not None and (not isinstance(max_passes, int) or isinstance(max_passes, bool) or max_passes < 0):
+            raise OptionsError(f"fxhlo option max_passes={max_passes!r}: must be a non-negative integer")
+        return cls(device, freeze, Path(dump) if dump is not None else None, fallback, check_indices, opt_level,
+                   passes, max_passes)
 
 
 # ---- inputs ---------------------------------------------------------------------------------

@@ -329,6 +329,12 @@ impl Drop for Executable {
 /// under that folder. `frozen` maps input names to the tensors compiled in as constants
 /// (`freeze`); those inputs are then ignored by `run`. With `check_indices`, `run` raises
 /// `IndexError` when an index was out of range.
+/// The names of every registered pass (what `options={"passes": [...]}` may name).
+#[pyfunction]
+fn pass_names() -> Vec<&'static str> {
+    fxhlo::passes::PASSES.iter().map(|p| p.name()).collect()
+}
+
 #[pyfunction]
 #[pyo3(signature = (trace_json, origin, options = "{}", dump = None, frozen = None))]
 fn compile(
@@ -522,6 +528,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Executable>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(pass_names, m)?)?;
     m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
     m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

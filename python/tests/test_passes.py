@@ -64,3 +64,32 @@ def test_depthwise_layers_match_eager_in_every_form():
 def test_opt_level_is_checked():
     with pytest.raises(Exception, match="opt_level=2.*valid levels are 0 and 1"):
         compile_at(torch.nn.Linear(2, 2), 2)(torch.randn(1, 2))
+
+
+def test_passes_and_max_passes_choose_what_runs():
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 3, padding=1, groups=4), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 4, 8, 8)
+    runs = {
+        "default": {},
+        "passes=[]": {"passes": []},
+        "passes=[depthwise-conv-taps]": {"passes": ["depthwise-conv-taps"]},
+        "max_passes=1 (dce only)": {"max_passes": 1},
+    }
+    grouped = {}
+    with torch.no_grad():
+        want = model(x)
+        for what, options in runs.items():
+            torch._dynamo.reset()
+            before = len(fxhlo.compiled_graphs())
+            got = torch.compile(model, backend="fxhlo", fullgraph=True, options=options)(x)
+            torch.testing.assert_close(got, want)
+            (graph,) = fxhlo.compiled_graphs()[before:]
+            grouped[what] = grouped_convolutions(graph.executable.mlir)
+    print(grouped)
+    assert grouped == {"default": 0, "passes=[]": 1, "passes=[depthwise-conv-taps]": 0, "max_passes=1 (dce only)": 1}
+
+
+def test_unknown_pass_names_list_the_valid_ones():
+    with pytest.raises(fxhlo.OptionsError, match=r"unknown pass\(es\) 'fold-all'; valid passes: .*depthwise-conv-taps"):
+        torch.compile(torch.nn.Linear(2, 2), backend="fxhlo", options={"passes": ["dce", "fold-all"]})
