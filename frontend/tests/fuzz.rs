@@ -190,6 +190,7 @@ fn seeds() -> &'static Seeds {
             json.push((format!("synth{n}"), to_json(&bench::synth_trace(n)).into_bytes()));
         }
         json.push(("zoo".into(), op_zoo()));
+        json.push(("control_flow".into(), CONTROL_FLOW_SEED.as_bytes().to_vec()));
         let mut s = Seeds { json, values: vec![], bins: vec![], ir: vec![], names: vec![], targets: vec![], ops: vec![] };
         let path = Path::new(GRAPH_JSON);
         for (label, bytes) in &s.json {
@@ -226,7 +227,48 @@ fn seeds() -> &'static Seeds {
     })
 }
 
+/// A trace with a `while_loop` whose body holds a `cond` (subgraphs nested two deep), and the
+/// random bits op: what the fixtures lack of the schema's control flow.
+const CONTROL_FLOW_SEED: &str = r#"{"format": "fxhlo-trace", "version": 1, "name": "loops",
+ "inputs": [{"name": "x", "kind": "user_input", "meta": {"dtype": "f32", "sizes": [3], "strides": [1]}},
+            {"name": "n", "kind": "user_input", "meta": {"dtype": "i64", "sizes": [], "strides": []}},
+            {"name": "s", "kind": "user_input", "meta": {"dtype": "i64", "sizes": [2], "strides": [1]}}],
+ "nodes": [
+  {"name": "rng", "target": "fxhlo.rng_bit_generator.default", "args": [{"tensor": "s"}, {"ints": [3]}, {"dtype": "i32"}],
+   "meta": [{"dtype": "i64", "sizes": [2], "strides": [1]}, {"dtype": "i32", "sizes": [3], "strides": [1]}]},
+  {"name": "bits", "target": "getitem", "args": [{"tensor": "rng"}, {"int": 1}], "meta": [{"dtype": "i32", "sizes": [3], "strides": [1]}]},
+  {"name": "zero", "target": "aten.full.default", "args": [{"ints": []}, {"int": 0}], "kwargs": {"dtype": {"dtype": "i64"}},
+   "meta": [{"dtype": "i64", "sizes": [], "strides": []}]},
+  {"name": "loop", "target": "higher_order.while_loop",
+   "args": [{"graph": "c"}, {"graph": "b"}, {"tensors": ["zero", "x"]}, {"tensors": ["n"]}],
+   "meta": [{"dtype": "i64", "sizes": [], "strides": []}, {"dtype": "f32", "sizes": [3], "strides": [1]}]},
+  {"name": "y", "target": "getitem", "args": [{"tensor": "loop"}, {"int": 1}], "meta": [{"dtype": "f32", "sizes": [3], "strides": [1]}]}],
+ "outputs": [{"tensor": "y"}, {"tensor": "bits"}],
+ "subgraphs": [
+  {"name": "c", "inputs": [{"name": "i", "kind": "user_input", "meta": {"dtype": "i64", "sizes": [], "strides": []}},
+                          {"name": "a", "kind": "user_input", "meta": {"dtype": "f32", "sizes": [3], "strides": [1]}},
+                          {"name": "m", "kind": "user_input", "meta": {"dtype": "i64", "sizes": [], "strides": []}}],
+   "nodes": [{"name": "lt", "target": "aten.lt.Tensor", "args": [{"tensor": "i"}, {"tensor": "m"}], "meta": [{"dtype": "bool", "sizes": [], "strides": []}]}],
+   "outputs": [{"tensor": "lt"}]},
+  {"name": "b", "inputs": [{"name": "i", "kind": "user_input", "meta": {"dtype": "i64", "sizes": [], "strides": []}},
+                          {"name": "a", "kind": "user_input", "meta": {"dtype": "f32", "sizes": [3], "strides": [1]}},
+                          {"name": "m", "kind": "user_input", "meta": {"dtype": "i64", "sizes": [], "strides": []}}],
+   "nodes": [{"name": "i1", "target": "aten.add.Tensor", "args": [{"tensor": "i"}, {"int": 1}], "meta": [{"dtype": "i64", "sizes": [], "strides": []}]},
+             {"name": "s", "target": "aten.sum.default", "args": [{"tensor": "a"}], "meta": [{"dtype": "f32", "sizes": [], "strides": []}]},
+             {"name": "p", "target": "aten.gt.Scalar", "args": [{"tensor": "s"}, {"int": 0}], "meta": [{"dtype": "bool", "sizes": [], "strides": []}]},
+             {"name": "k", "target": "higher_order.cond", "args": [{"tensor": "p"}, {"graph": "b/t"}, {"graph": "b/f"}, {"tensors": ["a"]}],
+              "meta": [{"dtype": "f32", "sizes": [3], "strides": [1]}]},
+             {"name": "a1", "target": "getitem", "args": [{"tensor": "k"}, {"int": 0}], "meta": [{"dtype": "f32", "sizes": [3], "strides": [1]}]}],
+   "outputs": [{"tensor": "i1"}, {"tensor": "a1"}]},
+  {"name": "b/t", "inputs": [{"name": "a", "kind": "user_input", "meta": {"dtype": "f32", "sizes": [3], "strides": [1]}}],
+   "nodes": [{"name": "r", "target": "aten.sin.default", "args": [{"tensor": "a"}], "meta": [{"dtype": "f32", "sizes": [3], "strides": [1]}]}],
+   "outputs": [{"tensor": "r"}]},
+  {"name": "b/f", "inputs": [{"name": "a", "kind": "user_input", "meta": {"dtype": "f32", "sizes": [3], "strides": [1]}}],
+   "nodes": [{"name": "r", "target": "aten.neg.default", "args": [{"tensor": "a"}], "meta": [{"dtype": "f32", "sizes": [3], "strides": [1]}]}],
+   "outputs": [{"tensor": "r"}]}]}"#;
+
 const EXTRA_TARGETS: &[&str] = &[
+    "higher_order.cond", "higher_order.while_loop", "fxhlo.rng_bit_generator.default",
     "getitem", "aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.amax.default", "aten.view.default",
     "aten.expand.default", "aten.slice.Tensor", "aten.select.int", "aten.squeeze.dims", "aten.unsqueeze.default",
     "aten.cat.default", "aten.index.Tensor", "aten.convolution.default", "aten.max_pool2d_with_indices.default",
