@@ -246,3 +246,23 @@ def test_histc_and_bucketize_as_moe_routing_uses_them():
         return counts, torch.bucketize(x, edges), torch.cummax(x, 0).indices, torch.searchsorted(edges, 0.5)
 
     check(route, ids, torch.tensor([-2.0, -1.0, 0.5, 1.0, 3.0, float("nan")]))
+
+
+def test_as_strided_addresses_the_storage_of_a_non_contiguous_view():
+    # Longformer and LED chunk a transposed key with as_strided: its strides address the
+    # view's storage, not its row-major order (fxhlo read the wrong elements: 6e-4 / 1.5e-3 off).
+    x = torch.arange(20.0).reshape(4, 5)
+    check(lambda x: x.t().as_strided((3, 2), (1, 5)) * 1.0, x)
+    check(lambda x: x[1:].as_strided((2, 3), (5, 1)) * 1.0, x)  # storage_offset None: the view's own
+    check(lambda x: x[1:].as_strided((2, 2), (5, 2), 7) * 1.0, x)
+    check(lambda x: x.permute(2, 0, 1).as_strided((4, 2, 3), (1, 12, 4)) + 0, torch.randn(2, 3, 4))
+    # Longformer's _chunk: overlapping chunks of a (batch*heads, seq, dim) view of a transpose.
+    h = torch.randn(2, 8, 3, 4)
+
+    def chunk(h):
+        v = h.transpose(1, 2).reshape(6, 8, 4).view(6, 2, 4, 4)
+        size, stride = list(v.size()), list(v.stride())
+        size[1], stride[1] = 3, stride[1] // 2
+        return v.as_strided(size, stride) * 1.0
+
+    check(chunk, h)

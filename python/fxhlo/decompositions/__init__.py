@@ -612,6 +612,56 @@ def _diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
     return out.permute(inverse).contiguous()
 
 
+def _storage_index(x, positions, memory_order, check: bool = False):
+    """For storage positions (relative to ``x``'s first element) that ``x``'s own elements hold,
+    their flat row-major indices in ``x``: each position split greedily over ``x``'s strides,
+    largest first (exact for a layout that does not overlap itself; an expanded dim, stride 0,
+    takes index 0). On int64 tensors (the graph) or numpy arrays (``check``: then whether every
+    position is one of ``x``'s elements instead)."""
+    contiguous = [1] * x.dim()
+    for d in range(x.dim() - 2, -1, -1):
+        contiguous[d] = contiguous[d + 1] * x.size(d + 1)
+    rest, flat, fits = positions, 0, True
+    for d in memory_order:
+        i = rest // x.stride(d)
+        rest = rest - i * x.stride(d)
+        flat = flat + i * contiguous[d]
+        if check:
+            fits = fits & bool(((i >= 0) & (i < x.size(d))).all())
+    return bool((rest == 0).all()) and fits if check else flat
+
+
+def _as_strided(x, size, stride, storage_offset=None):
+    """``as_strided`` of a view that is not contiguous from storage offset 0 (Longformer's
+    chunking takes one of a transposed key): its strides and offset address ``x``'s storage,
+    which the compiler does not see (it has ``x``'s elements in row-major order), so each
+    element's storage position is mapped back to ``x``'s own index and gathered from ``x``.
+    A contiguous input from offset 0 keeps the op, and so does a view reaching storage that is
+    not one of ``x``'s elements (the base tensor is not in the graph)."""
+    base = x.storage_offset()
+    if (x.is_contiguous() and base == 0) or x.numel() == 0 or 0 in list(size):
+        return NotImplemented
+    offset = (base if storage_offset is None else storage_offset) - base
+    order = sorted((d for d in range(x.dim()) if x.size(d) > 1 and x.stride(d) > 0), key=lambda d: -x.stride(d))
+    # Every position checked now, on the static sizes: the gather must read only x's elements.
+    import numpy as np
+
+    grid = np.full([int(n) for n in size], offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = int(n)
+        grid = grid + np.arange(int(n), dtype=np.int64).reshape(shape) * int(st)
+    if not _storage_index(x, grid, order, check=True):
+        return NotImplemented
+    positions = torch.full(list(size), offset, dtype=torch.int64, device=x.device)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        positions = positions + torch.arange(n, device=x.device).reshape(shape) * st
+    flat = _storage_index(x, positions, order)
+    return x.reshape(-1)[flat.reshape(-1)].reshape(list(size))
+
+
 def _as_strided_scatter(x, src, size, stride, storage_offset=None):
     """``x`` (contiguous, as the functional op's clone is) with the elements the strided view
     reaches replaced by ``src``: an index_put at the view's flat positions."""
@@ -740,6 +790,7 @@ _OWN_DECOMPOSITIONS = {
     "_trilinear.default": _trilinear,
     "_embedding_bag_forward_only.default": _embedding_bag_forward_only,
     "diagonal_scatter.default": _diagonal_scatter,
+    "as_strided.default": _as_strided,
     "as_strided_scatter.default": _as_strided_scatter,
     "frexp.Tensor": _frexp,
     "adaptive_max_pool2d.default": _adaptive_max_pool2d,
