@@ -845,19 +845,19 @@ CUSTOM_OP_RULES = {
 def decompositions(random: bool = True) -> dict:
     """The decomposition table of fxhlo's capture: the core ATen decompositions,
     :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table, :data:`_OWN_DECOMPOSITIONS` and the
-    ``RULES`` of the family modules (``bessel``, ``integer``, ``linalg``, ``random``,
-    ``sampling``, ``special``, ``spectral``). Built once per process (every compiled graph asks
-    for it; AOT Autograd only reads it). ``random=False`` leaves random ops whole (the export of
-    a trace bundle refuses them by name: a bundle must be deterministic)."""
+    ``RULES`` of the family modules (``bessel``, ``integer``, ``linalg``, ``polynomials``,
+    ``random``, ``sampling``, ``special``, ``spectral``). Built once per process (every compiled
+    graph asks for it; AOT Autograd only reads it). ``random=False`` leaves random ops whole (the
+    export of a trace bundle refuses them by name: a bundle must be deterministic)."""
     from torch._decomp import get_decompositions
 
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([getattr(torch.ops.aten, name) for name in _EXTRA_DECOMPOSITIONS]))
-    from . import bessel, integer, linalg, sampling, special, spectral
+    from . import bessel, integer, linalg, polynomials, sampling, special, spectral
     from . import random as random_rules
 
     rules = {**_OWN_DECOMPOSITIONS}
-    families = (bessel, integer, linalg, random_rules, sampling, special, spectral)
+    families = (bessel, integer, linalg, polynomials, random_rules, sampling, special, spectral)
     for family in families if random else [f for f in families if f is not random_rules]:
         rules.update(family.RULES)
     for name, fn in rules.items():
