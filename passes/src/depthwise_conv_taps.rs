@@ -9,8 +9,8 @@
 //! so the pipeline runs this pass only for the CPU plugin, and `-O0` never.
 //!
 //! float16/bfloat16 convolutions are computed in float32 and rounded once, as a convolution
-//! accumulates. Transposed, 1-D/3-D and channel-multiplier (`C_out != C_in`) convolutions
-//! are left as they are.
+//! accumulates. Transposed, 1-D/3-D, channel-multiplier (`C_out != C_in`) and very large
+//! (over 11x11) convolutions are left as they are.
 //!
 //! Relies on: verified input. Preserves: every output's type; the convolution node is removed.
 //!
@@ -49,7 +49,12 @@ impl Pass for DepthwiseConvTaps {
     }
 }
 
-/// A 2-D, not transposed convolution with one filter per input channel and as many outputs.
+/// The most taps (kernel positions) rewritten: a larger kernel (RepLKNet's 31x31) would add
+/// thousands of nodes per layer, and compile time with them.
+const MAX_TAPS: i64 = 121;
+
+/// A 2-D, not transposed convolution with one filter per input channel and as many outputs,
+/// of at most [`MAX_TAPS`] taps.
 fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
     let node = graph.node(id);
     let Op::Convolution { transposed: false, groups, stride, padding, dilation, .. } = &node.op else { return false };
@@ -65,6 +70,7 @@ fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
         && *groups > 1
         && w.shape[0] == x.shape[1]
         && w.shape[1] == 1
+        && w.shape[2] * w.shape[3] <= MAX_TAPS
         && out.shape[1] == x.shape[1]
         && stride.len() == 2
         && padding.len() == 2
