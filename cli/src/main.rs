@@ -26,6 +26,30 @@ struct Cli {
     command: Command,
 }
 
+/// The pass flags of `run`, `bench` and `compile`.
+#[derive(clap::Args)]
+struct PassArgs {
+    /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
+    /// the pipeline for the target.
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
+          value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
+    opt_level: u8,
+    /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
+    /// a name not in the registry is refused with the list of valid ones).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    passes: Option<Vec<String>>,
+    /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
+    #[arg(long, value_name = "N")]
+    max_passes: Option<usize>,
+}
+
+impl PassArgs {
+    /// `options` with these flags' passes.
+    fn apply(self, options: Options) -> Options {
+        Options { opt_level: self.opt_level, passes: self.passes, max_passes: self.max_passes, ..options }
+    }
+}
+
 /// The tensor-parallel flags of `run`, `compile` and `cost`.
 #[derive(clap::Args)]
 struct TensorParallelArgs {
@@ -80,18 +104,8 @@ enum Command {
         /// device clamps it otherwise, as XLA does).
         #[arg(long)]
         check_indices: bool,
-        /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
-        /// the pipeline for the target.
-        #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
-              value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
-        opt_level: u8,
-        /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
-        /// a name not in the registry is refused with the list of valid ones).
-        #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
-        passes: Option<Vec<String>>,
-        /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
-        #[arg(long, value_name = "N")]
-        max_passes: Option<usize>,
+        #[command(flatten)]
+        pass_args: PassArgs,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -121,18 +135,8 @@ enum Command {
         compiles: usize,
         #[arg(long, default_value_t = 20)]
         runs: usize,
-        /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
-        /// the pipeline for the target.
-        #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
-              value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
-        opt_level: u8,
-        /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
-        /// a name not in the registry is refused with the list of valid ones).
-        #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
-        passes: Option<Vec<String>>,
-        /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
-        #[arg(long, value_name = "N")]
-        max_passes: Option<usize>,
+        #[command(flatten)]
+        pass_args: PassArgs,
     },
     /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
     /// it into the compile cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
@@ -160,18 +164,8 @@ enum Command {
         /// Where to write the executable of an ahead-of-time target.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
-        /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
-        /// the pipeline for the target.
-        #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
-              value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
-        opt_level: u8,
-        /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;
-        /// a name not in the registry is refused with the list of valid ones).
-        #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
-        passes: Option<Vec<String>>,
-        /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
-        #[arg(long, value_name = "N")]
-        max_passes: Option<usize>,
+        #[command(flatten)]
+        pass_args: PassArgs,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -249,21 +243,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             device,
             check,
             check_indices,
-            opt_level,
-            passes,
-            max_passes,
+            pass_args,
             tp,
         } => {
             let bundle = open(&bundle)?;
             let device = device_kind(device);
-            let session = Session::new(Options {
+            let session = Session::new(pass_args.apply(Options {
                 device: device.into(),
                 check_indices,
                 tensor_parallel: tp.plan()?,
-                opt_level,
-                passes,
-                max_passes,
-            })?;
+                ..Options::default()
+            }))?;
             let compiled = session.compile(&bundle.graph)?;
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
@@ -307,14 +297,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { bundle, device, compiles, runs, opt_level, passes, max_passes } => {
+        Command::Bench { bundle, device, compiles, runs, pass_args } => {
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
-            let options = Options { device: device_kind(device).into(), opt_level, passes, max_passes, ..Options::default() };
+            let options = pass_args.apply(Options { device: device_kind(device).into(), ..Options::default() });
             let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
@@ -354,19 +344,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cache,
             target,
             output,
-            opt_level,
-            passes,
-            max_passes,
+            pass_args,
             tp,
         } => {
-            let options = Options {
+            let options = pass_args.apply(Options {
                 device: target.clone(),
                 tensor_parallel: tp.plan()?,
-                opt_level,
-                passes,
-                max_passes,
                 ..Options::default()
-            };
+            });
             options.check()?;
             if bundle.extension().is_some_and(|e| e == "mlir") {
                 return aot::compile_mlir_file(&bundle, &target, output.as_deref());
