@@ -612,6 +612,25 @@ def _diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
     return out.permute(inverse).contiguous()
 
 
+def _strided_positions(size, stride, offset, full, arange):
+    """The storage position ``offset + sum_k j_k stride_k`` of every element of a strided view
+    of ``size``, built with ``full(value)`` and ``arange(n)`` (numpy's on static ints, or
+    torch's in the graph)."""
+    positions = full(offset)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = int(n)
+        positions = positions + arange(int(n)).reshape(shape) * st
+    return positions
+
+
+def _view_positions(x, size, stride, offset):
+    """:func:`_strided_positions` as int64 tensors on ``x``'s device (ops of the graph)."""
+    return _strided_positions(size, stride, offset,
+                              lambda v: torch.full(list(size), v, dtype=torch.int64, device=x.device),
+                              lambda n: torch.arange(n, device=x.device))
+
+
 def _storage_index(x, positions, memory_order, check: bool = False):
     """For storage positions (relative to ``x``'s first element) that ``x``'s own elements hold,
     their flat row-major indices in ``x``: each position split greedily over ``x``'s strides,
@@ -646,30 +665,18 @@ def _as_strided(x, size, stride, storage_offset=None):
     # Every position checked now, on the static sizes: the gather must read only x's elements.
     import numpy as np
 
-    grid = np.full([int(n) for n in size], offset, dtype=np.int64)
-    for d, (n, st) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[d] = int(n)
-        grid = grid + np.arange(int(n), dtype=np.int64).reshape(shape) * int(st)
+    grid = _strided_positions(size, stride, offset, lambda v: np.full([int(n) for n in size], v, dtype=np.int64),
+                              lambda n: np.arange(n, dtype=np.int64))
     if not _storage_index(x, grid, order, check=True):
         return NotImplemented
-    positions = torch.full(list(size), offset, dtype=torch.int64, device=x.device)
-    for d, (n, st) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[d] = n
-        positions = positions + torch.arange(n, device=x.device).reshape(shape) * st
-    flat = _storage_index(x, positions, order)
+    flat = _storage_index(x, _view_positions(x, size, stride, offset), order)
     return x.reshape(-1)[flat.reshape(-1)].reshape(list(size))
 
 
 def _as_strided_scatter(x, src, size, stride, storage_offset=None):
     """``x`` (contiguous, as the functional op's clone is) with the elements the strided view
     reaches replaced by ``src``: an index_put at the view's flat positions."""
-    flat = torch.full(list(size), storage_offset or 0, dtype=torch.int64, device=x.device)
-    for d, (n, st) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[d] = n
-        flat = flat + torch.arange(n, device=x.device).reshape(shape) * st
+    flat = _view_positions(x, size, stride, storage_offset or 0)
     out = x.reshape(-1).index_put((flat.reshape(-1),), src.to(x.dtype).reshape(-1))
     return out.reshape(x.shape)
 
