@@ -158,7 +158,7 @@ impl Pipeline {
             return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
         let partitions = self.options().devices();
-        let (bytes, cost) = run_worker(graph, &lowered.mlir, target, worker, partitions)?;
+        let (bytes, cost) = run_worker(graph, lowered.program().code, target, worker, partitions)?;
         cache.count_compile();
         cache.put(key, bytes.clone());
         tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
@@ -209,14 +209,15 @@ pub fn compile_module(
     target: &AotTarget,
     worker: &Worker,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
-    run_worker(name, mlir, target, worker, 1)
+    run_worker(name, mlir.as_bytes(), target, worker, 1)
 }
 
-/// Runs the worker on `mlir` for `target`: the executable's bytes and its cost analysis, or a
-/// typed error (a compile error with the plugin's message; a crash with the module kept).
+/// Runs the worker on `mlir` (text or bytecode) for `target`: the executable's bytes and its
+/// cost analysis, or a typed error (a compile error with the plugin's message; a crash with
+/// the module kept).
 fn run_worker(
     graph: &str,
-    mlir: &str,
+    mlir: &[u8],
     target: &AotTarget,
     worker: &Worker,
     partitions: usize,
@@ -397,11 +398,13 @@ pub fn worker_main(args: &[String]) -> i32 {
         }
     };
     let run = || -> std::result::Result<(), String> {
-        let mlir = std::fs::read_to_string(&module).map_err(|e| format!("{module}: {e}"))?;
+        // Text or bytecode (a frozen model's): PJRT's `mlir` format reads either; no signature
+        // is read here.
+        let mlir = std::fs::read(&module).map_err(|e| format!("{module}: {e}"))?;
         let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology.clone()) };
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
         let exe = compiler
-            .compile(&mlir, &CompileOptions::partitioned(partitions))
+            .compile(fxhlo_runtime::Program { code: &mlir, text: "" }, &CompileOptions::partitioned(partitions))
             .map_err(|e| e.to_string())?;
         fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes)
             .map_err(|e| format!("{out}: {e}"))?;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::Graph;
-use fxhlo_runtime::{
+use fxhlo_runtime::{Program, 
     Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostTensor, Target,
 };
 
@@ -78,7 +78,7 @@ impl Session {
 
     /// The executable of `key` from the cache, or `mlir` compiled (and cached) on a miss; with
     /// where it came from (`None`: compiled). With `FXHLO_ERROR_ON_COMPILE` a miss is an error.
-    pub fn executable(&self, graph: &str, key: &CacheKey, mlir: &str) -> Result<(Executable, Option<Tier>)> {
+    pub fn executable<'p>(&self, graph: &str, key: &CacheKey, program: impl Into<Program<'p>>) -> Result<(Executable, Option<Tier>)> {
         if let Some((bytes, tier)) = self.cache.get(key) {
             match self.client.load_serialized(&bytes) {
                 Ok(exe) => return Ok((exe, Some(tier))),
@@ -93,7 +93,7 @@ impl Session {
             return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
         let partitions = CompileOptions::partitioned(self.pipeline.options().devices());
-        let executable = self.client.compile_with_options(mlir, &partitions)?;
+        let executable = self.client.compile_with_options(program, &partitions)?;
         self.cache.count_compile();
         match executable.serialize() {
             Ok(bytes) => self.cache.put(key, bytes),
@@ -148,10 +148,11 @@ impl Session {
     /// to the tensors they came from are not seen.
     pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
         let start = Instant::now();
-        let Lowered { mlir, key, inputs, checks } = self.pipeline.lower(graph, frozen, dump, &self.target_id())?;
+        let lowered = self.pipeline.lower(graph, frozen, dump, &self.target_id())?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
-        let (executable, cached) = self.executable(&graph.name, &key, &mlir)?;
+        let (executable, cached) = self.executable(&graph.name, &lowered.key, lowered.program())?;
+        let Lowered { mlir, key, inputs, checks, .. } = lowered;
         let compile_time = start.elapsed();
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
         Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
@@ -163,7 +164,8 @@ pub struct Compiled {
     /// The graph's name (for errors).
     pub graph: String,
     pub executable: Executable,
-    /// The StableHLO module text that was compiled.
+    /// The StableHLO module text that was compiled (large constants elided: see
+    /// [`Lowered::mlir`]).
     pub mlir: String,
     /// Inputs in calling order.
     pub inputs: Vec<InputSignature>,

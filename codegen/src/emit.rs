@@ -12,6 +12,7 @@ use melior::ir::block::BlockLike;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{Block, Identifier, Location, Type, Value, ValueLike};
+use melior::ir::TypeLike;
 use melior::Context;
 
 use crate::{Error, Result};
@@ -69,18 +70,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         result: &TensorType,
         attrs: &[(&str, String)],
     ) -> Result<Value<'c, 'a>> {
-        let mut parsed = Vec::with_capacity(attrs.len());
-        for (k, v) in attrs {
-            parsed.push((Identifier::new(self.ctx, k), self.attr(v)?));
-        }
-        let op = OperationBuilder::new(name, loc)
-            .add_operands(operands)
-            .add_results(&[self.tensor_type(result)])
-            .add_attributes(&parsed)
-            .build()
-            .map_err(|e| self.internal(format!("building {name}: {e}")))?;
-        let op = self.block.append_operation(op);
-        op.result(0).map(Into::into).map_err(|e| self.internal(format!("{name} result: {e}")))
+        self.op_typed(name, loc, operands, &[self.tensor_type(result)], attrs, Vec::new()).map(|v| v[0])
     }
 
     /// Appends an op with several results (or none) and returns them all.
@@ -112,10 +102,24 @@ impl<'c, 'a> Emitter<'c, 'a> {
         for (k, v) in attrs {
             parsed.push((Identifier::new(self.ctx, k), self.attr(v)?));
         }
+        self.op_attrs(name, loc, operands, types, parsed, regions)
+    }
+
+    /// Appends an op whose attributes are already built (typed, not parsed from text) and
+    /// returns its results.
+    pub fn op_attrs(
+        &self,
+        name: &str,
+        loc: Location<'c>,
+        operands: &[Value<'c, 'a>],
+        types: &[Type<'c>],
+        attrs: Vec<(Identifier<'c>, Attribute<'c>)>,
+        regions: Vec<melior::ir::Region<'c>>,
+    ) -> Result<Vec<Value<'c, 'a>>> {
         let op = OperationBuilder::new(name, loc)
             .add_operands(operands)
             .add_results(types)
-            .add_attributes(&parsed)
+            .add_attributes(&attrs)
             .add_regions_vec(regions)
             .build()
             .map_err(|e| self.internal(format!("building {name}: {e}")))?;
@@ -196,34 +200,34 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// A constant tensor of type `ty` holding `bytes` (dense, row-major, little-endian; bool
-    /// one byte per element). Used for frozen weights.
+    /// one byte per element): a frozen weight. The attribute is built from the bytes directly
+    /// (one copy into the context, no text): weights are hundreds of megabytes.
     pub fn dense(&self, bytes: &[u8], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let want = ty.size_bytes();
         if bytes.len() != want {
             return Err(self.internal(format!("a constant of type {ty} needs {want} bytes, got {}", bytes.len())));
         }
-        let literal = if ty.dtype == DType::Bool || bytes.is_empty() {
-            // MLIR packs i1 data in its hex form; the element list is unambiguous.
-            let items: Vec<&str> = bytes.iter().map(|&b| if b != 0 { "true" } else { "false" }).collect();
-            if ty.rank() == 0 {
-                items.first().copied().unwrap_or("false").to_string()
-            } else {
-                nested_list(&items, &ty.shape)
-            }
-        } else {
-            // Weights can be tens of megabytes: one pass, no formatting machinery.
-            const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-            let mut hex = Vec::with_capacity(4 + 2 * bytes.len());
-            hex.extend_from_slice(b"\"0x");
-            for &b in bytes {
-                hex.push(DIGITS[usize::from(b >> 4)]);
-                hex.push(DIGITS[usize::from(b & 15)]);
-            }
-            hex.push(b'"');
-            String::from_utf8(hex).map_err(|e| self.internal(e.to_string()))?
-        };
-        let text = format!("dense<{literal}> : {}", mlir_type_text(ty));
-        self.op("stablehlo.constant", loc, &[], ty, &[("value", text)])
+        if ty.dtype == DType::Bool {
+            // MLIR packs i1 raw buffers eight to a byte; bytes as u8 compared with 0 need no
+            // repacking and XLA folds the comparison.
+            let as_u8 = TensorType::new(DType::U8, ty.shape.clone());
+            let v = self.dense(bytes, &as_u8, loc)?;
+            let zero = self.splat(Scalar::Int(0), &as_u8, loc)?;
+            return self.compare("NE", v, zero, &ty.shape, loc);
+        }
+        let r#type = self.tensor_type(ty);
+        // SAFETY: `mlirDenseElementsAttrRawBufferGet` copies the bytes; it returns a null
+        // attribute for a buffer that does not fit the type, checked before use.
+        let attr = unsafe {
+            Attribute::from_option_raw(mlir_sys::mlirDenseElementsAttrRawBufferGet(
+                r#type.to_raw(),
+                bytes.len(),
+                bytes.as_ptr().cast(),
+            ))
+        }
+        .ok_or_else(|| self.internal(format!("MLIR refused {} bytes as a dense {ty}", bytes.len())))?;
+        self.op_attrs("stablehlo.constant", loc, &[], &[r#type], vec![(Identifier::new(self.ctx, "value"), attr)], Vec::new())
+            .map(|v| v[0])
     }
 
     /// Broadcasts `v` of type `from` to `to` with numpy rules (trailing dims aligned); returns
@@ -236,20 +240,6 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let dims: Vec<String> = (0..from.rank()).map(|i| (lead + i).to_string()).collect();
         let target = TensorType::new(from.dtype, to.shape.clone());
         self.op("stablehlo.broadcast_in_dim", loc, &[v], &target, &[("broadcast_dimensions", i64_array(&dims))])
-    }
-}
-
-/// `items` nested by `shape` as an MLIR dense literal (`[[a, b], [c, d]]`); an empty shape
-/// dimension gives `[]`.
-fn nested_list(items: &[&str], shape: &[i64]) -> String {
-    match shape.split_first() {
-        None => items.first().copied().unwrap_or("").to_string(),
-        Some((&n, rest)) => {
-            let n = n.max(0) as usize;
-            let chunk = items.len().checked_div(n).unwrap_or(0);
-            let parts: Vec<String> = (0..n).map(|i| nested_list(&items[i * chunk..(i + 1) * chunk], rest)).collect();
-            format!("[{}]", parts.join(", "))
-        }
     }
 }
 

@@ -32,6 +32,10 @@ pub enum Error {
     /// The graph is not valid IR (a bug in an earlier stage).
     #[error("codegen: invalid graph: {0}")]
     Ir(#[from] fxhlo_ir::Error),
+    /// A constant whose bytes the graph does not hold: IR text names a constant by its
+    /// digest only, so a graph parsed from a dump cannot be compiled with its weights.
+    #[error("codegen: constant `{node}` has no data (a graph read from IR text names constants by digest only); compile the bundle or model itself, with --freeze, instead")]
+    MissingData { node: String },
     /// Building or verifying MLIR failed: a bug in a lowering. Names the node.
     #[error("codegen: node `{node}`: {message}")]
     Internal { node: String, message: String },

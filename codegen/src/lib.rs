@@ -19,7 +19,7 @@ use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationPrintingFlags};
 use melior::ir::r#type::FunctionType;
-use melior::ir::{Attribute, Block, Identifier, Location, Module, Region, RegionLike, Value};
+use melior::ir::{Attribute, Block, BytecodeWriterConfig, Identifier, Location, Module as MlirModule, Region, RegionLike, Value};
 use melior::Context;
 
 pub use emit::mlir_type_text;
@@ -56,24 +56,41 @@ fn collect_unsupported(graph: &Graph, ops: &mut Vec<UnsupportedOp>) -> Result<()
 
 /// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
 pub fn lower(graph: &Graph) -> Result<String> {
-    lower_with(graph, &Frozen::new(), &InputLayouts::new(), None)
+    lower_with(graph, &InputLayouts::new(), None)
 }
 
-/// Frozen inputs: the bytes of each input (by node name) that becomes a constant of the
-/// module instead of a parameter of `@main` (dense, row-major, little-endian).
-pub type Frozen = std::collections::HashMap<String, Vec<u8>>;
-
-/// [`lower`], with the inputs named in `frozen` compiled in as `stablehlo.constant`s (so XLA
-/// may fold them) and dropped from `@main`'s parameters, which keep the order of the rest;
-/// the inputs in `layouts` declared permuted (see [`layout`]; frozen ones excepted); and with
+/// [`lower`], with the inputs in `layouts` declared permuted (see [`layout`]) and with
 /// `shardings`, every parameter and result annotated for an SPMD compile over that many
-/// devices (see [`sharding`]; a split input must not also have a layout).
-pub fn lower_with(
+/// devices (see [`sharding`]; a split input must not also have a layout). The text holds
+/// every constant in full; see [`lower_module`] for large ones.
+pub fn lower_with(graph: &Graph, layouts: &InputLayouts, shardings: Option<&InputShardings>) -> Result<String> {
+    lower_module(graph, layouts, shardings, None).map(|m| m.text)
+}
+
+/// Constants with more elements than this are left out of [`Module::text`] when bytecode is
+/// asked for (frozen weights: hundreds of megabytes of hex otherwise).
+pub const ELIDE_ELEMENTS: usize = 1024;
+
+/// A lowered module: its text, and (when asked) MLIR bytecode, which is what PJRT compiles.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// The module's text with locations. With bytecode, constants over [`ELIDE_ELEMENTS`]
+    /// elements print as `dense_resource<__elided__>`: read it, do not compile it.
+    pub text: String,
+    /// The module as MLIR bytecode (every constant in full); `None` unless asked for.
+    pub bytecode: Option<Vec<u8>>,
+}
+
+/// [`lower_with`], also writing the module as MLIR bytecode when `bytecode` names the
+/// bytecode version to emit (the consumer's MLIR must read that version; `Some(0)`: the newest
+/// this MLIR writes). Large constants then go only into the bytecode, so that a frozen
+/// model's weights are never formatted as text nor parsed back (see [`Module::text`]).
+pub fn lower_module(
     graph: &Graph,
-    frozen: &Frozen,
     layouts: &InputLayouts,
     shardings: Option<&InputShardings>,
-) -> Result<String> {
+    bytecode: Option<i64>,
+) -> Result<Module> {
     let unsupported = unsupported_ops(graph)?;
     if !unsupported.is_empty() {
         return Err(Error::Unsupported { graph: graph.name.clone(), ops: unsupported });
@@ -86,14 +103,8 @@ pub fn lower_with(
     ctx.set_allow_unregistered_dialects(true);
 
     let module_loc = Location::new(&ctx, &graph.name, 0, 0);
-    let mut module = Module::new(module_loc);
-    for name in frozen.keys() {
-        if !graph.inputs().iter().any(|&id| graph.node(id).name == *name) {
-            return Err(Error::Internal { node: name.clone(), message: "frozen, but not an input of the graph".into() });
-        }
-    }
-    let params: Vec<NodeId> =
-        graph.inputs().iter().copied().filter(|&id| !frozen.contains_key(&*graph.node(id).name)).collect();
+    let mut module = MlirModule::new(module_loc);
+    let params: Vec<NodeId> = graph.inputs().to_vec();
     let declared = |id: NodeId| match layouts.get(&id) {
         Some(perm) => layout::permuted(&graph.node(id).results[0], perm),
         None => graph.node(id).results[0].clone(),
@@ -108,7 +119,7 @@ pub fn lower_with(
 
     let arg_locs: Vec<_> = params.iter().map(|&id| node_location(&ctx, graph, id)).collect();
     let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
-    emit_body(&ctx, &block, graph, &params, frozen, layouts)?;
+    emit_body(&ctx, &block, graph, &params, layouts)?;
     let region = Region::new();
     region.append_block(block);
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
@@ -158,23 +169,30 @@ pub fn lower_with(
     if !module.as_operation().verify() {
         return Err(Error::Internal { node: graph.name.clone(), message: "the built module does not verify".into() });
     }
-    module
+    let printing = |flags: OperationPrintingFlags| {
+        module
+            .as_operation()
+            .to_string_with_flags(flags.enable_debug_info(true, false))
+            .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("printing the module: {e}") })
+    };
+    let Some(version) = bytecode else {
+        return Ok(Module { text: printing(OperationPrintingFlags::new())?, bytecode: None });
+    };
+    let config = BytecodeWriterConfig::new();
+    if version > 0 {
+        config.set_desired_emit_version(version);
+    }
+    let bytes = module
         .as_operation()
-        .to_string_with_flags(OperationPrintingFlags::new().enable_debug_info(true, false))
-        .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("printing the module: {e}") })
+        .write_bytecode_with_config(&config)
+        .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("writing bytecode (version {version}): {e}") })?;
+    let text = printing(OperationPrintingFlags::new().elide_large_elements_attributes(ELIDE_ELEMENTS))?;
+    Ok(Module { text, bytecode: Some(bytes) })
 }
 
-/// Lowers every node into `block` and appends the `func.return`. `params` are the inputs that
-/// are block arguments, in order (those in `layouts` declared permuted); the others are
-/// `frozen` constants.
-fn emit_body<'c>(
-    ctx: &'c Context,
-    block: &Block<'c>,
-    graph: &Graph,
-    params: &[NodeId],
-    frozen: &Frozen,
-    layouts: &InputLayouts,
-) -> Result<()> {
+/// Lowers every node into `block` and appends the `func.return`. `params` are the inputs, the
+/// block's arguments, in order (those in `layouts` declared permuted).
+fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[NodeId], layouts: &InputLayouts) -> Result<()> {
     let mut e = Emitter::new(ctx, block);
     for (i, &id) in params.iter().enumerate() {
         let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
@@ -187,14 +205,6 @@ fn emit_body<'c>(
             None => arg.into(),
         };
         e.bind(ValueRef::first(id), value);
-    }
-    for &id in graph.inputs() {
-        let node = graph.node(id);
-        if let Some(bytes) = frozen.get(&*node.name) {
-            e.node = node.name.to_string();
-            let value = e.dense(bytes, &node.results[0], node_location(ctx, graph, id))?;
-            e.bind(ValueRef::first(id), value);
-        }
     }
     lower_nodes(ctx, &mut e, graph)?;
     let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;

@@ -10,6 +10,7 @@ use petgraph::Direction;
 
 use crate::name::Name;
 use crate::op::{InputKind, Op};
+use crate::data::TensorData;
 use crate::types::TensorType;
 use crate::{Error, Result};
 
@@ -71,6 +72,9 @@ pub struct Graph {
     inputs: Vec<NodeId>,
     outputs: Vec<ValueRef>,
     regions: Vec<Graph>,
+    /// Inputs whose values are known when compiling (frozen weights): the `freeze` pass turns
+    /// each into an [`Op::Constant`].
+    values: std::collections::BTreeMap<NodeId, TensorData>,
 }
 
 impl Graph {
@@ -241,6 +245,38 @@ impl Graph {
             return Err(Error::Verify { node: node.name.to_string(), message: "removed while still used (or an input)".into() });
         }
         self.g.remove_node(id).ok_or(Error::DanglingOutput)
+    }
+
+    /// Removes every operand edge of node `id` (a pass that turned it into an op without
+    /// operands, such as a folded constant).
+    pub fn disconnect_operands(&mut self, id: NodeId) {
+        let edges: Vec<_> = self.g.edges_directed(id, Direction::Incoming).map(|e| e.id()).collect();
+        for edge in edges {
+            self.g.remove_edge(edge);
+        }
+    }
+
+    /// Removes input `id`, which nothing may use any more, from the graph and its signature
+    /// (the `freeze` pass, once the input's uses read a constant instead). Returns the node.
+    pub fn remove_input(&mut self, id: NodeId) -> Result<Node> {
+        let node = self.g.node_weight(id).ok_or(Error::DanglingOutput)?;
+        if self.has_uses(id) || !self.inputs.contains(&id) {
+            return Err(Error::Verify { node: node.name.to_string(), message: "removed as an input while still used (or not an input)".into() });
+        }
+        self.inputs.retain(|&i| i != id);
+        self.values.remove(&id);
+        self.g.remove_node(id).ok_or(Error::DanglingOutput)
+    }
+
+    /// Records that input `id` holds `data` in every run (a frozen weight): the `freeze` pass
+    /// compiles it in as a constant. The bytes are checked against the input's type there.
+    pub fn bind_input(&mut self, id: NodeId, data: TensorData) {
+        self.values.insert(id, data);
+    }
+
+    /// The value bound to input `id` by [`Graph::bind_input`], if any.
+    pub fn input_value(&self, id: NodeId) -> Option<&TensorData> {
+        self.values.get(&id)
     }
 
     /// Adds a region (the branch of an `Op::Cond`, the condition or body of an `Op::While`)

@@ -5,6 +5,7 @@
 //! and [`print()`] gives the stable text form used by dumps, golden tests and cache keys.
 
 mod attr;
+mod data;
 mod dot;
 mod error;
 mod families;
@@ -22,6 +23,7 @@ mod verify;
 /// same version (`fxhlo_ir::smallvec::smallvec![2, 3]`).
 pub use smallvec;
 
+pub use data::{Bytes, TensorData};
 pub use dot::to_dot;
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};

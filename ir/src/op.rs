@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::TensorData;
+
 pub use crate::attr::Scalar;
 pub use crate::families::{BinaryOp, CompareOp, FftKind, ReduceOp, UnaryOp};
 use crate::types::{DType, Shape};
@@ -95,6 +97,9 @@ pub enum Op {
     /// A tensor of the node's type with every element `value` (`aten.full`, scalar arguments,
     /// `aten.scalar_tensor`).
     Full { value: Scalar },
+    /// A tensor of the node's type holding `data` (a frozen weight; the `freeze` pass makes
+    /// them). The bytes are shared with whoever gave them (see [`TensorData`]).
+    Constant { data: TensorData },
     /// `aten.arange`: `start, start + step, ...` below `end`; dtype from the result type.
     Arange { start: Scalar, end: Scalar, step: Scalar },
     /// Elementwise unary math.
@@ -285,6 +290,7 @@ impl Op {
         match self {
             Op::Input { .. } => "input",
             Op::Full { .. } => "full",
+            Op::Constant { .. } => "constant",
             Op::Arange { .. } => "aten.arange",
             Op::Unary(u) => u.name(),
             Op::Binary(b) => b.name(),
@@ -372,7 +378,7 @@ impl Op {
     pub fn arity(&self) -> Option<usize> {
         let opt = |b: &bool| *b as usize;
         Some(match self {
-            Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } => 0,
+            Op::Input { .. } | Op::Full { .. } | Op::Constant { .. } | Op::Arange { .. } => 0,
             Op::Unary(_) | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy | Op::Reduce { .. } => 1,
             Op::Softmax { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } => 1,
             Op::UpsampleNearest { .. } | Op::View { .. } | Op::Permute { .. } | Op::Expand { .. } => 1,

@@ -139,6 +139,11 @@ impl Parser {
         };
         let results = parse_types(types_text.trim())?;
         let source = loc_text.map(parse_loc).transpose()?;
+        // An input's bound value (`value = "<digest>"`) is the graph's, not the op's.
+        let value = match op_name.as_str() {
+            "input" => attrs.remove("value").map(|v| unquote_digest(&v)).transpose()?,
+            _ => None,
+        };
         let op = Op::from_parts(&op_name, &attrs)?;
         let open = self.current()?;
         let graph = &mut open.graph;
@@ -148,7 +153,11 @@ impl Parser {
                 if !operands.is_empty() {
                     return Err("an input takes no operands".into());
                 }
-                graph.add_input(&name, kind, weight, ty, source)
+                let id = graph.add_input(&name, kind, weight, ty, source);
+                if let Some(data) = value {
+                    graph.bind_input(id, data);
+                }
+                id
             }
             op => graph.add_node(&name, op, &operands, results, source).map_err(|e| e.to_string())?,
         };
@@ -157,6 +166,15 @@ impl Parser {
         }
         Ok(())
     }
+}
+
+/// Data named by a quoted digest (`"<64 hex digits>"`), bytes missing.
+fn unquote_digest(text: &str) -> R<crate::TensorData> {
+    text.trim()
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .and_then(crate::TensorData::from_digest_hex)
+        .ok_or_else(|| format!("expected a quoted blake3 digest (64 hex digits), found `{text}`"))
 }
 
 /// A cursor over one line.

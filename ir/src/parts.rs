@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::attr::{bools, ints, opt_scalar, quote, Attr};
+use crate::data::TensorData;
 use crate::op::{BinaryOp, CompareOp, FftKind, InputKind, Op, PadMode, ReduceOp, ScatterReduce, UnaryOp};
 
 impl Op {
@@ -20,6 +21,7 @@ impl Op {
                 a
             }
             Op::Full { value } => vec![("value", value.to_string())],
+            Op::Constant { data } => vec![("data", quote(&data.digest_hex()))],
             Op::Arange { start, end, step } => {
                 vec![("start", start.to_string()), ("end", end.to_string()), ("step", step.to_string())]
             }
@@ -194,6 +196,11 @@ impl Op {
             }
             "unknown" => Op::Unknown { target: a.opt_string("target")?.ok_or("unknown needs attribute `target`")? },
             "full" => Op::Full { value: a.scalar("value")? },
+            "constant" => {
+                let hex = a.opt_string("data")?.ok_or("constant needs attribute `data` (a blake3 digest)")?;
+                let data = TensorData::from_digest_hex(&hex).ok_or("constant: `data` must be 64 hex digits")?;
+                Op::Constant { data }
+            }
             "aten.arange" => Op::Arange { start: a.scalar("start")?, end: a.scalar("end")?, step: a.scalar("step")? },
             "aten.where" => Op::Where,
             "aten.clamp" => Op::Clamp { min: a.opt_scalar("min")?, max: a.opt_scalar("max")? },

@@ -70,6 +70,9 @@ fn write_graph(out: &mut String, graph: &Graph, canonical: bool, region: Option<
             let _ = write!(out, " {}", operands.join(", "));
         }
         let mut attrs = node.op.attributes();
+        if let Some(data) = graph.input_value(id) {
+            attrs.push(("value", crate::attr::quote(&data.digest_hex())));
+        }
         if canonical {
             // Which weights feed an input is the caller's business, not the executable's.
             attrs.retain(|(k, _)| *k != "weight");

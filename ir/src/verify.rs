@@ -11,7 +11,9 @@
 //! 6. every `Op::Input` node is listed among the graph inputs exactly once, and only those are;
 //! 7. result types equal what [`crate::infer::infer`] computes from the operand types;
 //! 8. the graph has at least one output;
-//! 9. a control-flow node's regions exist and their signatures fit its operands and results
+//! 9. the bytes of a constant or of an input's bound value (when present: text-parsed data
+//!    has none) are exactly its type's size;
+//! 10. a control-flow node's regions exist and their signatures fit its operands and results
 //!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn.
 
 use std::collections::HashSet;
@@ -56,6 +58,16 @@ pub fn verify(graph: &Graph) -> Result<()> {
         let is_input = matches!(node.op, Op::Input { .. });
         if is_input != inputs.contains(&id) {
             return Err(err(&node.name, "input nodes and the graph's input list disagree".into()));
+        }
+        let data = match &node.op {
+            Op::Constant { data } => Some(data),
+            _ => graph.input_value(id),
+        };
+        if let Some(bytes) = data.and_then(|d| d.bytes()) {
+            let want = node.results[0].size_bytes();
+            if bytes.len() != want {
+                return Err(err(&node.name, format!("holds {} bytes of data; {} needs {want}", bytes.len(), node.results[0])));
+            }
         }
         let operands = graph.operands(id);
         let mut types = Vec::with_capacity(operands.len());

@@ -7,12 +7,16 @@
 mod check_indices;
 mod dce;
 mod depthwise_conv_taps;
+mod fold_constant_layouts;
+mod freeze;
 mod manager;
 mod registry;
 
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;
 pub use depthwise_conv_taps::DepthwiseConvTaps;
+pub use fold_constant_layouts::FoldConstantLayouts;
+pub use freeze::Freeze;
 pub use manager::{PassManager, PassRun};
 pub use registry::{default_pipeline, lookup, pipeline, Pass, MAX_OPT_LEVEL, PASSES};
 

@@ -14,7 +14,7 @@ pub trait Pass: Sync {
 }
 
 /// Every registered pass.
-pub static PASSES: &[&dyn Pass] = &[&crate::CheckIndices, &crate::Dce, &crate::DepthwiseConvTaps];
+pub static PASSES: &[&dyn Pass] = &[&crate::CheckIndices, &crate::Dce, &crate::DepthwiseConvTaps, &crate::FoldConstantLayouts, &crate::Freeze];
 
 /// The highest optimization level (`-O1`).
 pub const MAX_OPT_LEVEL: u8 = 1;
@@ -28,6 +28,8 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     }
     // First: nothing later should rewrite or count what no output reads.
     passes.push(&crate::Dce);
+    // Constants (frozen weights) in the layout their users read, before XLA's slow folding.
+    passes.push(&crate::FoldConstantLayouts);
     if cpu {
         // XLA's CPU backend runs grouped convolutions as a slow generic loop; other targets
         // have fast ones (see the pass's doc).

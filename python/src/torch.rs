@@ -134,3 +134,28 @@ pub(crate) unsafe fn tensor_bytes<'a>(ptr: usize, len: usize) -> &'a [u8] {
     }
     std::slice::from_raw_parts(ptr as *const u8, len)
 }
+
+/// A dense CPU tensor's bytes lent to a graph without a copy (a frozen weight): the tensor
+/// object is kept alive, so its storage is neither freed nor moved while the graph holds it.
+pub(crate) struct TensorBytes {
+    _tensor: Py<PyAny>,
+    ptr: usize,
+    len: usize,
+}
+
+impl TensorBytes {
+    /// The bytes of `dense`, a contiguous CPU tensor.
+    pub(crate) fn new(dense: &Bound<'_, PyAny>) -> PyResult<TensorBytes> {
+        let len: usize = dense.getattr(pyo3::intern!(dense.py(), "nbytes"))?.extract()?;
+        Ok(TensorBytes { ptr: data_ptr(dense)?, len, _tensor: dense.clone().unbind() })
+    }
+}
+
+impl fxhlo::ir::Bytes for TensorBytes {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `_tensor` keeps the dense storage of `len` bytes at `ptr` alive; fxhlo only
+        // reads it while compiling (a tensor written meanwhile is the caller's race, as in
+        // eager PyTorch).
+        unsafe { tensor_bytes(self.ptr, self.len) }
+    }
+}

@@ -13,7 +13,7 @@ use pjrt_sys::{PJRT_Executable, PJRT_TopologyDescription};
 
 use crate::device::Target;
 use crate::error::{Error, Result};
-use crate::executable::{mlir_program, CompileOptions};
+use crate::executable::{mlir_program, CompileOptions, Program};
 use crate::plugin::{self, RawApi};
 
 /// Environment the TPU plugin needs to describe a topology on a machine without a TPU: without
@@ -212,12 +212,14 @@ impl AotCompiler {
 
     /// Compiles StableHLO text for the topology and serializes the executable. A rejected
     /// program is [`Error::Compile`] with the plugin's message.
-    pub fn compile(&self, mlir: &str, options: &CompileOptions) -> Result<AotExecutable> {
+    pub fn compile<'p>(&self, program: impl Into<Program<'p>>, options: &CompileOptions) -> Result<AotExecutable> {
+        let program = program.into();
         let start = Instant::now();
         let api = self.raw.table();
         let compile_error = |message: String| Error::Compile { message };
         let compile = api.PJRT_Compile.ok_or_else(|| compile_error("the plugin does not implement PJRT_Compile".into()))?;
         let encoded = options.to_pjrt().encode();
+        let mlir = program.code;
         let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Compile_Args::new();
         args.topology = self.topology;

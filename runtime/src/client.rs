@@ -9,7 +9,7 @@ use crate::device_buffer::DeviceBuffer;
 use crate::element::ElementType;
 use crate::env::EnvConfig;
 use crate::error::{guard, Error, Result};
-use crate::executable::{self, CompileOptions, Executable};
+use crate::executable::{self, CompileOptions, Executable, Program};
 use crate::plugin::{self, RawApi};
 use crate::signature::Signature;
 
@@ -162,30 +162,33 @@ impl Client {
         self.api_version
     }
 
-    /// Compiles StableHLO/MLIR text with default options (one replica, one partition).
-    pub fn compile(&self, mlir: &str) -> Result<Executable> {
-        self.compile_with_options(mlir, &CompileOptions::default())
+    /// Compiles StableHLO (MLIR text, or a [`Program`] of bytecode) with default options (one
+    /// replica, one partition).
+    pub fn compile<'p>(&self, program: impl Into<Program<'p>>) -> Result<Executable> {
+        self.compile_with_options(program, &CompileOptions::default())
     }
 
-    /// Compiles StableHLO/MLIR text into an executable loaded on this client's devices.
-    /// A rejected program gives [`Error::Compile`] with the plugin's message.
-    pub fn compile_with_options(&self, mlir: &str, options: &CompileOptions) -> Result<Executable> {
+    /// Compiles StableHLO (MLIR text, or a [`Program`] of bytecode) into an executable loaded
+    /// on this client's devices. A rejected program gives [`Error::Compile`] with the
+    /// plugin's message.
+    pub fn compile_with_options<'p>(&self, program: impl Into<Program<'p>>, options: &CompileOptions) -> Result<Executable> {
+        let program = program.into();
         let start = Instant::now();
         let encoded = options.to_pjrt().encode();
         let loaded = self
             .raw
-            .compile(self.raw_client, mlir, &encoded)
+            .compile(self.raw_client, program.code, &encoded)
             .map_err(|message| Error::Compile { message })?;
         tracing::debug!(
             platform = %self.platform_name,
-            mlir_bytes = mlir.len(),
+            mlir_bytes = program.code.len(),
             elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
             "compiled MLIR"
         );
         // With several partitions/replicas the parameters are per-shard shapes, not `@main`'s.
         let single_device = options.num_partitions == 1 && options.num_replicas == 1;
         let signature = if single_device {
-            Signature::from_mlir(mlir)
+            Signature::from_mlir(program.text)
         } else {
             None
         };

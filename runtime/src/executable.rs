@@ -81,12 +81,37 @@ impl std::fmt::Debug for Executable {
     }
 }
 
-/// A `PJRT_Program` of MLIR text; it points into `mlir`, which must outlive its use.
-pub(crate) fn mlir_program(mlir: &str) -> pjrt_sys::PJRT_Program {
+/// A program for the PJRT compiler: MLIR as text or as bytecode (PJRT's `mlir` format takes
+/// either), and its text for reading `@main`'s signature.
+#[derive(Debug, Clone, Copy)]
+pub struct Program<'a> {
+    /// What the plugin parses: MLIR text or bytecode.
+    pub code: &'a [u8],
+    /// The module as text (large constants may be elided): only `@main`'s signature is read
+    /// from it.
+    pub text: &'a str,
+}
+
+impl<'a> From<&'a str> for Program<'a> {
+    /// A program of MLIR text.
+    fn from(text: &'a str) -> Program<'a> {
+        Program { code: text.as_bytes(), text }
+    }
+}
+
+impl<'a> From<&'a String> for Program<'a> {
+    fn from(text: &'a String) -> Program<'a> {
+        Program::from(text.as_str())
+    }
+}
+
+/// A `PJRT_Program` of MLIR text or bytecode; it points into `code`, which must outlive its
+/// use.
+pub(crate) fn mlir_program(code: &[u8]) -> pjrt_sys::PJRT_Program {
     const FORMAT: &str = "mlir";
     let mut program = pjrt_sys::PJRT_Program::new();
-    program.code = mlir.as_ptr() as *mut std::ffi::c_char;
-    program.code_size = mlir.len();
+    program.code = code.as_ptr() as *mut std::ffi::c_char;
+    program.code_size = code.len();
     program.format = FORMAT.as_ptr().cast();
     program.format_size = FORMAT.len();
     program
@@ -97,7 +122,7 @@ impl RawApi {
     pub(crate) fn compile(
         &self,
         client: *mut PJRT_Client,
-        mlir: &str,
+        mlir: &[u8],
         options: &[u8],
     ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
         let f = self.table().PJRT_Client_Compile.ok_or("the plugin does not implement PJRT_Client_Compile")?;

@@ -43,7 +43,7 @@ pub use device_buffer::DeviceBuffer;
 pub use element::{Element, ElementType};
 pub use env::EnvConfig;
 pub use error::{Error, Result};
-pub use executable::{CompileOptions, Executable};
+pub use executable::{CompileOptions, Executable, Program};
 /// The half-precision types [`HostTensor::from_f16`] / [`HostTensor::from_bf16`] take.
 pub use half::{bf16, f16};
 pub use transfer::HostResidentBuffer;

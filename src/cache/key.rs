@@ -75,9 +75,10 @@ impl CacheKey {
             for name in names {
                 h.update(&(name.len() as u64).to_le_bytes());
                 h.update(name.as_bytes());
-                let bytes = &frozen[name];
-                h.update(&(bytes.len() as u64).to_le_bytes());
-                h.update(bytes);
+                // The data's own blake3 (computed once, reused by the IR text and dumps).
+                let data = &frozen[name];
+                h.update(&(data.len() as u64).to_le_bytes());
+                h.update(&data.digest());
             }
             h.finalize().to_hex().to_string()
         });

@@ -72,10 +72,10 @@ fn every_key_field_changes_the_key() {
     let r = b.op(Op::Unary(UnaryOp::Sigmoid), &[x], None);
     variants.push(("structure", key(&b.finish(&[r]))));
     let mut frozen = Frozen::new();
-    frozen.insert("w".into(), vec![0u8; 48]);
+    frozen.insert("w".into(), fxhlo::ir::TensorData::new(vec![0u8; 48]));
     variants.push(("frozen", CacheKey::new(&graph(2, ""), &Options::default(), &frozen, "cpu 0.81 (1 device)".into())));
     let mut frozen2 = Frozen::new();
-    frozen2.insert("w".into(), vec![1u8; 48]);
+    frozen2.insert("w".into(), fxhlo::ir::TensorData::new(vec![1u8; 48]));
     let f1 = CacheKey::new(&graph(2, ""), &Options::default(), &frozen, "t".into());
     let f2 = CacheKey::new(&graph(2, ""), &Options::default(), &frozen2, "t".into());
     assert_ne!(f1.hex(), f2.hex(), "changed frozen weights must change the key");

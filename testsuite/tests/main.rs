@@ -4,6 +4,7 @@
 mod cache;
 mod codegen_e2e;
 mod fixtures;
+mod freeze;
 mod golden;
 mod layout;
 mod ops;

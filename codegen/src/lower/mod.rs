@@ -21,7 +21,7 @@ use fxhlo_ir::{Op, TensorType};
 use melior::ir::{Location, Value};
 
 use crate::emit::Emitter;
-use crate::Result;
+use crate::{Error, Result};
 
 /// A lowered operand: its MLIR value and IR type.
 pub type Operand<'c, 'a, 't> = (Value<'c, 'a>, &'t TensorType);
@@ -38,6 +38,10 @@ pub fn lower<'c, 'a>(
     let first = || results.first().ok_or_else(|| e.internal("node has no result"));
     match op {
         Op::Full { value } => one(creation::full(e, *value, first()?, loc)),
+        Op::Constant { data } => {
+            let bytes = data.bytes().ok_or_else(|| Error::MissingData { node: e.node.clone() })?;
+            one(e.dense(bytes, first()?, loc))
+        }
         Op::Arange { start, step, .. } => one(creation::arange(e, *start, *step, first()?, loc)),
         Op::Unary(u) => one(elementwise::unary(e, *u, operands, first()?, loc)),
         Op::Binary(b) => one(elementwise::binary(e, *b, operands, first()?, loc)),

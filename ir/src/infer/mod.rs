@@ -33,7 +33,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
     let x = operands.first().copied();
     match op {
         // Embedding bag's bookkeeping results depend on the CPU code path; the trace says.
-        Op::Input { .. } | Op::Full { .. } | Op::Arange { .. } | Op::Unknown { .. } | Op::EmbeddingBag { .. } => Ok(None),
+        Op::Input { .. } | Op::Full { .. } | Op::Constant { .. } | Op::Arange { .. } | Op::Unknown { .. } | Op::EmbeddingBag { .. } => Ok(None),
         // Their types are their regions' (the verifier checks them against the regions).
         Op::Cond { .. } | Op::While { .. } => Ok(None),
         Op::Unary(u) => {

@@ -1,0 +1,99 @@
+//! Frozen weights through the facade: the `freeze` pass turns bound inputs into constants,
+//! codegen builds them from the raw bytes, and a module with large constants reaches PJRT as
+//! MLIR bytecode. Checked against products computed in the test.
+
+use fxhlo::runtime::HostTensor;
+use fxhlo::passes::Pass;
+use fxhlo::{Frozen, Options, Pipeline};
+use fxhlo_ir::{DType, InputKind, Op, TensorData, TensorType, ValueRef};
+
+use crate::support::{cpu, Builder};
+
+/// `n` floats from a fixed linear congruential sequence in [-1, 1).
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// y = x @ w + where(m, 1, 0) summed per row, with w `[k, n]` and mask m `[n]` frozen.
+fn graph(k: i64, n: i64) -> fxhlo_ir::Graph {
+    let mut b = Builder::new("frozen_mm");
+    let x = b.input("x", DType::F32, &[2, k]);
+    let w = ValueRef::first(b.g.add_input("w", InputKind::Parameter, Some("w".into()), TensorType::new(DType::F32, vec![k, n]), None));
+    let m = ValueRef::first(b.g.add_input("m", InputKind::Buffer, Some("m".into()), TensorType::new(DType::Bool, vec![n]), None));
+    let y = b.op(Op::Mm, &[x, w], None);
+    let mf = b.op(Op::Convert { dtype: DType::F32 }, &[m], None);
+    let z = b.op(Op::Binary(fxhlo_ir::BinaryOp::Add), &[y, mf], None);
+    b.finish(&[z])
+}
+
+#[test]
+fn frozen_weights_become_constants_small_as_text_large_as_bytecode() {
+    let session = cpu();
+    // 8x8 (64 elements: text) and 64x64 (4096 > ELIDE_ELEMENTS: bytecode).
+    for (k, n) in [(8usize, 8usize), (64, 64)] {
+        let g = graph(k as i64, n as i64);
+        let (xs, ws) = (values(2 * k, 1), values(k * n, 2));
+        let mask: Vec<u8> = (0..n).map(|j| (j % 3 == 0) as u8).collect();
+        let mut frozen = Frozen::new();
+        frozen.insert("w".into(), TensorData::new(bytes(&ws)));
+        frozen.insert("m".into(), TensorData::new(mask.clone()));
+
+        let lowered = Pipeline::new(Options::default()).lower(&g, &frozen, None, "cpu").unwrap();
+        let names: Vec<&str> = lowered.inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["x"], "frozen inputs leave the signature");
+        let large = k * n > fxhlo::codegen::ELIDE_ELEMENTS;
+        assert_eq!(lowered.bytecode.is_some(), large, "{k}x{n}: bytecode only with large constants");
+        if large {
+            assert!(lowered.mlir.contains("__elided__"), "the text elides the large constant");
+        }
+
+        let compiled = session.compile_dumped(&g, None, &frozen).unwrap();
+        let out = compiled.run(&session, &[HostTensor::from_f32([2, k as i64], &xs).unwrap()]).unwrap();
+        let got = out[0].to_vec::<f32>().unwrap();
+        let mut worst = 0f32;
+        for i in 0..2 {
+            for j in 0..n {
+                let want: f32 = (0..k).map(|p| xs[i * k + p] * ws[p * n + j]).sum::<f32>() + mask[j] as f32;
+                worst = worst.max((got[i * n + j] - want).abs());
+            }
+        }
+        println!("{k}x{n}: max |fxhlo - reference| = {worst:e}");
+        assert!(worst < 1e-4, "{k}x{n}: off by {worst}");
+    }
+}
+
+#[test]
+fn the_freeze_pass_prints_constants_by_digest_and_refuses_missing_bytes() {
+    let mut g = graph(2, 2);
+    let w = g.inputs()[1];
+    let data = TensorData::new(bytes(&[1.0, 2.0, 3.0, 4.0]));
+    g.bind_input(w, data.clone());
+    let text = fxhlo_ir::print(&g);
+    assert!(text.contains(&format!("value = \"{}\"", data.digest_hex())), "{text}");
+    // The bound value survives a print/parse round trip by digest (no bytes).
+    let back = fxhlo_ir::parse(&text).unwrap();
+    assert_eq!(fxhlo_ir::print(&back), text);
+    assert!(fxhlo::passes::Freeze.run(&mut g).unwrap());
+    let text = fxhlo_ir::print(&g);
+    assert!(text.contains(&format!("%w = constant {{data = \"{}\"}} : f32[2,2]", data.digest_hex())), "{text}");
+    assert_eq!(g.inputs().len(), 2, "x and m stay inputs");
+    // Parsed from text, the constant has no bytes: codegen says so by name.
+    let parsed = fxhlo_ir::parse(&text).unwrap();
+    let err = fxhlo::codegen::lower(&parsed).unwrap_err().to_string();
+    assert!(err.contains("constant `w` has no data"), "{err}");
+    // A value of the wrong size is refused, naming the input.
+    let mut frozen = Frozen::new();
+    frozen.insert("w".into(), TensorData::new(vec![0u8; 3]));
+    let err = Pipeline::new(Options::default()).lower(&graph(2, 2), &frozen, None, "cpu").unwrap_err().to_string();
+    assert!(err.contains("frozen input `w`") && err.contains("3 bytes"), "{err}");
+}
