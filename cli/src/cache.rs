@@ -290,7 +290,7 @@ fn count(n: usize, one: &str, many: &str) -> String {
 }
 
 /// `12.3 KiB`.
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
         return format!("{bytes} B");

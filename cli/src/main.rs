@@ -3,6 +3,7 @@
 
 mod aot;
 mod cache;
+mod explain;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +27,7 @@ struct Cli {
     command: Command,
 }
 
-/// The pass flags of `run`, `bench` and `compile`.
+/// The pass flags of `run`, `bench`, `compile` and `explain`.
 #[derive(clap::Args)]
 struct PassArgs {
     /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
@@ -50,7 +51,7 @@ impl PassArgs {
     }
 }
 
-/// The tensor-parallel flags of `run`, `compile` and `cost`.
+/// The tensor-parallel flags of `run`, `compile`, `explain` and `cost`.
 #[derive(clap::Args)]
 struct TensorParallelArgs {
     /// Split over this many devices with tensor parallelism (SPMD): the Megatron-style plan
@@ -164,6 +165,24 @@ enum Command {
         /// Where to write the executable of an ahead-of-time target.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        pass_args: PassArgs,
+        #[command(flatten)]
+        tp: TensorParallelArgs,
+    },
+    /// Explain what `compile` with the same flags would do, without compiling: each distinct
+    /// op of the graph with its count and whether codegen lowers it, the passes that would run
+    /// and what each changed (run on a copy of the graph), and whether the compile cache
+    /// (`FXHLO_CACHE_DIR`, ...) holds the executable, or else which key fields the nearest
+    /// entry differs in. Reads the cache folder only.
+    Explain {
+        bundle: PathBuf,
+        /// The target to explain a compile for, as `compile --target` takes it.
+        #[arg(long, alias = "device", default_value = "cpu")]
+        target: TargetName,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         pass_args: PassArgs,
         #[command(flatten)]
@@ -419,6 +438,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 _ => print!("{}", fxhlo::ir::print(&bundle.graph)),
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { bundle, target, json, pass_args, tp } => {
+            // The options `compile` builds from the same flags.
+            let options = pass_args.apply(Options { device: target, tensor_parallel: tp.plan()?, ..Options::default() });
+            options.check()?;
+            explain::run(&bundle, &options, json)
         }
         Command::Cost { bundle, target, tp } => {
             print!("{}", aot::cost(&bundle, &target, tp.plan()?)?);

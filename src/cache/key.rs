@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use fxhlo_ir::{Graph, InputKind, Op};
 use serde::{Deserialize, Serialize};
 
+use super::miss::FieldDiff;
 use crate::pipeline::{Frozen, Options};
 
 /// The key of one executable. Compare keys with `==`; name files with [`CacheKey::hex`].
@@ -124,28 +125,34 @@ impl CacheKey {
         out
     }
 
-    /// The fields in which `other` differs from `self`, each as `name: other's vs self's`
-    /// (`input 0: user_input f32[1,3,224,224] vs user_input f32[1,3,256,256]`). The graph hash
-    /// is left out when an input differs: a new shape changes it too.
-    pub fn differences(&self, other: &CacheKey) -> Vec<String> {
+    /// The fields in which `other` (an entry) differs from `self` (the key looked up), in
+    /// [`CacheKey::fields`] order. The graph hash is left out when an input differs: a new
+    /// shape changes it too.
+    pub fn field_differences(&self, other: &CacheKey) -> Vec<FieldDiff> {
         let mine: Vec<(String, String)> = self.fields();
         let theirs: Vec<(String, String)> = other.fields();
         let mut out = Vec::new();
         for (name, value) in &mine {
             let there = theirs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("(absent)");
             if there != value {
-                out.push(format!("{name}: {there} vs {value}"));
+                out.push(FieldDiff { field: name.clone(), cached: there.to_string(), wanted: value.clone() });
             }
         }
         for (name, value) in &theirs {
             if !mine.iter().any(|(n, _)| n == name) {
-                out.push(format!("{name}: {value} vs (absent)"));
+                out.push(FieldDiff { field: name.clone(), cached: value.clone(), wanted: "(absent)".to_string() });
             }
         }
-        if out.iter().any(|d| d.starts_with("input")) {
-            out.retain(|d| !d.starts_with("graph:"));
+        if out.iter().any(|d| d.field.starts_with("input")) {
+            out.retain(|d| d.field != "graph");
         }
         out
+    }
+
+    /// [`CacheKey::field_differences`] as text, each `name: other's vs self's`
+    /// (`input 0: user_input f32[1,3,224,224] vs user_input f32[1,3,256,256]`).
+    pub fn differences(&self, other: &CacheKey) -> Vec<String> {
+        self.field_differences(other).iter().map(ToString::to_string).collect()
     }
 
     /// The key as pretty JSON (`cache-key.json` in a dump folder), with its digest.

@@ -11,6 +11,7 @@
 
 pub mod disk;
 pub mod key;
+pub mod miss;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use key::{target_id, CacheKey};
+pub use miss::{Candidate, FieldDiff, Miss};
 
 use crate::env;
 
@@ -195,43 +197,25 @@ impl CompileCache {
         None
     }
 
-    /// Why `key` missed: `(reason, message)`. The nearest entry is one of the same structure
-    /// (the same model at another shape, with other options, ...) seen by this process or on
-    /// disk; the reason names the fields that differ.
+    /// Why `key` missed: `(reason, message)` of [`CompileCache::miss`].
     pub fn explain_miss(&self, key: &CacheKey) -> (String, String) {
-        let nearest = self.nearest(key);
-        match nearest {
-            None => ("new graph".to_string(), "no entry for this graph".to_string()),
-            Some(other) => {
-                let diffs = key.differences(&other);
-                let mut fields: Vec<&str> = diffs
-                    .iter()
-                    .map(|d| {
-                        let name = d.split(':').next().unwrap_or("");
-                        if name.starts_with("input") { "inputs" } else { name }
-                    })
-                    .collect();
-                fields.dedup();
-                let reason = if fields.is_empty() { "unknown".to_string() } else { fields.join(",") };
-                (reason, format!("the nearest entry of this graph differs in {}", diffs.join("; ")))
-            }
-        }
+        let miss = self.miss(key);
+        (miss.reason(), miss.detail())
     }
 
-    /// The key of the same structure with the fewest differing fields, from this process's
-    /// keys and the folder's entry headers.
-    fn nearest(&self, key: &CacheKey) -> Option<CacheKey> {
-        let mut candidates: Vec<CacheKey> = lock(&self.seen).iter().filter(|k| k.structure == key.structure).cloned().collect();
+    /// Why `key` missed: the nearest entry of the same structure (the same model at another
+    /// shape, with other options, ...), among the keys this process saw and the folder's entry
+    /// headers, and the fields that differ.
+    pub fn miss(&self, key: &CacheKey) -> Miss {
+        let mut candidates: Vec<Candidate> = lock(&self.seen)
+            .iter()
+            .filter(|k| k.structure == key.structure)
+            .map(|k| Candidate { key: k.clone(), entry: None })
+            .collect();
         if let Some(dir) = self.config.disk_dir() {
-            for f in disk::list(dir).unwrap_or_default() {
-                if let Ok(header) = disk::read_header(&f.path) {
-                    if header.key.structure == key.structure {
-                        candidates.push(header.key);
-                    }
-                }
-            }
+            candidates.extend(miss::disk_candidates(dir));
         }
-        candidates.into_iter().filter(|k| k != key).min_by_key(|k| key.differences(k).len())
+        Miss::explain(key, candidates)
     }
 
     /// Stores `payload` under `key`: in memory, and on disk unless read-only or off (a write
