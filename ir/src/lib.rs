@@ -22,7 +22,7 @@ mod verify;
 /// same version (`fxhlo_ir::smallvec::smallvec![2, 3]`).
 pub use smallvec;
 
-pub use dot::to_dot;
+pub use dot::{to_dot, to_dot_marked};
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};
 pub use name::Name;
