@@ -2,7 +2,7 @@
 # One-command, idempotent setup for a fresh machine of this project's kind (Debian bookworm,
 # Rust toolchain, Python 3.11, git). Installs only what is missing, so a second run takes seconds.
 #
-#   1. Debian packages: LLVM/MLIR 22 (melior's build), protoc (pjrt-sys' protos)
+#   1. Debian packages: LLVM/MLIR 22 (melior's build), protoc (pjrt-sys' protos), graphviz (dumps)
 #   2. .venv/ with the PJRT CPU plugin (xla-cpu-pjrt), the TPU plugin (libtpu, for ahead-of-time
 #      TPU compiles), PyTorch (fixture generation), pytest,
 #      diffusers (its UNets are backend tests) and the project's Python package `fxhlo` (python/)
@@ -31,6 +31,7 @@ TORCHVISION_VERSION="0.29.2"  # MobileNetV3/EfficientNet/ConvNeXt (scripts/bench
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev clang-22 libpolly-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev protobuf-compiler
+  graphviz  # `dot`: the .svg pictures of IR dumps (docs/dumps.md); dumps skip them without it
 )
 
 step() { printf '\n==> setup: %s\n' "$*"; }

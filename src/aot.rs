@@ -182,22 +182,42 @@ pub fn compile_graph(
     let target = AotTarget::resolve(&options.device, env)?;
     let pipeline = Pipeline::new(options);
     let lowered = pipeline.lower(graph, frozen, dump, &target.id)?;
-    let compiled = pipeline.compile_ahead_of_time(&graph.name, &lowered, &target, &CompileCache::global(), worker, fresh)?;
-    Ok((lowered, compiled))
+    let compiled = pipeline
+        .compile_ahead_of_time(&graph.name, &lowered, &target, &CompileCache::global(), worker, fresh)
+        .map_err(|e| match e {
+            // The target's compiler rejected the module: `fxhlo compile <module> --target ..`
+            // runs the same compile. (A crash keeps its module already.)
+            Error::AotCompile { .. } => {
+                let failed = crate::repro::Failed::Compile { mlir: &lowered.mlir };
+                let root = dump.map(|d| d.config().dir.as_path());
+                crate::repro::wrap(e, failed, graph, pipeline.options(), &lowered.key, frozen, root)
+            }
+            other => other,
+        });
+    if let (Some(d), Ok(c)) = (dump, &compiled) {
+        let outcome = match c.cached {
+            Some(_) => "hit: nothing compiled".to_string(),
+            None => "miss (compiled ahead of time in the worker process; XLA's own dump is not taken there)".to_string(),
+        };
+        d.executable(outcome, c.compile_time, None)?;
+    }
+    crate::dump::finish(dump, &compiled)?;
+    Ok((lowered, compiled?))
 }
 
 /// [`compile_graph`] of a trace (the exporter's JSON, as the Python backend hands it over),
-/// with `dump` a root folder for the graph's dump.
+/// dumped as `dump` says (else as `FXHLO_DUMP` says).
 pub fn compile_json_ahead_of_time(
     json: &[u8],
     origin: &Path,
-    dump: Option<&Path>,
+    dump: Option<&crate::DumpConfig>,
     frozen: &crate::Frozen,
     options: crate::Options,
     env: &EnvConfig,
     worker: &Worker,
 ) -> Result<AotCompiled> {
-    let (graph, dump) = crate::session::import_json(json, origin, dump)?;
+    let from_env = crate::DumpConfig::from_env()?;
+    let (graph, dump) = crate::session::import_json(json, origin, dump.or(from_env.as_ref()))?;
     compile_graph(&graph, frozen, dump.as_ref(), options, env, worker, false).map(|(_, compiled)| compiled)
 }
 

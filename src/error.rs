@@ -43,6 +43,29 @@ pub enum Error {
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),
+    /// Lowering or the device's compiler failed: `source` says why; `repro` where the graph
+    /// (and the module) that failed were written and the `fxhlo` command that fails the same
+    /// way from them (see [`crate::repro`]).
+    #[error("{source}\n{repro}")]
+    Reproducible { source: Box<Error>, repro: Box<crate::Repro> },
+}
+
+impl Error {
+    /// The error itself, seen through [`Error::Reproducible`].
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Reproducible { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    /// The reproduction of a failed compile, when one was written.
+    pub fn repro(&self) -> Option<&crate::Repro> {
+        match self {
+            Error::Reproducible { repro, .. } => Some(repro),
+            _ => None,
+        }
+    }
 }
 
 macro_rules! boxed_from {

@@ -24,6 +24,7 @@ mod dump;
 pub mod env;
 mod error;
 mod pipeline;
+pub mod repro;
 mod resident;
 mod session;
 mod sharding;
@@ -31,8 +32,9 @@ mod tensor;
 
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
-pub use dump::Dump;
+pub use dump::{Dump, DumpConfig, DumpFilter, Report as DumpReport};
 pub use error::{Error, Result};
+pub use repro::Repro;
 pub use pipeline::{passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use session::{Compiled, Session};

@@ -155,17 +155,29 @@ impl Pipeline {
 
     /// Runs the pass pipeline on a copy of `graph`, chooses the device layouts of its resident
     /// weights and lowers it to StableHLO, keyed for `target`: everything before the PJRT
-    /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the cache key,
-    /// the imported IR, the IR after passes (if they changed it) and the module (or the
-    /// lowering error) are written.
+    /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the graph's
+    /// dump folder is opened and each stage written as it happens (see [`Dump`]). A failure of
+    /// a pass or of codegen comes with a reproduction ([`Error::Reproducible`]), dump or not.
     pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
         let key = self.key(graph, frozen, target);
         if let Some(d) = dump {
-            d.write_file("cache-key.json", key.to_json().as_bytes())?;
+            d.open(&key)?;
         }
-        let imported = dump.map(|_| fxhlo_ir::print(graph));
-        if let (Some(d), Some(text)) = (dump, &imported) {
-            d.write(1, "import", "gir", text.as_bytes())?;
+        let lowered = self.lower_keyed(graph, frozen, dump, key.clone()).map_err(|e| match e {
+            Error::Passes(_) | Error::Codegen(_) => {
+                let root = dump.map(|d| d.config().dir.as_path());
+                crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, root)
+            }
+            other => other,
+        });
+        crate::dump::finish(dump, &lowered)?;
+        lowered
+    }
+
+    /// [`Pipeline::lower`] once the key is known and the dump open.
+    fn lower_keyed(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, key: CacheKey) -> Result<Lowered> {
+        if let Some(d) = dump {
+            d.imported(graph)?;
         }
         let mut optimized = graph.clone();
         let mut passes = self.options.passes();
@@ -174,7 +186,11 @@ impl Pipeline {
             // Asked for by the caller, at every level: it changes the executable's signature.
             passes.insert(0, &fxhlo_passes::Freeze);
         }
-        PassManager::new(passes).run(&mut optimized)?;
+        // The dump writes the IR after each pass that changed it (passes write no files).
+        PassManager::new(passes).run_observed(&mut optimized, |run, g| match dump {
+            Some(d) => d.pass(run, g),
+            None => Ok(()),
+        })?;
         let checks = Checks(
             optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
                 .iter()
@@ -184,12 +200,6 @@ impl Pipeline {
                 })
                 .collect(),
         );
-        if let (Some(d), Some(text)) = (dump, &imported) {
-            let after = fxhlo_ir::print(&optimized);
-            if after != *text {
-                d.write(2, "passes", "gir", after.as_bytes())?;
-            }
-        }
         let shardings = match &self.options.tensor_parallel {
             Some(tp) => Some(tp.resolve(&optimized)?),
             None => None,
@@ -209,17 +219,11 @@ impl Pipeline {
             let n = optimized.node(id);
             matches!(n.op, Op::Constant { .. }) && n.results[0].num_elements() > fxhlo_codegen::ELIDE_ELEMENTS
         });
-        let lowered = fxhlo_codegen::lower_module(&optimized, &layouts, shardings.as_ref(), large.then_some(BYTECODE_VERSION));
-        if let (Some(d), Err(e)) = (dump, &lowered) {
-            // The reason compilation stopped is part of what a reader of the dump wants.
-            d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
-        }
-        let fxhlo_codegen::Module { text: mlir, bytecode } = lowered?;
+        let start = std::time::Instant::now();
+        let fxhlo_codegen::Module { text: mlir, bytecode } =
+            fxhlo_codegen::lower_module(&optimized, &layouts, shardings.as_ref(), large.then_some(BYTECODE_VERSION))?;
         if let Some(d) = dump {
-            d.write(3, "stablehlo", "mlir", mlir.as_bytes())?;
-            if let Some(b) = &bytecode {
-                d.write(3, "stablehlo", "mlirbc", b)?;
-            }
+            d.stablehlo(&mlir, start.elapsed())?;
         }
         let inputs = optimized
             .inputs()

@@ -13,7 +13,7 @@ use fxhlo_runtime::{Program,
 };
 
 use crate::cache::{target_id, CacheKey, CompileCache, Tier};
-use crate::dump::Dump;
+use crate::dump::{Dump, DumpConfig};
 use crate::pipeline::{Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 use crate::resident::{ResidentWeights, WeightStamp};
 use crate::tensor::{element_type, host_tensor};
@@ -28,6 +28,8 @@ pub struct Session {
     target: Target,
     client: Client,
     cache: Arc<CompileCache>,
+    /// What to dump of each graph compiled (`FXHLO_DUMP`, or [`Session::set_dump`]).
+    dump: Option<DumpConfig>,
 }
 
 impl Session {
@@ -46,6 +48,7 @@ impl Session {
     /// [`Session::new_in`] with its own compile cache instead of the process's.
     pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Session> {
         options.check()?;
+        let dump = DumpConfig::from_env()?;
         if options.device.is_ahead_of_time() {
             return Err(Error::Options(format!(
                 "device `{}` is a topology to compile for ahead of time, with no device to run on here: \
@@ -56,7 +59,17 @@ impl Session {
         let target = Target::resolve_in(options.device.device, env)?;
         let client = Client::with_devices(&target, env, options.devices())?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
-        Ok(Session { pipeline: Pipeline::new(options), target, client, cache })
+        Ok(Session { pipeline: Pipeline::new(options), target, client, cache, dump })
+    }
+
+    /// What this session dumps of each graph it compiles (from `FXHLO_DUMP` unless set).
+    pub fn dump_config(&self) -> Option<&DumpConfig> {
+        self.dump.as_ref()
+    }
+
+    /// Dumps each graph compiled from now on as `dump` says (`None`: no dumps).
+    pub fn set_dump(&mut self, dump: Option<DumpConfig>) {
+        self.dump = dump;
     }
 
     /// The compile cache this session reads and fills.
@@ -79,6 +92,12 @@ impl Session {
     /// The executable of `key` from the cache, or `mlir` compiled (and cached) on a miss; with
     /// where it came from (`None`: compiled). With `FXHLO_ERROR_ON_COMPILE` a miss is an error.
     pub fn executable<'p>(&self, graph: &str, key: &CacheKey, program: impl Into<Program<'p>>) -> Result<(Executable, Option<Tier>)> {
+        self.executable_dumped(graph, key, program, None)
+    }
+
+    /// [`Session::executable`], with XLA dumping what it compiles into `xla_dump_to` (the
+    /// options XLA gets are its defaults otherwise: the executable is the same).
+    fn executable_dumped<'p>(&self, graph: &str, key: &CacheKey, program: impl Into<Program<'p>>, xla_dump_to: Option<&Path>) -> Result<(Executable, Option<Tier>)> {
         if let Some((bytes, tier)) = self.cache.get(key) {
             match self.client.load_serialized(&bytes) {
                 Ok(exe) => return Ok((exe, Some(tier))),
@@ -92,8 +111,11 @@ impl Session {
             let (_, detail) = self.cache.explain_miss(key);
             return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
-        let partitions = CompileOptions::partitioned(self.pipeline.options().devices());
-        let executable = self.client.compile_with_options(program, &partitions)?;
+        let options = CompileOptions {
+            xla_dump_to: xla_dump_to.map(Path::to_path_buf),
+            ..CompileOptions::partitioned(self.pipeline.options().devices())
+        };
+        let executable = self.client.compile_with_options(program, &options)?;
         self.cache.count_compile();
         match executable.serialize() {
             Ok(bytes) => self.cache.put(key, bytes),
@@ -122,40 +144,78 @@ impl Session {
         &self.client
     }
 
-    /// Runs the pass pipeline on a copy of `graph`, lowers it to StableHLO and compiles it.
+    /// Runs the pass pipeline on a copy of `graph`, lowers it to StableHLO and compiles it;
+    /// dumped as [`Session::dump_config`] says.
     pub fn compile(&self, graph: &Graph) -> Result<Compiled> {
-        self.compile_dumped(graph, None, &Frozen::new())
+        let dump = self.dump.as_ref().map(|c| Dump::new(c.clone(), &graph.name));
+        self.compile_dumped(graph, dump.as_ref(), &Frozen::new())
     }
 
-    /// Parses a JSON trace (`origin` names it in errors), imports it and compiles it; with
-    /// `dump`, each stage's output goes under that folder (see [`Dump`]). Inputs named in
-    /// `frozen` are compiled in as constants (see [`Session::compile_dumped`]).
+    /// Parses a JSON trace (`origin` names it in errors), imports it and compiles it, dumped
+    /// as `dump` says (else as [`Session::dump_config`] says), the trace included. Inputs
+    /// named in `frozen` are compiled in as constants (see [`Session::compile_dumped`]).
     pub fn compile_json(
         &self,
         json: &[u8],
         origin: &Path,
-        dump: Option<&Path>,
+        dump: Option<&DumpConfig>,
         frozen: &Frozen,
     ) -> Result<(Graph, Compiled)> {
-        let (graph, dump) = import_json(json, origin, dump)?;
+        let (graph, dump) = import_json(json, origin, dump.or(self.dump.as_ref()))?;
         let compiled = self.compile_dumped(&graph, dump.as_ref(), frozen)?;
         Ok((graph, compiled))
     }
 
-    /// [`Session::compile`], writing the IR and StableHLO stages to `dump` when given. Inputs
-    /// named in `frozen` (parameters, usually) become constants of the executable, holding the
-    /// given bytes, and are not inputs of [`Compiled`]: XLA may fold them, and later changes
-    /// to the tensors they came from are not seen.
+    /// [`Session::compile`], writing the stages to `dump` when given (see [`Dump`]): the IR
+    /// and StableHLO, XLA's own dump of the HLO it compiled, and the report with the cache's
+    /// hit or miss. Inputs named in `frozen` (parameters, usually) become constants of the
+    /// executable, holding the given bytes, and are not inputs of [`Compiled`]: XLA may fold
+    /// them, and later changes to the tensors they came from are not seen. A failure of the
+    /// PJRT compiler comes with a reproduction ([`Error::Reproducible`]), dump or not.
     pub fn compile_dumped(&self, graph: &Graph, dump: Option<&Dump>, frozen: &Frozen) -> Result<Compiled> {
         let start = Instant::now();
         let lowered = self.pipeline.lower(graph, frozen, dump, &self.target_id())?;
         let codegen_time = start.elapsed();
         let start = Instant::now();
-        let (executable, cached) = self.executable(&graph.name, &lowered.key, lowered.program())?;
-        let Lowered { mlir, key, inputs, checks, .. } = lowered;
+        let xla_dir = match dump {
+            Some(d) => d.xla_dir()?,
+            None => None,
+        };
+        // Why the cache misses, asked before the compile fills it (only for the report).
+        let miss = dump.map(|_| self.cache.explain_miss(&lowered.key).1);
+        let result = self.executable_dumped(&graph.name, &lowered.key, lowered.program(), xla_dir.as_deref()).map_err(|e| {
+            let compiler = matches!(&e, Error::Runtime(r) if matches!(**r, fxhlo_runtime::Error::Compile { .. }));
+            if !compiler {
+                return e;
+            }
+            let root = dump.map(|d| d.config().dir.as_path());
+            crate::repro::wrap(e, crate::repro::Failed::Compile { mlir: &lowered.mlir }, graph, self.options(), &lowered.key, frozen, root)
+        });
         let compile_time = start.elapsed();
+        if let (Some(d), Ok((_, cached))) = (dump, &result) {
+            let outcome = match (cached, miss) {
+                (Some(tier), _) => format!("hit ({} tier): XLA did not compile, so it dumped nothing", tier_name(*tier)),
+                (None, Some(why)) => format!("miss: {why}"),
+                (None, None) => "miss".to_string(),
+            };
+            if let (Some(dir), Some(_)) = (&xla_dir, cached) {
+                // Nothing was compiled: leave no empty folder behind.
+                let _ = std::fs::remove_dir(dir);
+            }
+            d.executable(outcome, compile_time, xla_dir.as_deref().filter(|_| cached.is_none()))?;
+        }
+        crate::dump::finish(dump, &result)?;
+        let (executable, cached) = result?;
+        let Lowered { mlir, key, inputs, checks, .. } = lowered;
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
         Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
+    }
+}
+
+fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Memory => "memory",
+        Tier::Disk => "disk",
     }
 }
 
@@ -311,22 +371,16 @@ impl Compiled {
     }
 }
 
-/// Imports a trace (the exporter's JSON; `origin` names it in errors) and, with a `dump`
-/// root, opens the graph's dump folder with the trace as its first stage.
+/// Imports a trace (the exporter's JSON; `origin` names it in errors) and, with a dump
+/// configuration, makes the graph's [`Dump`] holding the trace and the import's time.
 pub(crate) fn import_json(
     json: &[u8],
     origin: &Path,
-    dump: Option<&Path>,
+    dump: Option<&DumpConfig>,
 ) -> Result<(Graph, Option<Dump>)> {
+    let start = Instant::now();
     let trace = fxhlo_frontend::parse_json(json, origin)?;
     let graph = fxhlo_frontend::import::import(&trace, origin)?;
-    let dump = match dump {
-        Some(root) => {
-            let d = Dump::create(root, &graph.name, &fxhlo_ir::print(&graph))?;
-            d.write(0, "trace", "json", json)?;
-            Some(d)
-        }
-        None => None,
-    };
+    let dump = dump.map(|config| Dump::new(config.clone(), &graph.name).with_trace(json.to_vec(), start.elapsed()));
     Ok((graph, dump))
 }

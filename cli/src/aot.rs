@@ -6,21 +6,20 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fxhlo::aot::{AotCompiled, AotTarget, Worker};
-use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{CostAnalysis, EnvConfig, TargetName};
 use fxhlo::{Dump, Frozen, Lowered, Options, TensorParallel};
 
-/// Lowers `bundle` for the ahead-of-time `target` and compiles it through the process's
+/// Lowers `graph` for the ahead-of-time `target` and compiles it through the process's
 /// compile cache (with `fresh`, not read from it: the cost analysis comes only from a compile).
 /// Returns the lowered module too (for `--emit`).
 pub(crate) fn compile(
-    bundle: &Bundle,
+    graph: &fxhlo::ir::Graph,
     options: &Options,
     dump: Option<&Dump>,
     fresh: bool,
 ) -> anyhow::Result<(Lowered, AotCompiled)> {
     let env = EnvConfig::from_env();
-    Ok(fxhlo::aot::compile_graph(&bundle.graph, &Frozen::new(), dump, options.clone(), &env, &Worker::from_env(), fresh)?)
+    Ok(fxhlo::aot::compile_graph(graph, &Frozen::new(), dump, options.clone(), &env, &Worker::from_env(), fresh)?)
 }
 
 /// A StableHLO file compiled as it is (no cache): its name (the file stem), the executable, its
@@ -127,7 +126,7 @@ pub(crate) fn cost(
         tensor_parallel,
         ..Options::default()
     };
-    let (_, compiled) = compile(&bundle, &options, None, true)?;
+    let (_, compiled) = compile(&bundle.graph, &options, None, true)?;
     Ok(cost_report(
         &compiled.graph,
         &compiled.cost.unwrap_or_default(),

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor, TargetName};
 use fxhlo::{
-    CacheConfig, CacheMode, CompileCache, Compiled, Frozen, Options, Session, TensorParallel, Tier,
+    CacheConfig, CacheMode, CompileCache, Compiled, Dump, DumpConfig, Frozen, Options, Session, TensorParallel, Tier,
 };
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
@@ -48,6 +48,44 @@ impl PassArgs {
     /// `options` with these flags' passes.
     fn apply(self, options: Options) -> Options {
         Options { opt_level: self.opt_level, passes: self.passes, max_passes: self.max_passes, ..options }
+    }
+}
+
+/// The dump flags of `run`, `bench` and `compile` (the same switch as `FXHLO_DUMP` and
+/// `FXHLO_DUMP_DIR`, which they override).
+#[derive(clap::Args)]
+struct DumpArgs {
+    /// Write the stages of each compiled graph under `<dump-dir>/<graph>-<key8>/`: `all` (the
+    /// default when the flag has no value) or a comma list of stages (trace, import, passes,
+    /// stablehlo, xla, dot) and pass names, e.g. `import,dce,stablehlo`. See docs/dumps.md.
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "all")]
+    dump: Option<String>,
+    /// The folder dumps go to (default: FXHLO_DUMP_DIR, else ./fxhlo-dump).
+    #[arg(long, value_name = "DIR")]
+    dump_dir: Option<PathBuf>,
+}
+
+impl DumpArgs {
+    /// What to dump: these flags, else `FXHLO_DUMP`. `--dump <folder>` (the flag's older form,
+    /// a path) still dumps everything into that folder, with a note.
+    fn config(&self) -> anyhow::Result<Option<DumpConfig>> {
+        let filter = match &self.dump {
+            Some(filter) => filter.clone(),
+            None if self.dump_dir.is_some() => fxhlo::env::var(fxhlo::env::FXHLO_DUMP).unwrap_or_else(|| "all".into()),
+            None => return Ok(DumpConfig::from_env()?),
+        };
+        match DumpConfig::new(&filter, self.dump_dir.clone()) {
+            Ok(config) => Ok(Some(config)),
+            Err(e) => {
+                let path = std::path::Path::new(&filter);
+                let looks_like_a_folder = filter.contains('/') || filter.contains(std::path::MAIN_SEPARATOR) || path.is_dir();
+                if self.dump_dir.is_none() && looks_like_a_folder {
+                    eprintln!("note: --dump {filter} is read as --dump all --dump-dir {filter}");
+                    return Ok(Some(DumpConfig::new("all", Some(path.to_path_buf()))?));
+                }
+                Err(anyhow::anyhow!("{e} (for a folder, use --dump-dir)"))
+            }
+        }
     }
 }
 
@@ -108,6 +146,8 @@ enum Command {
         #[command(flatten)]
         pass_args: PassArgs,
         #[command(flatten)]
+        dump: DumpArgs,
+        #[command(flatten)]
         tp: TensorParallelArgs,
     },
     /// Import a bundle (validating everything) and print its IR or Graphviz DOT.
@@ -138,21 +178,29 @@ enum Command {
         runs: usize,
         #[command(flatten)]
         pass_args: PassArgs,
+        #[command(flatten)]
+        dump: DumpArgs,
     },
     /// Import a bundle and print one stage of it (no device needed); with `--cache`, compile
     /// it into the compile cache. With an ahead-of-time target (`--target tpu:v6e:2x2`),
     /// compile it for that TPU topology on this machine (no TPU needed) through the cache, and
-    /// write the TPU executable to `-o`. A `.mlir` file (a StableHLO module, from a dump or a
-    /// bug report) is compiled as it is for an ahead-of-time target, without the cache.
+    /// write the TPU executable to `-o`. A `.gir` file (IR text, from a dump or a failure's
+    /// reproduction) runs the same pipeline as a bundle. A `.mlir` file (a StableHLO module,
+    /// from a dump or a bug report) is compiled as it is by the target's PJRT compiler,
+    /// without the cache.
     Compile {
+        /// A bundle, a trace file, a `.gir` IR file or a `.mlir` StableHLO module.
         bundle: PathBuf,
         /// What to print: the imported IR or the StableHLO module (as the device gets it).
         /// Default: `mlir`, or nothing with `--cache`.
         #[arg(long, value_enum)]
         emit: Option<Emit>,
-        /// Also write every stage under this folder: `<graph>-<hash8>/NN-<stage>.*`.
+        #[command(flatten)]
+        dump: DumpArgs,
+        /// Compile the index checks of `embedding`, `index`, `gather`, ... in (the
+        /// check-indices pass), as `run --check-indices` does.
         #[arg(long)]
-        dump: Option<PathBuf>,
+        check_indices: bool,
         /// Compile for `--device` through the compile cache (`FXHLO_CACHE_DIR`, ...), filling
         /// it, and say whether the executable was compiled or already cached, with its key
         /// (on stdout, or on stderr when `--emit` prints a stage).
@@ -263,9 +311,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             check,
             check_indices,
             pass_args,
+            dump,
             tp,
         } => {
+            let dump = dump.config()?;
+            let start = std::time::Instant::now();
             let bundle = open(&bundle)?;
+            let import = start.elapsed();
             let device = device_kind(device);
             let session = Session::new(pass_args.apply(Options {
                 device: device.into(),
@@ -273,7 +325,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tensor_parallel: tp.plan()?,
                 ..Options::default()
             }))?;
-            let compiled = session.compile(&bundle.graph)?;
+            let dump = dump.map(|config| bundle_dump(config, &bundle, import));
+            let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
+            say_dumped(dump.as_ref());
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
                 bundle.graph.name,
@@ -316,7 +370,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { bundle, device, compiles, runs, pass_args } => {
+        Command::Bench { bundle, device, compiles, runs, pass_args, dump } => {
+            let dump = dump.config()?;
             let start = std::time::Instant::now();
             let b = open(&bundle)?;
             let import = start.elapsed();
@@ -324,7 +379,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
             let options = pass_args.apply(Options { device: device_kind(device).into(), ..Options::default() });
-            let session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
+            let mut session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
+            // Each compile rewrites the same folder; the last one's report stays.
+            session.set_dump(dump);
             let key = session.key(&b.graph, &Frozen::new());
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
             for _ in 0..compiles.max(1) {
@@ -357,9 +414,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Compile {
-            bundle,
+            bundle: input,
             emit,
             dump,
+            check_indices,
             cache,
             target,
             output,
@@ -368,30 +426,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let options = pass_args.apply(Options {
                 device: target.clone(),
+                check_indices,
                 tensor_parallel: tp.plan()?,
                 ..Options::default()
             });
             options.check()?;
-            if bundle.extension().is_some_and(|e| e == "mlir") {
-                return aot::compile_mlir_file(&bundle, &target, output.as_deref());
-            }
-            let bundle = open(&bundle)?;
-            let dump = match &dump {
-                Some(root) => {
-                    let d = fxhlo::Dump::create(root, &bundle.graph.name, &fxhlo::ir::print(&bundle.graph))?;
-                    // The trace that was read: its own bytes when it was JSON, else its JSON.
-                    let json = match std::fs::read(&bundle.graph_file) {
-                        Ok(bytes) if !bytes.starts_with(fxhlo::frontend::encoding::MAGIC) => bytes,
-                        _ => fxhlo::frontend::to_json(&bundle.trace).into_bytes(),
-                    };
-                    d.write(0, "trace", "json", &json)?;
-                    eprintln!("dumping to {}", d.dir().display());
-                    Some(d)
+            let dump = dump.config()?;
+            if input.extension().is_some_and(|e| e == "mlir") {
+                if target.is_ahead_of_time() {
+                    return aot::compile_mlir_file(&input, &target, output.as_deref());
                 }
-                None => None,
+                return compile_mlir_on_device(&input, &options);
+            }
+            let start = std::time::Instant::now();
+            let (graph, dump) = if input.extension().is_some_and(|e| e == "gir") {
+                let text = std::fs::read_to_string(&input).with_context(|| format!("reading {}", input.display()))?;
+                let graph = fxhlo::ir::parse(&text).with_context(|| format!("{}: not an IR file", input.display()))?;
+                let dump = dump.map(|config| Dump::new(config, &graph.name));
+                (graph, dump)
+            } else {
+                let bundle = open(&input)?;
+                let dump = dump.map(|config| bundle_dump(config, &bundle, start.elapsed()));
+                (bundle.graph, dump)
             };
             if target.is_ahead_of_time() {
-                let (lowered, compiled) = aot::compile(&bundle, &options, dump.as_ref(), false)?;
+                let (lowered, compiled) = aot::compile(&graph, &options, dump.as_ref(), false)?;
+                say_dumped(dump.as_ref());
                 let line = aot::report(&compiled, &target, output.as_deref())?;
                 // As with --cache: the report on stdout, or on stderr when a stage is printed.
                 match emit {
@@ -400,7 +460,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         eprintln!("{line}");
                         match emit {
                             Emit::Mlir => println!("{}", lowered.mlir),
-                            Emit::Ir => print!("{}", fxhlo::ir::print(&bundle.graph)),
+                            Emit::Ir => print!("{}", fxhlo::ir::print(&graph)),
                         }
                     }
                 }
@@ -411,7 +471,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if cache {
                 let session = Session::new(options)?;
-                let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
+                let compiled = session.compile_dumped(&graph, dump.as_ref(), &Frozen::new())?;
+                say_dumped(dump.as_ref());
                 let line = cache_line(&session, &compiled);
                 match emit {
                     None => println!("{line}"),
@@ -419,7 +480,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         eprintln!("{line}");
                         match emit {
                             Emit::Mlir => println!("{}", compiled.mlir),
-                            Emit::Ir => print!("{}", fxhlo::ir::print(&bundle.graph)),
+                            Emit::Ir => print!("{}", fxhlo::ir::print(&graph)),
                         }
                     }
                 }
@@ -429,13 +490,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
                 // No device here: the key names the device kind only (nothing is compiled or cached).
                 let target = format!("{} (not compiled)", options.device);
-                Some(fxhlo::Pipeline::new(options.clone()).lower(&bundle.graph, &Frozen::new(), dump.as_ref(), &target).context("lowering to StableHLO")?)
+                let lowered = fxhlo::Pipeline::new(options.clone()).lower(&graph, &Frozen::new(), dump.as_ref(), &target);
+                say_dumped(dump.as_ref());
+                Some(lowered.context("lowering to StableHLO")?)
             } else {
                 None
             };
             match (emit, lowered) {
                 (Emit::Mlir, Some(lowered)) => println!("{}", lowered.mlir),
-                _ => print!("{}", fxhlo::ir::print(&bundle.graph)),
+                _ => print!("{}", fxhlo::ir::print(&graph)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -452,6 +515,45 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::AotWorker { args } => Ok(ExitCode::from(fxhlo::aot::worker_main(&args).clamp(0, 255) as u8)),
         Command::Cache { command } => cache::run(command),
     }
+}
+
+/// A bundle's dump, with the trace that was read (its own bytes when it was JSON, else its
+/// JSON) and the time reading it took.
+fn bundle_dump(config: DumpConfig, bundle: &Bundle, import: std::time::Duration) -> Dump {
+    let json = match std::fs::read(&bundle.graph_file) {
+        Ok(bytes) if !bytes.starts_with(fxhlo::frontend::encoding::MAGIC) => bytes,
+        _ => fxhlo::frontend::to_json(&bundle.trace).into_bytes(),
+    };
+    Dump::new(config, &bundle.graph.name).with_trace(json, import)
+}
+
+/// Says on stderr where a dump went.
+fn say_dumped(dump: Option<&Dump>) {
+    if let Some(dir) = dump.and_then(Dump::dir) {
+        eprintln!("dumped to {}", dir.display());
+    }
+}
+
+/// `fxhlo compile <module.mlir>` for a device target: the module as it is, compiled by the
+/// device's PJRT compiler (no passes, no cache): a failure's reproduction, or a dump's module.
+fn compile_mlir_on_device(path: &std::path::Path, options: &Options) -> anyhow::Result<ExitCode> {
+    let mlir = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let env = EnvConfig::from_env();
+    let target = fxhlo::runtime::Target::resolve_in(options.device.device, &env).map_err(fxhlo::Error::from)?;
+    let devices = options.devices();
+    let client = fxhlo::runtime::Client::with_devices(&target, &env, devices).map_err(fxhlo::Error::from)?;
+    let start = std::time::Instant::now();
+    client
+        .compile_with_options(&mlir, &fxhlo::runtime::CompileOptions::partitioned(devices))
+        .map_err(fxhlo::Error::from)?;
+    let name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    println!(
+        "compiled {name} for {} ({}): PJRT compile {:.1} ms (not cached)",
+        options.device,
+        client.platform_name(),
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Where an executable came from, with the time it took: `PJRT compile 41.2 ms`, or `loaded

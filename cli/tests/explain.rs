@@ -72,10 +72,15 @@ fn explain_lists_the_ops_and_the_pipeline() {
     let addmm = text.lines().find(|l| l.contains("aten.addmm.default")).unwrap_or_default();
     let words: Vec<&str> = addmm.split_whitespace().collect();
     assert_eq!(words, ["2", "aten.addmm", "aten.addmm.default", "yes"], "{text}");
-    assert!(text.contains("pipeline (-O1 for cpu): 2 passes"), "{text}");
+    // The default pipeline, from the registry: every pass listed in order.
+    let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::MAX_OPT_LEVEL, true).iter().map(|p| p.name()).collect();
+    assert!(text.contains(&format!("pipeline (-O1 for cpu): {} passes", pipeline.len())), "{text}");
     let dce = text.lines().find(|l| l.trim_start().starts_with("1  dce")).unwrap_or_default();
     assert!(dce.contains(" no ") && dce.contains("10 -> 10"), "{text}");
-    assert!(text.contains("2  depthwise-conv-taps") && text.contains("after passes: 10 nodes; every op lowers"), "{text}");
+    for (i, name) in pipeline.iter().enumerate() {
+        assert!(text.contains(&format!("{}  {name}", i + 1)), "{name} is pass {}: {text}", i + 1);
+    }
+    assert!(text.contains("after passes: 10 nodes; every op lowers"), "{text}");
     // The cache is off in tests unless asked for: a miss, saying so.
     assert!(text.contains("cache: miss (no disk tier)") && text.contains("FXHLO_CACHE=off"), "{text}");
 
@@ -133,7 +138,8 @@ fn explain_says_hit_after_a_run_and_names_what_differs_on_a_miss() {
     let diffs = cache["nearest"]["differences"].as_array().unwrap();
     assert_eq!(diffs.len(), 1, "{miss}");
     assert_eq!(diffs[0]["field"], "options");
-    assert!(diffs[0]["cached"].as_str().unwrap().contains("passes=[dce,depthwise-conv-taps]"), "{miss}");
+    let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::MAX_OPT_LEVEL, true).iter().map(|p| p.name()).collect();
+    assert!(diffs[0]["cached"].as_str().unwrap().contains(&format!("passes=[{}]", pipeline.join(","))), "{miss}");
     assert!(diffs[0]["now"].as_str().unwrap().contains("passes=[]"), "{miss}");
     let text = stdout(&cached(&["explain", fixture().to_str().unwrap(), "-O0"], &dir));
     assert!(text.contains("cache: miss (options)") && text.contains("differs in options"), "{text}");

@@ -221,15 +221,17 @@ fn write_bin_replaces_the_file_atomically() {
     fs::remove_dir_all(dir).ok();
 }
 
-/// `compile --dump` replaces each dump file the same way.
+/// `compile --dump` replaces each dump file the same way (and still takes a folder, the
+/// flag's older form, as `--dump all --dump-dir <folder>`).
 #[test]
 fn compile_dump_replaces_files_atomically() {
     let dir = scratch("dump");
     let dumps = dir.join("dumps");
     let out = fxhlo(&["compile", dir.to_str().unwrap(), "--dump", dumps.to_str().unwrap()], &[]);
     assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is read as --dump all --dump-dir"));
     let graph_dir = fs::read_dir(&dumps).unwrap().next().unwrap().unwrap().path();
-    let mlir = graph_dir.join("03-stablehlo.mlir");
+    let mlir = fs::read_dir(&graph_dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with("-stablehlo.mlir")).unwrap();
     fs::write(&mlir, b"old contents").unwrap();
     let mut reader = fs::File::open(&mlir).unwrap();
     let out = fxhlo(&["compile", dir.to_str().unwrap(), "--dump", dumps.to_str().unwrap()], &[]);

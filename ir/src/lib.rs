@@ -24,7 +24,7 @@ mod verify;
 pub use smallvec;
 
 pub use data::{Bytes, TensorData};
-pub use dot::to_dot;
+pub use dot::{to_dot, to_dot_marked};
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};
 pub use name::Name;

@@ -2,7 +2,8 @@
 //! runs a pipeline over an [`fxhlo_ir::Graph`].
 //!
 //! Cross-cutting work belongs to the pass manager, never to a pass: verifying after each pass,
-//! timing, logging (and, in later issues, dumps and bisection).
+//! timing, node counts, logging, and a hook after each pass through which the facade writes
+//! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
 mod check_indices;
 mod dce;

@@ -1,5 +1,7 @@
-//! The pass manager: runs a pipeline in order, verifies the graph after every pass and times
-//! each one.
+//! The pass manager: runs a pipeline in order, verifies the graph after every pass, times
+//! each one and counts nodes before and after it. A caller that wants more after each pass
+//! (the facade's dumps: the IR file of a pass that changed the graph) gives an observer to
+//! [`PassManager::run_observed`]; passes themselves never print or write files.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,9 @@ pub struct PassRun {
     pub pass: &'static str,
     pub changed: bool,
     pub time: Duration,
+    /// Nodes of the graph (top level) before and after the pass.
+    pub nodes_before: usize,
+    pub nodes_after: usize,
 }
 
 /// Runs an ordered list of passes.
@@ -35,8 +40,20 @@ impl PassManager {
 
     /// Runs every pass on `graph` in order.
     pub fn run(&self, graph: &mut Graph) -> Result<Vec<PassRun>> {
+        self.run_observed(graph, |_, _| Ok(()))
+    }
+
+    /// [`PassManager::run`], calling `observe` after each pass (once the verifier accepted
+    /// the graph) with what the pass did and the graph it left. An error of `observe` stops
+    /// the pipeline and is returned as it is.
+    pub fn run_observed<E: From<Error>>(
+        &self,
+        graph: &mut Graph,
+        mut observe: impl FnMut(&PassRun, &Graph) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Vec<PassRun>, E> {
         let mut runs = Vec::with_capacity(self.pipeline.len());
         for pass in &self.pipeline {
+            let nodes_before = graph.node_count();
             let start = Instant::now();
             let changed = pass.run(graph)?;
             let time = start.elapsed();
@@ -44,7 +61,9 @@ impl PassManager {
             if self.verify {
                 fxhlo_ir::verify(graph).map_err(|source| Error::Verify { pass: pass.name(), source })?;
             }
-            runs.push(PassRun { pass: pass.name(), changed, time });
+            let run = PassRun { pass: pass.name(), changed, time, nodes_before, nodes_after: graph.node_count() };
+            observe(&run, graph)?;
+            runs.push(run);
         }
         Ok(runs)
     }
@@ -79,6 +98,32 @@ mod tests {
         assert!(PassManager::new(vec![]).run(&mut g).unwrap().is_empty());
         let err = PassManager::new(vec![&BREAKER]).run(&mut g).unwrap_err().to_string();
         assert!(err.contains("invalid after pass `breaker`") && err.contains("node `r`"), "{err}");
+    }
+
+    #[test]
+    fn the_observer_sees_each_pass_after_the_verifier() {
+        let mut g = Graph::new("t");
+        let ty = TensorType::new(DType::F32, vec![2]);
+        let x = g.add_input("x", InputKind::UserInput, None, ty.clone(), None);
+        let r = g.add_node("r", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty.clone()], None).unwrap();
+        g.add_node("dead", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty], None).unwrap();
+        g.set_outputs(vec![ValueRef::first(r)]).unwrap();
+        let mut seen = Vec::new();
+        let runs = PassManager::new(vec![&crate::Dce, &crate::Dce])
+            .run_observed(&mut g, |run, graph| {
+                seen.push((run.pass, run.changed, run.nodes_before, run.nodes_after, graph.node_count()));
+                Ok::<(), Error>(())
+            })
+            .unwrap();
+        assert_eq!(seen, [("dce", true, 3, 2, 2), ("dce", false, 2, 2, 2)]);
+        assert_eq!(runs.len(), 2);
+        // A graph the verifier refuses never reaches the observer.
+        let mut calls = 0;
+        let err = PassManager::new(vec![&BREAKER]).run_observed(&mut g, |_, _| {
+            calls += 1;
+            Ok::<(), Error>(())
+        });
+        assert!(err.is_err() && calls == 0);
     }
 
     #[test]

@@ -55,8 +55,13 @@ OPTIONS = {
               "the device they are on in PyTorch.",
     "freeze": "True to compile parameters and buffers into the executable as constants, so passes "
               "may fold them (default False). A frozen graph does not see later weight updates.",
-    "dump": "a folder; each compiled graph writes its stages there (trace, IR, StableHLO) under "
-            "<graph>-<hash8>/ (default: none).",
+    "dump": "which stages of each compiled graph to write for reading (docs/dumps.md): \"all\" (or "
+            "True), or a comma list of stages (trace, import, passes, stablehlo, xla, dot) and pass "
+            "names such as \"import,dce,stablehlo\"; each graph gets a folder <graph>-<key8>/ in "
+            "dump_dir. A folder path (a str with a path separator, or a Path) is the older form: "
+            "everything, into that folder (default: none, or the FXHLO_DUMP variable).",
+    "dump_dir": "the folder dumps go to (default: FXHLO_DUMP_DIR, else ./fxhlo-dump); giving it "
+                "alone dumps everything.",
     "check_indices": "True to raise IndexError when an index of embedding, indexing, gather, "
                      "index_select or scatter is out of range (default False: the device clamps it "
                      "to the nearest valid index, as XLA does on every device; see docs/ops.md).",
@@ -84,12 +89,13 @@ class BackendOptions:
 
     device: str = "cpu"
     freeze: bool = False
-    dump: Path | None = None
+    dump: str | None = None
     fallback: str = "error"
     check_indices: bool = False
     opt_level: int = 1
     passes: tuple | None = None
     max_passes: int | None = None
+    dump_dir: Path | None = None
 
     @property
     def ahead_of_time(self) -> bool:
@@ -128,9 +134,7 @@ class BackendOptions:
         freeze = options.get("freeze", False)
         if not isinstance(freeze, bool):
             raise OptionsError(f"fxhlo option freeze={freeze!r}: must be True or False")
-        dump = options.get("dump")
-        if dump is not None and not isinstance(dump, (str, os.PathLike)):
-            raise OptionsError(f"fxhlo option dump={dump!r}: must be a folder path (str or Path) or None")
+        dump, dump_dir = _dump_options(options.get("dump"), options.get("dump_dir"))
         fallback = options.get("fallback", "error")
         if fallback not in FALLBACKS:
             raise OptionsError(f"fxhlo option fallback={fallback!r}: valid values are {', '.join(map(repr, FALLBACKS))}")
@@ -155,8 +159,37 @@ class BackendOptions:
         max_passes = options.get("max_passes")
         if max_passes is not None and (not isinstance(max_passes, int) or isinstance(max_passes, bool) or max_passes < 0):
             raise OptionsError(f"fxhlo option max_passes={max_passes!r}: must be a non-negative integer")
-        return cls(device, freeze, Path(dump) if dump is not None else None, fallback, check_indices, opt_level,
-                   passes, max_passes)
+        return cls(device, freeze, dump, fallback, check_indices, opt_level, passes, max_passes, dump_dir)
+
+
+def _dump_options(dump, dump_dir) -> tuple:
+    """``(filter, folder)`` of the ``dump`` and ``dump_dir`` options: ``(None, None)`` when
+    neither is given (then ``FXHLO_DUMP`` decides, in Rust)."""
+    if dump_dir is not None and not isinstance(dump_dir, (str, os.PathLike)):
+        raise OptionsError(f"fxhlo option dump_dir={dump_dir!r}: must be a folder path (str or Path) or None")
+    if dump is True:
+        dump = "all"
+    elif dump is False:
+        dump = None
+    elif isinstance(dump, os.PathLike) or (isinstance(dump, str) and ("/" in dump or os.sep in dump)):
+        # The older form: a folder, every stage.
+        if dump_dir is not None:
+            raise OptionsError(f"fxhlo option dump={str(dump)!r} is a folder and dump_dir is given too: "
+                               "give dump a filter (\"all\", or stage and pass names) and the folder as dump_dir")
+        dump, dump_dir = "all", dump
+    elif dump is not None and not isinstance(dump, str):
+        raise OptionsError(f"fxhlo option dump={dump!r}: must be a filter (\"all\", or a comma list of stage and "
+                           "pass names), True, or a folder path (str or Path), or None")
+    if dump is None and dump_dir is not None:
+        dump = "all"
+    if dump is not None:
+        from . import _native
+
+        try:
+            dump = _native.dump_filter(dump)
+        except ValueError as e:
+            raise OptionsError(f"fxhlo option dump={dump!r}: {e}") from None
+    return dump, None if dump_dir is None else Path(dump_dir)
 
 
 # ---- inputs ---------------------------------------------------------------------------------
@@ -515,10 +548,10 @@ def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, in
     constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes
                  if n.op == "get_attr" and "fxhlo_subgraph" not in n.meta]
     frozen = _frozen(trace, inputs, constants) if freeze else None
-    dump = None if opts.dump is None else str(opts.dump)
+    dump_dir = None if opts.dump_dir is None else str(opts.dump_dir)
     if opts.ahead_of_time:
-        return _compile_ahead_of_time(opts, name, text, dump, frozen, gm)
-    exe = _native.compile(text, f"<{name}>", opts.compile_options(), dump, frozen)
+        return _compile_ahead_of_time(opts, name, text, frozen, gm)
+    exe = _native.compile(text, f"<{name}>", opts.compile_options(), opts.dump, frozen, dump_dir)
     return CompiledGraph(exe, constants, OutputLayout.of(gm))
 
 
@@ -621,7 +654,7 @@ def ahead_of_time_compiles() -> list[dict]:
     return list(_ahead_of_time)
 
 
-def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, dump, frozen, fw_gm):
+def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, frozen, fw_gm):
     """Compiles the graph for ``opts.device`` in a worker process (a crash of the TPU compiler
     raises CompileError, this process lives on) into the compile cache, and returns the eager
     graph for calls on this machine."""
@@ -631,7 +664,9 @@ def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, dump, f
     program = os.environ.get("FXHLO_AOT_WORKER")
     worker = ([program, "aot-worker"] if program
               else [sys.executable, str(Path(__file__).with_name("_aot_worker.py")), _native.__file__])
-    result = _native.compile_ahead_of_time(text, f"<{name}>", opts.compile_options(), worker, dump, frozen)
+    dump_dir = None if opts.dump_dir is None else str(opts.dump_dir)
+    result = _native.compile_ahead_of_time(text, f"<{name}>", opts.compile_options(), worker, opts.dump, frozen,
+                                           dump_dir)
     _ahead_of_time.append(result)
     how = f"from the compile cache ({result['cached']} tier)" if result["cached"] else f"in {result['seconds']:.2f} s"
     warnings.warn(

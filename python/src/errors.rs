@@ -16,9 +16,10 @@ pub(crate) fn error(py: Python<'_>, class: &str, message: &str) -> PyErr {
     error_of(py, class, (message,))
 }
 
-/// A facade error as `UnsupportedOpsError` (with the list of ops) or `CompileError`.
+/// A facade error as `UnsupportedOpsError` (with the list of ops) or `CompileError`; the
+/// message keeps a failure's reproduction command (`reproduce with: fxhlo compile ...`).
 pub(crate) fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
-    if let fxhlo::Error::Codegen(cg) = e {
+    if let fxhlo::Error::Codegen(cg) = e.root() {
         if let fxhlo::codegen::Error::Unsupported { ops, .. } = cg.as_ref() {
             let listed: Vec<(String, String, Option<String>)> =
                 ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();

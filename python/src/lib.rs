@@ -323,33 +323,52 @@ impl Drop for Executable {
     }
 }
 
-/// Compiles a trace (the exporter's JSON, `origin` naming it in errors) with `options`, the
-/// JSON of [`fxhlo::Options`] (`{"device": "cpu", "check_indices": false}`; the backend builds
-/// it from `torch.compile(..., options={...})`); with `dump`, each stage's output is written
-/// under that folder. `frozen` maps input names to the tensors compiled in as constants
-/// (`freeze`); those inputs are then ignored by `run`. With `check_indices`, `run` raises
-/// `IndexError` when an index was out of range.
 /// The names of every registered pass (what `options={"passes": [...]}` may name).
 #[pyfunction]
 fn pass_names() -> Vec<&'static str> {
     fxhlo::passes::PASSES.iter().map(|p| p.name()).collect()
 }
 
+/// A dump filter (`all`, or a comma list of stage and pass names) checked and written in its
+/// normal form; `ValueError` naming the valid names otherwise.
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, options = "{}", dump = None, frozen = None))]
+fn dump_filter(filter: &str) -> PyResult<String> {
+    fxhlo::DumpFilter::parse(filter).map(|f| f.to_string()).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The dump configuration of `dump` (a filter) and `dump_dir` (a folder); `None` when neither
+/// is given (then the session's, from `FXHLO_DUMP`, applies).
+fn dump_config(dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option<fxhlo::DumpConfig>> {
+    if dump.is_none() && dump_dir.is_none() {
+        return Ok(None);
+    }
+    fxhlo::DumpConfig::new(dump.unwrap_or("all"), dump_dir).map(Some).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Compiles a trace (the exporter's JSON, `origin` naming it in errors) with `options`, the
+/// JSON of [`fxhlo::Options`] (`{"device": "cpu", "check_indices": false}`; the backend builds
+/// it from `torch.compile(..., options={...})`); with `dump` (a filter: `all`, or stage and
+/// pass names) and `dump_dir`, each stage's output is written under that folder (see
+/// docs/dumps.md; neither: `FXHLO_DUMP` decides). `frozen` maps input names to the tensors
+/// compiled in as constants (`freeze`); those inputs are then ignored by `run`. With
+/// `check_indices`, `run` raises `IndexError` when an index was out of range.
+#[pyfunction]
+#[pyo3(signature = (trace_json, origin, options = "{}", dump = None, frozen = None, dump_dir = None))]
 fn compile(
     py: Python<'_>,
     trace_json: &[u8],
     origin: &str,
     options: &str,
-    dump: Option<PathBuf>,
+    dump: Option<&str>,
     frozen: Option<&Bound<'_, PyDict>>,
+    dump_dir: Option<PathBuf>,
 ) -> PyResult<Executable> {
     let options = fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let dump = dump_config(dump, dump_dir)?;
     let session = session(py, &options)?;
     let values = frozen_values(frozen)?;
     let (graph, compiled) = session
-        .compile_json(trace_json, origin.as_ref(), dump.as_deref(), &values)
+        .compile_json(trace_json, origin.as_ref(), dump.as_ref(), &values)
         .map_err(|e| compile_error(py, &e))?;
     let layouts: HashMap<&str, &Vec<usize>> =
         compiled.inputs.iter().filter_map(|s| Some((s.name.as_str(), s.layout.as_ref()?))).collect();
@@ -420,18 +439,21 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
 /// `key` (hex), `size` (bytes of the executable), `seconds`, `cached` (`"memory"`, `"disk"`
 /// or None when compiled now) and, when compiled now, `cost` (XLA's cost analysis, a dict).
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, options, worker, dump = None, frozen = None))]
+#[pyo3(signature = (trace_json, origin, options, worker, dump = None, frozen = None, dump_dir = None))]
+#[allow(clippy::too_many_arguments)]
 fn compile_ahead_of_time<'py>(
     py: Python<'py>,
     trace_json: &[u8],
     origin: &str,
     options: &str,
     worker: Vec<String>,
-    dump: Option<PathBuf>,
+    dump: Option<&str>,
     frozen: Option<&Bound<'py, PyDict>>,
+    dump_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options =
         fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let dump = dump_config(dump, dump_dir)?;
     let Some((program, args)) = worker.split_first() else {
         return Err(PyValueError::new_err(
             "worker: give the program and its arguments",
@@ -449,7 +471,7 @@ fn compile_ahead_of_time<'py>(
             fxhlo::aot::compile_json_ahead_of_time(
                 trace_json,
                 origin.as_ref(),
-                dump.as_deref(),
+                dump.as_ref(),
                 &values,
                 options,
                 &env,
@@ -525,6 +547,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pass_names, m)?)?;
+    m.add_function(wrap_pyfunction!(dump_filter, m)?)?;
     m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
     m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -85,7 +85,8 @@ def test_same_trace_and_executable_as_the_exporter(tmp_path):
     assert dumped == exported
     from fxhlo import _native
     exe = _native.compile((bundle / "graph.json").read_bytes(), str(bundle), '{"device": "cpu"}', None)
-    assert exe.mlir == (folder / "03-stablehlo.mlir").read_text()
+    (module,) = folder.glob("*-stablehlo.mlir")
+    assert exe.mlir == module.read_text()
 
 
 # ---- calling conventions --------------------------------------------------------------------
@@ -301,6 +302,8 @@ def test_unknown_option_raises_at_once_listing_the_valid_ones():
     ({"fallback": "warn"}, "'error', 'eager'"),
     ({"freeze": "yes"}, "True or False"),
     ({"dump": 3}, "folder path"),
+    ({"dump": "import,dse"}, "unknown stage `dse`"),
+    ({"dump": "all", "dump_dir": 3}, "dump_dir"),
 ])
 def test_bad_option_values(options, needle):
     with pytest.raises(fxhlo.OptionsError, match=needle):
@@ -358,16 +361,30 @@ def test_dump_writes_every_stage(tmp_path):
     with torch.no_grad():
         compile_(m.fc, dump=str(tmp_path))(x)
     (folder,) = tmp_path.iterdir()
-    files = sorted(p.name for p in folder.iterdir())
-    assert files == ["00-trace.json", "01-import.gir", "03-stablehlo.mlir", "cache-key.json"], files
+    # The .svg files need Graphviz; XLA's folder is there when XLA compiled (a cache miss).
+    files = sorted(p.name for p in folder.iterdir() if p.suffix != ".svg" and p.name != "03-xla")
+    assert files == ["00-trace.json", "01-import.dot", "01-import.gir", "02-stablehlo.mlir", "cache-key.json",
+                     "report.json", "report.txt"], files
     key = json.loads((folder / "cache-key.json").read_text())
     assert key["inputs"] == ["parameter f32[4,6]", "parameter f32[4]", "user_input f32[3,6]"], key
     assert len(key["digest"]) == 64 and key["options"].startswith("device=cpu"), key
+    assert folder.name == f"{json.loads((folder / '00-trace.json').read_text())['name']}-{key['digest'][:8]}"
     trace = json.loads((folder / "00-trace.json").read_text())
     assert [n["target"] for n in trace["nodes"]] == ["aten.permute.default", "aten.addmm.default"]
     assert "aten.addmm" in (folder / "01-import.gir").read_text()
-    assert "stablehlo.dot_general" in (folder / "03-stablehlo.mlir").read_text()
+    assert "stablehlo.dot_general" in (folder / "02-stablehlo.mlir").read_text()
+    report = (folder / "report.txt").read_text()
+    assert "PJRT compile" in report and "cache: " in report, report
     assert folder.name.startswith(trace["name"] + "-")
+
+
+def test_dump_filter_and_folder(tmp_path):
+    m, x = Linear(), torch.randn(3, 6)
+    with torch.no_grad():
+        compile_(m.fc, dump="import,stablehlo", dump_dir=tmp_path)(x)
+    (folder,) = tmp_path.iterdir()
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == ["01-import.gir", "02-stablehlo.mlir", "cache-key.json", "report.json", "report.txt"], files
 
 
 @torch.library.custom_op("fxhlotest::twice", mutates_args=())

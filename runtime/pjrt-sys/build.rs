@@ -268,6 +268,8 @@ fn generate_protos(manifest_dir: &Path, out_dir: &Path) {
     println!("cargo:rerun-if-env-changed=PROTOC");
     prost_build::Config::new()
         .out_dir(out_dir)
+        // Maps as BTreeMap: the encoded options are the same bytes on every run.
+        .btree_map(["."])
         .include_file("protos.rs")
         .compile_protos(&[&file], &[&protos])
         .unwrap_or_else(|e| {

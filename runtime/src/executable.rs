@@ -22,6 +22,11 @@ pub struct CompileOptions {
     /// Partition with Shardy (from `sdy.sharding` annotations and an `sdy.mesh`) instead of
     /// GSPMD's `mhlo.sharding` (XLA is retiring GSPMD propagation).
     pub use_shardy_partitioner: bool,
+    /// XLA writes the HLO it compiles (before and after its optimizations, as text) into this
+    /// folder (`xla_dump_to`, `xla_dump_hlo_as_text`). Sent as option overrides, which the
+    /// plugin applies over its default debug options: the executable is the one it would
+    /// build without them.
+    pub xla_dump_to: Option<std::path::PathBuf>,
 }
 
 impl Default for CompileOptions {
@@ -31,6 +36,7 @@ impl Default for CompileOptions {
             num_partitions: 1,
             use_spmd_partitioning: false,
             use_shardy_partitioner: false,
+            xla_dump_to: None,
         }
     }
 }
@@ -55,6 +61,16 @@ impl CompileOptions {
             build.num_partitions = self.num_partitions;
             build.use_spmd_partitioning = self.use_spmd_partitioning;
             build.use_shardy_partitioner = self.use_shardy_partitioner;
+        }
+        if let Some(dir) = &self.xla_dump_to {
+            use pjrt_sys::protos::xla::option_override_proto::Value;
+            use pjrt_sys::protos::xla::OptionOverrideProto;
+            let overrides = &mut options.proto_mut().env_option_overrides;
+            let mut set = |name: &str, value: Value| {
+                overrides.insert(name.to_string(), OptionOverrideProto { value: Some(value) });
+            };
+            set("xla_dump_to", Value::StringField(dir.to_string_lossy().into_owned()));
+            set("xla_dump_hlo_as_text", Value::BoolField(true));
         }
         options
     }

@@ -3,6 +3,7 @@
 
 mod cache;
 mod codegen_e2e;
+mod dumps;
 mod fixtures;
 mod freeze;
 mod golden;

@@ -1,0 +1,210 @@
+//! Dumps and failure reproductions, through the binary as a user runs it: the files a dump
+//! writes (snapshotted by name), that each IR file parses back and the dumped StableHLO
+//! compiles on its own, that dumping changes neither the cache key nor the outputs, and that
+//! the command a failure prints fails the same way.
+
+mod support;
+use support::fxhlo;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testsuite/fixtures").join(name)
+}
+
+/// A fresh folder for one test.
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fxhlo-dumps-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The only graph folder under a dump root.
+fn graph_dir(root: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = fs::read_dir(root).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// The sorted names in `dir`, `.svg` files left out (they need Graphviz), folders with a `/`.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() { format!("{name}/") } else { name }
+        })
+        .filter(|n| !n.ends_with(".svg"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn graphviz_installed() -> bool {
+    std::process::Command::new("dot").arg("-V").output().is_ok_and(|o| o.status.success())
+}
+
+/// Every `.gir` parses back, and has its `.dot` (and `.svg` with Graphviz) beside it.
+fn check_ir_files(dir: &Path) {
+    for name in names(dir).iter().filter(|n| n.ends_with(".gir")) {
+        let text = fs::read_to_string(dir.join(name)).unwrap();
+        fxhlo_ir::parse(&text).unwrap_or_else(|e| panic!("{name} does not parse: {e}"));
+        let stem = name.trim_end_matches(".gir");
+        assert!(dir.join(format!("{stem}.dot")).is_file(), "{name} has no .dot");
+        assert_eq!(dir.join(format!("{stem}.svg")).is_file(), graphviz_installed(), "{name}'s .svg");
+    }
+}
+
+/// A depthwise convolution with a dead node: `dce` and then `depthwise-conv-taps` change it.
+const DEPTHWISE: &str = "graph @depthwise {
+  %x = input {kind = user_input} : f32[1,4,6,6]
+  %w = input {kind = parameter, weight = \"conv.weight\"} : f32[4,1,3,3]
+  %c = aten.convolution %x, %w {stride = [1, 1], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 4, has_bias = false} : f32[1,4,6,6]
+  %dead = aten.neg %x : f32[1,4,6,6]
+  %r = aten.relu %c : f32[1,4,6,6]
+  return %r
+}
+";
+
+#[test]
+fn a_dump_of_a_bundle_writes_every_stage_and_xlas_hlo() {
+    let root = scratch("bundle");
+    let cnn = fixture("cnn.fxt");
+    let out = fxhlo(&["compile", cnn.to_str().unwrap(), "--cache", "--dump", "--dump-dir", root.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = graph_dir(&root);
+    assert!(stderr(&out).contains(&format!("dumped to {}", dir.display())), "{}", stderr(&out));
+    // The folder is named by the cache key the compile printed.
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let key = stdout(&out).split("cache key ").nth(1).unwrap_or_default().chars().take(8).collect::<String>();
+    assert_eq!(name, format!("cnn-{key}"));
+    insta::assert_snapshot!("cnn_dump_all", names(&dir).join("\n"));
+    check_ir_files(&dir);
+    // XLA's own dump of what it compiled, through the compile options (no XLA_FLAGS).
+    let xla = fs::read_dir(dir.join("03-xla")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect::<Vec<_>>();
+    assert!(xla.iter().any(|f| f.ends_with("after_optimizations.txt")), "{xla:?}");
+    let report = fs::read_to_string(dir.join("report.txt")).unwrap();
+    for needle in ["import", "pass dce", "codegen", "PJRT compile", "cache: miss"] {
+        assert!(report.contains(needle), "{needle} not in\n{report}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["imported_nodes"].as_u64(), Some(28), "{json}");
+    // The dumped module compiles on its own, as it is.
+    let mlir = dir.join("02-stablehlo.mlir");
+    let out = fxhlo(&["compile", mlir.to_str().unwrap()], &[]);
+    assert!(out.status.success() && stdout(&out).contains("PJRT compile"), "{}", stderr(&out));
+    fs::remove_dir_all(root).ok();
+}
+
+#[test]
+fn the_ir_after_each_pass_that_changed_it_is_numbered_in_pipeline_order() {
+    let root = scratch("passes");
+    let gir = root.join("depthwise.gir");
+    fs::write(&gir, DEPTHWISE).unwrap();
+    let dumps = root.join("all");
+    let out = fxhlo(&["compile", gir.to_str().unwrap(), "--dump", "all", "--dump-dir", dumps.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = graph_dir(&dumps);
+    insta::assert_snapshot!("depthwise_dump_all", names(&dir).join("\n"));
+    check_ir_files(&dir);
+    // The nodes a pass made are filled; the imported graph has none.
+    assert!(!fs::read_to_string(dir.join("01-import.dot")).unwrap().contains("fillcolor"));
+    assert!(!fs::read_to_string(dir.join("02-after-dce.dot")).unwrap().contains("fillcolor"));
+    let taps = fs::read_to_string(dir.join("03-after-depthwise-conv-taps.dot")).unwrap();
+    assert!(taps.matches("fillcolor").count() >= 9, "{taps}");
+    // A filter writes fewer files under the same numbers.
+    let some = root.join("some");
+    let out = fxhlo(&["compile", gir.to_str().unwrap(), "--dump", "import,stablehlo"], &[("FXHLO_DUMP_DIR", some.to_str().unwrap())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = graph_dir(&some);
+    assert_eq!(names(&dir), ["01-import.gir", "04-stablehlo.mlir", "cache-key.json", "report.json", "report.txt"]);
+    // The variable alone is the same switch.
+    let env = root.join("env");
+    let out = fxhlo(&["compile", gir.to_str().unwrap()], &[("FXHLO_DUMP", "dce"), ("FXHLO_DUMP_DIR", env.to_str().unwrap())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(names(&graph_dir(&env)), ["02-after-dce.gir", "cache-key.json", "report.json", "report.txt"]);
+    // A name that is neither a stage nor a pass is refused with the valid ones.
+    let out = fxhlo(&["compile", gir.to_str().unwrap(), "--dump", "import,dse"], &[]);
+    assert!(!out.status.success() && stderr(&out).contains("unknown stage `dse`") && stderr(&out).contains("depthwise-conv-taps"), "{}", stderr(&out));
+    fs::remove_dir_all(root).ok();
+}
+
+#[test]
+fn dumping_changes_neither_the_key_nor_the_outputs() {
+    let root = scratch("same");
+    let cnn = fixture("cnn.fxt");
+    let key = |extra: &[&str]| {
+        let mut args = vec!["compile", cnn.to_str().unwrap(), "--cache"];
+        args.extend_from_slice(extra);
+        let out = fxhlo(&args, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).split("cache key ").nth(1).unwrap_or_default().split(',').next().unwrap_or_default().to_string()
+    };
+    let plain = key(&[]);
+    assert_eq!(plain.len(), 64);
+    assert_eq!(key(&["--dump", "--dump-dir", root.to_str().unwrap()]), plain);
+    let outputs = |extra: &[&str]| {
+        let mut args = vec!["run", cnn.to_str().unwrap(), "--check"];
+        args.extend_from_slice(extra);
+        let out = fxhlo(&args, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).lines().filter(|l| l.starts_with("output") || l.starts_with("check")).map(String::from).collect::<Vec<_>>()
+    };
+    assert_eq!(outputs(&["--dump", "--dump-dir", root.to_str().unwrap()]), outputs(&[]));
+    fs::remove_dir_all(root).ok();
+}
+
+/// The error's text, up to the reproduction that follows it.
+fn error_text(out: &std::process::Output) -> String {
+    let text = stderr(out);
+    let start = text.find("error: ").unwrap_or(0);
+    let end = text.find("reproduce with: ").unwrap_or(text.len());
+    text[start..end.max(start)].to_string()
+}
+
+#[test]
+fn a_lowering_failure_leaves_a_reproduction_that_fails_the_same_way() {
+    let root = scratch("repro");
+    let gir = root.join("bad.gir");
+    fs::write(
+        &gir,
+        "graph @bad {
+  %x = input {kind = user_input} : f32[4]
+  %y = aten.frobnicate.default %x : f32[4]
+  return %y
+}
+",
+    )
+    .unwrap();
+    let repro_root = root.join("repros");
+    let env = [("FXHLO_DUMP_DIR", repro_root.to_str().unwrap())];
+    // Dumping off: the reproduction is written all the same.
+    let out = fxhlo(&["compile", gir.to_str().unwrap(), "--max-passes", "1"], &env);
+    assert_eq!(out.status.code(), Some(1));
+    let error = error_text(&out);
+    assert!(error.contains("aten.frobnicate.default"), "{}", stderr(&out));
+    let command = stderr(&out).lines().find_map(|l| l.strip_prefix("reproduce with: ")).unwrap_or_default().to_string();
+    let dir = graph_dir(&repro_root);
+    assert!(dir.file_name().unwrap().to_string_lossy().starts_with("fxhlo-repro-"), "{dir:?}");
+    let gir_copy = dir.join("graph.gir");
+    assert_eq!(command, format!("fxhlo compile {} --target cpu --max-passes 1", gir_copy.display()));
+    assert_eq!(names(&dir), ["command.txt", "error.txt", "graph.gir"]);
+    // The command, run, fails with the same error.
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    let again = fxhlo(&args, &env);
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(error_text(&again), error);
+    assert!(stderr(&again).contains(&command), "{}", stderr(&again));
+    fs::remove_dir_all(root).ok();
+}
