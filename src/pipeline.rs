@@ -1,10 +1,12 @@
 //! The device-free half of compiling: [`Options`] and the [`Pipeline`] that turns an imported
-//! graph into a [`Lowered`] module (passes, device layouts, StableHLO) and its cache key.
+//! graph into a [`Lowered`] module (passes, StableHLO) and its cache key.
 //! `Send + Sync` and needs no PJRT client, so it can run on any thread, and (issue 12) for a
 //! target that has no device here.
 
+use std::collections::BTreeSet;
+
 use fxhlo_ir::{Graph, InputKind, Op, TensorType};
-use fxhlo_passes::PassManager;
+use fxhlo_passes::{Pass, PassManager};
 use fxhlo_runtime::TargetName;
 
 use crate::cache::CacheKey;
@@ -150,11 +152,11 @@ impl Pipeline {
         CacheKey::new(graph, &self.options, frozen, target.to_string())
     }
 
-    /// Runs the pass pipeline on a copy of `graph`, chooses the device layouts of its resident
-    /// weights and lowers it to StableHLO, keyed for `target`: everything before the PJRT
-    /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the cache key,
-    /// the imported IR, the IR after passes (if they changed it) and the module (or the
-    /// lowering error) are written.
+    /// Runs the pass pipeline on a copy of `graph` (the `device-layout` pass among them chooses
+    /// the layouts of its resident weights) and lowers it to StableHLO, keyed for `target`:
+    /// everything before the PJRT compiler, with no device needed (`fxhlo compile` prints it).
+    /// With `dump`, the cache key, the imported IR, the IR after passes (if they changed it) and
+    /// the module (or the lowering error) are written.
     pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
         let key = self.key(graph, frozen, target);
         if let Some(d) = dump {
@@ -165,7 +167,14 @@ impl Pipeline {
             d.write(1, "import", "gir", text.as_bytes())?;
         }
         let mut optimized = graph.clone();
-        PassManager::new(self.options.passes()).run(&mut optimized)?;
+        let device_layout = fxhlo_passes::DeviceLayout { keep: self.layout_kept(graph, frozen)? };
+        let passes: Vec<&dyn Pass> = self
+            .options
+            .passes()
+            .into_iter()
+            .map(|p| if p.name() == device_layout.name() { &device_layout } else { p })
+            .collect();
+        PassManager::new(passes).run(&mut optimized)?;
         let checks = Checks(
             optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
                 .iter()
@@ -199,17 +208,7 @@ impl Pipeline {
             None => None,
         };
         let split = |id| shardings.as_ref().and_then(|s| s.split.get(&id).copied());
-        // Weights the device keeps get the layout its kernels want (see codegen::layout);
-        // split ones keep their own, so that a shard is a plain slice of the host tensor.
-        let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
-            Op::Input { kind, .. } => {
-                *kind != InputKind::UserInput
-                    && !frozen.contains_key(&*optimized.node(id).name)
-                    && split(id).is_none()
-            }
-            _ => false,
-        });
-        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, &layouts, shardings.as_ref());
+        let lowered = fxhlo_codegen::lower_with(&optimized, frozen, shardings.as_ref());
         if let (Some(d), Err(e)) = (dump, &lowered) {
             // The reason compilation stopped is part of what a reader of the dump wants.
             d.write(3, "stablehlo-error", "txt", e.to_string().as_bytes())?;
@@ -224,21 +223,32 @@ impl Pipeline {
             .filter(|&&id| !frozen.contains_key(&*optimized.node(id).name))
             .map(|&id| {
                 let n = optimized.node(id);
-                let (kind, weight) = match &n.op {
-                    Op::Input { kind, weight } => (*kind, weight.clone()),
-                    _ => (InputKind::UserInput, None),
+                let (kind, weight, layout) = match &n.op {
+                    Op::Input { kind, weight, layout } => (*kind, weight.clone(), layout.clone()),
+                    _ => (InputKind::UserInput, None, None),
                 };
-                InputSignature {
-                    name: n.name.to_string(),
-                    kind,
-                    weight,
-                    ty: n.results[0].clone(),
-                    layout: layouts.get(&id).cloned(),
-                    split: split(id),
-                }
+                // The node has the declared type; the caller passes the logical one.
+                let ty = match &layout {
+                    Some(perm) => fxhlo_ir::layout::logical(&n.results[0], perm),
+                    None => n.results[0].clone(),
+                };
+                InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id) }
             })
             .collect();
         Ok(Lowered { mlir, inputs, checks, key })
+    }
+
+    /// The inputs of `graph` the `device-layout` pass must leave in their logical layout,
+    /// whatever their uses: the weights the tensor-parallel plan splits (a shard must stay a
+    /// plain slice of the host tensor; the plan names weights, so it is resolved on the graph
+    /// as imported, whose inputs the passes keep) and the `frozen` ones (compiled in as
+    /// constants from the caller's bytes, which are in the logical layout).
+    fn layout_kept(&self, graph: &Graph, frozen: &Frozen) -> Result<BTreeSet<String>> {
+        let mut keep: BTreeSet<String> = frozen.keys().cloned().collect();
+        if let Some(tp) = &self.options.tensor_parallel {
+            keep.extend(tp.resolve(graph)?.split.keys().map(|&id| graph.node(id).name.to_string()));
+        }
+        Ok(keep)
     }
 }
 
@@ -291,10 +301,11 @@ pub struct InputSignature {
     pub name: String,
     pub kind: InputKind,
     pub weight: Option<String>,
-    /// The input's type as the graph sees it.
+    /// The input's type as the caller passes it (the model's, before any `layout`).
     pub ty: TensorType,
     /// When set, the executable takes this input permuted: pass `permute(layout)` of it (the
-    /// device layout of a resident weight, see `codegen::layout`).
+    /// device layout of a resident weight: the input's `layout` in the graph after passes,
+    /// chosen by the `device-layout` pass).
     pub layout: Option<Vec<usize>>,
     /// With a tensor-parallel plan: the dimension this input is split along, device `d`
     /// taking the `d`-th of `devices` equal slices; `None`: every device takes all of it.

@@ -12,7 +12,8 @@
 //! 7. result types equal what [`crate::infer::infer`] computes from the operand types;
 //! 8. the graph has at least one output;
 //! 9. a control-flow node's regions exist and their signatures fit its operands and results
-//!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn.
+//!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn;
+//! 10. an input's `layout`, when it has one, is a permutation of its type's dims.
 
 use std::collections::HashSet;
 
@@ -56,6 +57,11 @@ pub fn verify(graph: &Graph) -> Result<()> {
         let is_input = matches!(node.op, Op::Input { .. });
         if is_input != inputs.contains(&id) {
             return Err(err(&node.name, "input nodes and the graph's input list disagree".into()));
+        }
+        if let Op::Input { layout: Some(perm), .. } = &node.op {
+            if perm.len() != node.results[0].rank() || !crate::layout::is_permutation(perm) {
+                return Err(err(&node.name, format!("layout {perm:?} is not a permutation of the dims of {}", node.results[0])));
+            }
         }
         let operands = graph.operands(id);
         let mut types = Vec::with_capacity(operands.len());

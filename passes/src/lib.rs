@@ -4,15 +4,21 @@
 //! Cross-cutting work belongs to the pass manager, never to a pass: verifying after each pass,
 //! timing, logging (and, in later issues, dumps and bisection).
 
+mod channels_last_pooling;
 mod check_indices;
 mod dce;
 mod depthwise_conv_taps;
+mod device_layout;
 mod manager;
 mod registry;
+mod unused_results;
 
+pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;
 pub use depthwise_conv_taps::DepthwiseConvTaps;
+pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
+pub use unused_results::UnusedResults;
 pub use manager::{PassManager, PassRun};
 pub use registry::{default_pipeline, lookup, pipeline, Pass, MAX_OPT_LEVEL, PASSES};
 
