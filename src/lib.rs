@@ -35,7 +35,7 @@ pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tol
 pub use dump::{Dump, DumpConfig, DumpFilter, Report as DumpReport};
 pub use error::{Error, Result};
 pub use repro::Repro;
-pub use pipeline::{passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
+pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use session::{Compiled, Session};
 pub use sharding::{SplitRule, TensorParallel};

@@ -1,10 +1,12 @@
 //! The device-free half of compiling: [`Options`] and the [`Pipeline`] that turns an imported
-//! graph into a [`Lowered`] module (passes, device layouts, StableHLO) and its cache key.
+//! graph into a [`Lowered`] module (passes, StableHLO) and its cache key.
 //! `Send + Sync` and needs no PJRT client, so it can run on any thread, and (issue 12) for a
 //! target that has no device here.
 
+use std::collections::BTreeSet;
+
 use fxhlo_ir::{Graph, InputKind, Op, TensorType};
-use fxhlo_passes::PassManager;
+use fxhlo_passes::{Pass, PassManager};
 use fxhlo_runtime::TargetName;
 
 use crate::cache::CacheKey;
@@ -153,11 +155,12 @@ impl Pipeline {
         CacheKey::new(graph, &self.options, frozen, target.to_string())
     }
 
-    /// Runs the pass pipeline on a copy of `graph`, chooses the device layouts of its resident
-    /// weights and lowers it to StableHLO, keyed for `target`: everything before the PJRT
-    /// compiler, with no device needed (`fxhlo compile` prints it). With `dump`, the graph's
-    /// dump folder is opened and each stage written as it happens (see [`Dump`]). A failure of
-    /// a pass or of codegen comes with a reproduction ([`Error::Reproducible`]), dump or not.
+    /// Runs the pass pipeline on a copy of `graph` (`freeze` first when inputs are frozen; the
+    /// `device-layout` pass among them chooses the layouts of its resident weights) and lowers
+    /// it to StableHLO, keyed for `target`: everything before the PJRT compiler, with no device
+    /// needed (`fxhlo compile` prints it). With `dump`, the graph's dump folder is opened and
+    /// each stage written as it happens (see [`Dump`]). A failure of a pass or of codegen comes
+    /// with a reproduction ([`Error::Reproducible`]), dump or not.
     pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
         let key = self.key(graph, frozen, target);
         if let Some(d) = dump {
@@ -180,7 +183,13 @@ impl Pipeline {
             d.imported(graph)?;
         }
         let mut optimized = graph.clone();
-        let mut passes = self.options.passes();
+        let device_layout = fxhlo_passes::DeviceLayout { keep: self.layout_kept(graph)? };
+        let mut passes: Vec<&dyn Pass> = self
+            .options
+            .passes()
+            .into_iter()
+            .map(|p| if p.name() == device_layout.name() { &device_layout } else { p })
+            .collect();
         if !frozen.is_empty() {
             bind_frozen(&mut optimized, frozen)?;
             // Asked for by the caller, at every level: it changes the executable's signature.
@@ -205,14 +214,6 @@ impl Pipeline {
             None => None,
         };
         let split = |id| shardings.as_ref().and_then(|s| s.split.get(&id).copied());
-        // Weights the device keeps get the layout its kernels want (see codegen::layout);
-        // split ones keep their own, so that a shard is a plain slice of the host tensor.
-        let layouts = fxhlo_codegen::input_layouts(&optimized, |id| match &optimized.node(id).op {
-            Op::Input { kind, .. } => {
-                *kind != InputKind::UserInput && split(id).is_none()
-            }
-            _ => false,
-        });
         // Large constants (frozen weights) go to PJRT as bytecode: formatting and parsing them
         // as text cost ten times the compile (session 7: 43.5 s against 4.6 s for 50M weights).
         let large = optimized.node_ids().any(|id| {
@@ -221,7 +222,7 @@ impl Pipeline {
         });
         let start = std::time::Instant::now();
         let fxhlo_codegen::Module { text: mlir, bytecode } =
-            fxhlo_codegen::lower_module(&optimized, &layouts, shardings.as_ref(), large.then_some(BYTECODE_VERSION))?;
+            fxhlo_codegen::lower_module(&optimized, shardings.as_ref(), large.then_some(BYTECODE_VERSION))?;
         if let Some(d) = dump {
             d.stablehlo(&mlir, start.elapsed())?;
         }
@@ -230,27 +231,55 @@ impl Pipeline {
             .iter()
             .map(|&id| {
                 let n = optimized.node(id);
-                let (kind, weight) = match &n.op {
-                    Op::Input { kind, weight } => (*kind, weight.clone()),
-                    _ => (InputKind::UserInput, None),
+                let (kind, weight, layout) = match &n.op {
+                    Op::Input { kind, weight, layout } => (*kind, weight.clone(), layout.clone()),
+                    _ => (InputKind::UserInput, None, None),
                 };
-                InputSignature {
-                    name: n.name.to_string(),
-                    kind,
-                    weight,
-                    ty: n.results[0].clone(),
-                    layout: layouts.get(&id).cloned(),
-                    split: split(id),
-                }
+                // The node has the declared type; the caller passes the logical one.
+                let ty = match &layout {
+                    Some(perm) => fxhlo_ir::layout::logical(&n.results[0], perm),
+                    None => n.results[0].clone(),
+                };
+                InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id) }
             })
             .collect();
         Ok(Lowered { mlir, bytecode, inputs, checks, key })
+    }
+
+    /// The inputs of `graph` the `device-layout` pass must leave in their logical layout,
+    /// whatever their uses: the weights the tensor-parallel plan splits (a shard must stay a
+    /// plain slice of the host tensor; the plan names weights, so it is resolved on the graph
+    /// as imported, whose inputs the passes keep). Frozen inputs need no entry: `freeze` runs
+    /// first, and they are constants by then.
+    fn layout_kept(&self, graph: &Graph) -> Result<BTreeSet<String>> {
+        let mut keep = BTreeSet::new();
+        if let Some(tp) = &self.options.tensor_parallel {
+            keep.extend(tp.resolve(graph)?.split.keys().map(|&id| graph.node(id).name.to_string()));
+        }
+        Ok(keep)
     }
 }
 
 /// The MLIR bytecode version fxhlo writes: one the PJRT plugins' MLIR reads (XLA reads every
 /// version up to its own; MLIR 22 writes a newer one by default).
 pub const BYTECODE_VERSION: i64 = 0;
+
+/// The weights of `bundle` as frozen inputs (`fxhlo run --freeze`): every parameter, buffer
+/// and constant input whose weight the bundle holds, by input name (copied out of the mapped
+/// file, which the bundle owns).
+pub fn frozen_weights(bundle: &fxhlo_frontend::Bundle) -> Frozen {
+    let g = &bundle.graph;
+    let Some(weights) = &bundle.weights else { return Frozen::new() };
+    g.inputs()
+        .iter()
+        .filter_map(|&id| match &g.node(id).op {
+            Op::Input { kind, weight: Some(key), .. } if *kind != InputKind::UserInput => {
+                Some((g.node(id).name.to_string(), fxhlo_ir::TensorData::new(weights.get(key)?.bytes.to_vec())))
+            }
+            _ => None,
+        })
+        .collect()
+}
 
 /// Binds each frozen value to the graph input of that name (for the `freeze` pass), checking
 /// that the names exist and the sizes fit.
@@ -330,10 +359,11 @@ pub struct InputSignature {
     pub name: String,
     pub kind: InputKind,
     pub weight: Option<String>,
-    /// The input's type as the graph sees it.
+    /// The input's type as the caller passes it (the model's, before any `layout`).
     pub ty: TensorType,
     /// When set, the executable takes this input permuted: pass `permute(layout)` of it (the
-    /// device layout of a resident weight, see `codegen::layout`).
+    /// device layout of a resident weight: the input's `layout` in the graph after passes,
+    /// chosen by the `device-layout` pass).
     pub layout: Option<Vec<usize>>,
     /// With a tensor-parallel plan: the dimension this input is split along, device `d`
     /// taking the `d`-th of `devices` equal slices; `None`: every device takes all of it.

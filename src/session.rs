@@ -147,8 +147,14 @@ impl Session {
     /// Runs the pass pipeline on a copy of `graph`, lowers it to StableHLO and compiles it;
     /// dumped as [`Session::dump_config`] says.
     pub fn compile(&self, graph: &Graph) -> Result<Compiled> {
+        self.compile_frozen(graph, &Frozen::new())
+    }
+
+    /// [`Session::compile`] with the inputs named in `frozen` compiled in as constants (see
+    /// [`Session::compile_dumped`]).
+    pub fn compile_frozen(&self, graph: &Graph, frozen: &Frozen) -> Result<Compiled> {
         let dump = self.dump.as_ref().map(|c| Dump::new(c.clone(), &graph.name));
-        self.compile_dumped(graph, dump.as_ref(), &Frozen::new())
+        self.compile_dumped(graph, dump.as_ref(), frozen)
     }
 
     /// Parses a JSON trace (`origin` names it in errors), imports it and compiles it, dumped

@@ -14,12 +14,13 @@ use fxhlo::{Dump, Frozen, Lowered, Options, TensorParallel};
 /// Returns the lowered module too (for `--emit`).
 pub(crate) fn compile(
     graph: &fxhlo::ir::Graph,
+    frozen: &Frozen,
     options: &Options,
     dump: Option<&Dump>,
     fresh: bool,
 ) -> anyhow::Result<(Lowered, AotCompiled)> {
     let env = EnvConfig::from_env();
-    Ok(fxhlo::aot::compile_graph(graph, &Frozen::new(), dump, options.clone(), &env, &Worker::from_env(), fresh)?)
+    Ok(fxhlo::aot::compile_graph(graph, frozen, dump, options.clone(), &env, &Worker::from_env(), fresh)?)
 }
 
 /// A StableHLO file compiled as it is (no cache): its name (the file stem), the executable, its
@@ -126,7 +127,7 @@ pub(crate) fn cost(
         tensor_parallel,
         ..Options::default()
     };
-    let (_, compiled) = compile(&bundle.graph, &options, None, true)?;
+    let (_, compiled) = compile(&bundle.graph, &Frozen::new(), &options, None, true)?;
     Ok(cost_report(
         &compiled.graph,
         &compiled.cost.unwrap_or_default(),

@@ -42,9 +42,23 @@ struct PassArgs {
     /// Run only the first N passes of the pipeline (bisects a miscompile to one pass).
     #[arg(long, value_name = "N")]
     max_passes: Option<usize>,
+    /// Compile the bundle's parameters, buffers and constants in as constants (the `freeze`
+    /// pass, as `options={"freeze": True}` in Python): passes and XLA may fold them, and the
+    /// executable no longer takes them.
+    #[arg(long)]
+    freeze: bool,
 }
 
 impl PassArgs {
+    /// The frozen inputs these flags ask for: the bundle's weights with `--freeze`, else none.
+    fn frozen(&self, bundle: &fxhlo::frontend::Bundle) -> Frozen {
+        if self.freeze {
+            fxhlo::frozen_weights(bundle)
+        } else {
+            Frozen::new()
+        }
+    }
+
     /// `options` with these flags' passes.
     fn apply(self, options: Options) -> Options {
         Options { opt_level: self.opt_level, passes: self.passes, max_passes: self.max_passes, ..options }
@@ -319,6 +333,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let bundle = open(&bundle)?;
             let import = start.elapsed();
             let device = device_kind(device);
+            let frozen = pass_args.frozen(&bundle);
             let session = Session::new(pass_args.apply(Options {
                 device: device.into(),
                 check_indices,
@@ -326,7 +341,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..Options::default()
             }))?;
             let dump = dump.map(|config| bundle_dump(config, &bundle, import));
-            let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &Frozen::new())?;
+            let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &frozen)?;
             say_dumped(dump.as_ref());
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
@@ -378,20 +393,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
             let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
+            let frozen = pass_args.frozen(&b);
             let options = pass_args.apply(Options { device: device_kind(device).into(), ..Options::default() });
             let mut session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             // Each compile rewrites the same folder; the last one's report stays.
             session.set_dump(dump);
-            let key = session.key(&b.graph, &Frozen::new());
+            let key = session.key(&b.graph, &frozen);
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
             for _ in 0..compiles.max(1) {
                 session.cache().forget(&key);
-                let c = session.compile(&b.graph)?;
+                let c = session.compile_frozen(&b.graph, &frozen)?;
                 codegen.push(c.codegen_time.as_secs_f64());
                 compile.push(c.compile_time.as_secs_f64());
             }
             // Once more, from the cache the last compile filled: what a cache hit costs.
-            let compiled = session.compile(&b.graph)?;
+            let compiled = session.compile_frozen(&b.graph, &frozen)?;
             let load = compiled.cached.map(|_| compiled.compile_time);
             let mut latency = Vec::new();
             for _ in 0..runs.max(1) + 1 {
@@ -424,6 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             pass_args,
             tp,
         } => {
+            let freeze = pass_args.freeze;
             let options = pass_args.apply(Options {
                 device: target.clone(),
                 check_indices,
@@ -439,18 +456,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return compile_mlir_on_device(&input, &options);
             }
             let start = std::time::Instant::now();
-            let (graph, dump) = if input.extension().is_some_and(|e| e == "gir") {
+            let (graph, dump, frozen) = if input.extension().is_some_and(|e| e == "gir") {
+                if freeze {
+                    anyhow::bail!("--freeze needs a bundle: an IR file names weights by digest only, without their bytes");
+                }
                 let text = std::fs::read_to_string(&input).with_context(|| format!("reading {}", input.display()))?;
                 let graph = fxhlo::ir::parse(&text).with_context(|| format!("{}: not an IR file", input.display()))?;
                 let dump = dump.map(|config| Dump::new(config, &graph.name));
-                (graph, dump)
+                (graph, dump, Frozen::new())
             } else {
                 let bundle = open(&input)?;
                 let dump = dump.map(|config| bundle_dump(config, &bundle, start.elapsed()));
-                (bundle.graph, dump)
+                let frozen = if freeze { fxhlo::frozen_weights(&bundle) } else { Frozen::new() };
+                (bundle.graph, dump, frozen)
             };
             if target.is_ahead_of_time() {
-                let (lowered, compiled) = aot::compile(&graph, &options, dump.as_ref(), false)?;
+                let (lowered, compiled) = aot::compile(&graph, &frozen, &options, dump.as_ref(), false)?;
                 say_dumped(dump.as_ref());
                 let line = aot::report(&compiled, &target, output.as_deref())?;
                 // As with --cache: the report on stdout, or on stderr when a stage is printed.
@@ -471,7 +492,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if cache {
                 let session = Session::new(options)?;
-                let compiled = session.compile_dumped(&graph, dump.as_ref(), &Frozen::new())?;
+                let compiled = session.compile_dumped(&graph, dump.as_ref(), &frozen)?;
                 say_dumped(dump.as_ref());
                 let line = cache_line(&session, &compiled);
                 match emit {
@@ -490,7 +511,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
                 // No device here: the key names the device kind only (nothing is compiled or cached).
                 let target = format!("{} (not compiled)", options.device);
-                let lowered = fxhlo::Pipeline::new(options.clone()).lower(&graph, &Frozen::new(), dump.as_ref(), &target);
+                let lowered = fxhlo::Pipeline::new(options.clone()).lower(&graph, &frozen, dump.as_ref(), &target);
                 say_dumped(dump.as_ref());
                 Some(lowered.context("lowering to StableHLO")?)
             } else {

@@ -36,6 +36,26 @@ fn run_check_passes_on_the_bundled_trace() {
     assert!(last.starts_with("check: PASS") && last.contains("max_abs_err=") && last.contains("max_rel_err="), "{last}");
 }
 
+/// `--freeze`: the bundle's weights become constants (the executable takes only the user
+/// input), and every fixture still matches PyTorch's reference; `compile --emit mlir` shows
+/// one `@main` parameter.
+#[test]
+fn freeze_compiles_the_weights_in_and_still_matches_the_reference() {
+    for name in ["mlp", "cnn"] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testsuite/fixtures/{name}.fxt"));
+        let out = fxhlo(&["run", path.to_str().unwrap(), "--check", "--freeze"], &[]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let last = last_line(&out);
+        assert!(last.starts_with("check: PASS"), "{name}: {last}");
+        let out = fxhlo(&["compile", path.to_str().unwrap(), "--freeze", "--emit", "mlir"], &[]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let main = text.lines().find(|l| l.contains("func.func @main")).unwrap_or_default();
+        assert_eq!(main.matches("%arg").count(), 1, "{name}: only the user input stays a parameter: {main}");
+        assert!(text.contains("stablehlo.constant"), "{name}");
+    }
+}
+
 #[test]
 fn run_check_fails_when_the_reference_differs() {
     let dir = scratch("mismatch");

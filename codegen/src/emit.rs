@@ -25,15 +25,12 @@ pub struct Emitter<'c, 'a> {
     values: HashMap<ValueRef, Value<'c, 'a>>,
     /// The node being lowered, for error messages.
     pub node: String,
-    /// Results of that node nothing reads (beyond the first): a lowering may skip computing
-    /// them (and give any value of the right type).
-    pub unused_results: Vec<u32>,
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
     /// An emitter appending to `block`.
     pub fn new(ctx: &'c Context, block: &'a Block<'c>) -> Self {
-        Emitter { ctx, block, values: HashMap::new(), node: String::new(), unused_results: Vec::new() }
+        Emitter { ctx, block, values: HashMap::new(), node: String::new() }
     }
 
     /// Records the MLIR value of an IR value.
@@ -148,7 +145,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// `v` (of type `ty`) transposed by `perm`: result dim `i` is `ty`'s dim `perm[i]`.
     pub fn transpose(&self, v: Value<'c, 'a>, ty: &TensorType, perm: &[usize], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let attr: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
-        self.op("stablehlo.transpose", loc, &[v], &crate::layout::permuted(ty, perm), &[("permutation", i64s(&attr))])
+        self.op("stablehlo.transpose", loc, &[v], &fxhlo_ir::layout::permuted(ty, perm), &[("permutation", i64s(&attr))])
     }
 
     /// Elementwise comparison (`EQ`, `NE`, `LT`, `LE`, `GT`, `GE`) of two equally shaped values.

@@ -1,14 +1,16 @@
 //! fxhlo's codegen: lowers a verified [`fxhlo_ir::Graph`] to a StableHLO module through melior.
+//! It translates: every graph change (device layouts, channels-last pooling, dropping unread
+//! results) is a pass that ran before, so each node is lowered as it stands.
 //!
-//! The module has one public function, `@main`, whose arguments are the graph inputs in order
-//! and whose results are the graph outputs. Every op carries an MLIR location made of the FX
-//! node name and, where the trace has it, the user's source file and line, so XLA's errors and
-//! dumps point back at the model. Unsupported ops are reported all at once
+//! The module has one public function, `@main`, whose arguments are the graph inputs in order,
+//! each of its node's type (an input with a `layout` has the permuted type already), and whose
+//! results are the graph outputs. Every op carries an MLIR location made of the FX node name
+//! and, where the trace has it, the user's source file and line, so XLA's errors and dumps
+//! point back at the model. Unsupported ops are reported all at once
 //! ([`Error::Unsupported`]) before anything is built.
 
 mod emit;
 mod error;
-pub mod layout;
 pub mod lower;
 mod region;
 pub mod sharding;
@@ -24,7 +26,6 @@ use melior::Context;
 
 pub use emit::mlir_type_text;
 pub use error::{Error, Result, UnsupportedOp};
-pub use layout::{input_layouts, InputLayouts};
 pub use sharding::InputShardings;
 
 use emit::Emitter;
@@ -56,15 +57,14 @@ fn collect_unsupported(graph: &Graph, ops: &mut Vec<UnsupportedOp>) -> Result<()
 
 /// Lowers `graph` to the text of a StableHLO module (with locations), ready for PJRT.
 pub fn lower(graph: &Graph) -> Result<String> {
-    lower_with(graph, &InputLayouts::new(), None)
+    lower_with(graph, None)
 }
 
-/// [`lower`], with the inputs in `layouts` declared permuted (see [`layout`]) and with
-/// `shardings`, every parameter and result annotated for an SPMD compile over that many
+/// [`lower`], with `shardings`, every parameter and result annotated for an SPMD compile over that many
 /// devices (see [`sharding`]; a split input must not also have a layout). The text holds
 /// every constant in full; see [`lower_module`] for large ones.
-pub fn lower_with(graph: &Graph, layouts: &InputLayouts, shardings: Option<&InputShardings>) -> Result<String> {
-    lower_module(graph, layouts, shardings, None).map(|m| m.text)
+pub fn lower_with(graph: &Graph, shardings: Option<&InputShardings>) -> Result<String> {
+    lower_module(graph, shardings, None).map(|m| m.text)
 }
 
 /// Constants with more elements than this are left out of [`Module::text`] when bytecode is
@@ -87,7 +87,6 @@ pub struct Module {
 /// model's weights are never formatted as text nor parsed back (see [`Module::text`]).
 pub fn lower_module(
     graph: &Graph,
-    layouts: &InputLayouts,
     shardings: Option<&InputShardings>,
     bytecode: Option<i64>,
 ) -> Result<Module> {
@@ -105,11 +104,7 @@ pub fn lower_module(
     let module_loc = Location::new(&ctx, &graph.name, 0, 0);
     let mut module = MlirModule::new(module_loc);
     let params: Vec<NodeId> = graph.inputs().to_vec();
-    let declared = |id: NodeId| match layouts.get(&id) {
-        Some(perm) => layout::permuted(&graph.node(id).results[0], perm),
-        None => graph.node(id).results[0].clone(),
-    };
-    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &declared(id))).collect();
+    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
     let result_types: Vec<_> = graph
         .outputs()
         .iter()
@@ -119,7 +114,7 @@ pub fn lower_module(
 
     let arg_locs: Vec<_> = params.iter().map(|&id| node_location(&ctx, graph, id)).collect();
     let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
-    emit_body(&ctx, &block, graph, &params, layouts)?;
+    emit_body(&ctx, &block, graph, &params)?;
     let region = Region::new();
     region.append_block(block);
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
@@ -134,7 +129,7 @@ pub fn lower_module(
         let dict = |text: String| format!("{{sdy.sharding = {text}}}");
         let args: Vec<String> = params
             .iter()
-            .map(|&id| dict(s.sharding_text(s.split.get(&id).copied(), declared(id).rank())))
+            .map(|&id| dict(s.sharding_text(s.split.get(&id).copied(), graph.node(id).results[0].rank())))
             .collect();
         let results: Vec<String> = graph
             .outputs()
@@ -191,20 +186,12 @@ pub fn lower_module(
 }
 
 /// Lowers every node into `block` and appends the `func.return`. `params` are the inputs, the
-/// block's arguments, in order (those in `layouts` declared permuted).
-fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[NodeId], layouts: &InputLayouts) -> Result<()> {
+/// block's arguments, in order.
+fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[NodeId]) -> Result<()> {
     let mut e = Emitter::new(ctx, block);
     for (i, &id) in params.iter().enumerate() {
         let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
-        let value = match layouts.get(&id) {
-            Some(perm) => {
-                e.node = graph.node(id).name.to_string();
-                let declared = layout::permuted(&graph.node(id).results[0], perm);
-                e.transpose(arg.into(), &declared, &layout::inverse(perm), node_location(ctx, graph, id))?
-            }
-            None => arg.into(),
-        };
-        e.bind(ValueRef::first(id), value);
+        e.bind(ValueRef::first(id), arg.into());
     }
     lower_nodes(ctx, &mut e, graph)?;
     let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
@@ -215,22 +202,11 @@ fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[N
 /// Lowers every node of `graph` but its inputs, which `e` must already bind, in topological
 /// order (the body of `@main`, or of a control-flow region).
 pub(crate) fn lower_nodes<'c, 'a>(ctx: &'c Context, e: &mut Emitter<'c, 'a>, graph: &Graph) -> Result<()> {
-    let used: std::collections::HashSet<ValueRef> =
-        graph.node_ids().flat_map(|n| graph.operands(n)).chain(graph.outputs().iter().copied()).collect();
     for id in graph.topo_order()? {
         if matches!(graph.node(id).op, Op::Input { .. }) {
             continue;
         }
         e.node = graph.node(id).name.to_string();
-        let results = graph.node(id).results.len() as u32;
-        e.unused_results = (1..results)
-            .filter(|&k| {
-                !used.contains(&ValueRef {
-                    node: id,
-                    result: k,
-                })
-            })
-            .collect();
         let values = lower_node(e, graph, id, node_location(ctx, graph, id))?;
         for (k, value) in values.into_iter().enumerate() {
             e.bind(ValueRef { node: id, result: k as u32 }, value);

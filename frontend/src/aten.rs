@@ -384,6 +384,8 @@ fn map_known<'a>(
             padding: per_dim(a.ints(3, "padding", &[0])?, name),
             dilation: per_dim(a.ints(4, "dilation", &[1])?, name),
             ceil_mode: a.bool(5, "ceil_mode", false)?,
+            indices: true,
+            channels_last: false,
         }),
         "avg_pool1d" | "avg_pool2d" | "avg_pool3d" => op1(Op::AvgPool {
             kernel: per_dim(a.ints(1, "kernel_size", &[])?, name),

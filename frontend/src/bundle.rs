@@ -207,7 +207,7 @@ pub fn read_bin(path: &Path) -> Result<Trace> {
 fn check_weights(graph: &Graph, weights: Option<&TensorFile>, path: &Path) -> Result<()> {
     for &id in graph.inputs() {
         let node = graph.node(id);
-        let Op::Input { kind, weight: Some(key) } = &node.op else { continue };
+        let Op::Input { kind, weight: Some(key), .. } = &node.op else { continue };
         let Some(weights) = weights else {
             return Err(Error::MissingWeightsFile { path: path.into(), input: node.name.to_string(), kind: kind.name(), key: key.clone() });
         };

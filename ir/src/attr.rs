@@ -113,6 +113,22 @@ impl Attr<'_> {
         }
     }
 
+    /// `true` or `false`, absent meaning `default` (a flag printed only when it is not).
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.values.get(key) {
+            None => Ok(default),
+            Some(_) => self.bool(key),
+        }
+    }
+
+    /// A list of dim indices `[2, 3, 1, 0]`, absent meaning `None`.
+    pub fn opt_dims(&self, key: &str) -> Result<Option<Vec<usize>>, String> {
+        match self.values.get(key) {
+            None => Ok(None),
+            Some(_) => self.list(key, |x| x.parse().ok(), "a list of dim indices").map(Some),
+        }
+    }
+
     /// A scalar.
     pub fn scalar(&self, key: &str) -> Result<Scalar, String> {
         Scalar::parse(self.raw(key)?).ok_or_else(|| self.bad(key, "a number or bool"))

@@ -98,7 +98,7 @@ impl Graph {
         ty: TensorType,
         source: Option<SourceLoc>,
     ) -> NodeId {
-        let node = Node { name: name.into(), op: Op::Input { kind, weight }, results: smallvec::smallvec![ty], source };
+        let node = Node { name: name.into(), op: Op::Input { kind, weight, layout: None }, results: smallvec::smallvec![ty], source };
         let id = self.g.add_node(node);
         self.inputs.push(id);
         id
@@ -220,11 +220,23 @@ impl Graph {
     /// exist and must not depend on a user of `old` (that would make a cycle, which the
     /// verifier reports).
     pub fn replace_all_uses(&mut self, old: ValueRef, new: ValueRef) -> Result<()> {
+        self.replace_uses_where(old, new, |_| true)
+    }
+
+    /// [`Graph::replace_all_uses`] but for the uses by node `except`: inserts a node after
+    /// `old` that reads it (`new` is computed from `old` by `except`), as MLIR's
+    /// `replaceAllUsesExcept` does.
+    pub fn replace_all_uses_except(&mut self, old: ValueRef, new: ValueRef, except: NodeId) -> Result<()> {
+        self.replace_uses_where(old, new, |user| user != except)
+    }
+
+    /// Rewires the uses of `old` by the nodes for which `rewire` holds, and the graph outputs.
+    fn replace_uses_where(&mut self, old: ValueRef, new: ValueRef, rewire: impl Fn(NodeId) -> bool) -> Result<()> {
         self.check_value(new)?;
         let edges: Vec<_> = self
             .g
             .edges_directed(old.node, Direction::Outgoing)
-            .filter(|e| e.weight().result == old.result)
+            .filter(|e| e.weight().result == old.result && rewire(e.target()))
             .map(|e| (e.id(), e.target(), e.weight().operand))
             .collect();
         for (edge, target, operand) in edges {

@@ -11,6 +11,7 @@ mod error;
 mod families;
 mod graph;
 pub mod infer;
+pub mod layout;
 mod name;
 mod op;
 mod parts;

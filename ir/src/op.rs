@@ -93,7 +93,10 @@ impl ScatterReduce {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
     /// A graph input (FX placeholder); `weight` names its tensor in the bundle's weights.
-    Input { kind: InputKind, weight: Option<String> },
+    /// `layout`, when set (the `device-layout` pass), says the executable takes the tensor
+    /// permuted: the node's type is the declared one, `declared[i] = logical[layout[i]]`, and
+    /// the caller uploads `permute(layout)` of the tensor (see [`crate::layout`]).
+    Input { kind: InputKind, weight: Option<String>, layout: Option<Vec<usize>> },
     /// A tensor of the node's type with every element `value` (`aten.full`, scalar arguments,
     /// `aten.scalar_tensor`).
     Full { value: Scalar },
@@ -161,8 +164,19 @@ pub enum Op {
         groups: i64,
         has_bias: bool,
     },
-    /// `aten.max_pool{1,2,3}d_with_indices`; results: values and i64 indices.
-    MaxPool { kernel: Box<[i64]>, stride: Box<[i64]>, padding: Box<[i64]>, dilation: Box<[i64]>, ceil_mode: bool },
+    /// `aten.max_pool{1,2,3}d_with_indices`; results: values and, with `indices`, i64 indices
+    /// (as imported; the `unused-results` pass drops them where nothing reads them). The window
+    /// runs over the trailing dims (`[.., C, spatial...]`), or with `channels_last` (the
+    /// `channels-last-pooling` pass; no indices) over the middle ones of `[N, spatial..., C]`.
+    MaxPool {
+        kernel: Box<[i64]>,
+        stride: Box<[i64]>,
+        padding: Box<[i64]>,
+        dilation: Box<[i64]>,
+        ceil_mode: bool,
+        indices: bool,
+        channels_last: bool,
+    },
     /// `aten.avg_pool{1,2,3}d`.
     AvgPool {
         kernel: Box<[i64]>,

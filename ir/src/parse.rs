@@ -148,12 +148,15 @@ impl Parser {
         let open = self.current()?;
         let graph = &mut open.graph;
         let id = match op {
-            Op::Input { kind, weight } => {
+            Op::Input { kind, weight, layout } => {
                 let [ty] = <[TensorType; 1]>::try_from(results).map_err(|_| "an input has exactly one type")?;
                 if !operands.is_empty() {
                     return Err("an input takes no operands".into());
                 }
                 let id = graph.add_input(&name, kind, weight, ty, source);
+                if let Op::Input { layout: slot, .. } = &mut graph.node_mut(id).op {
+                    *slot = layout;
+                }
                 if let Some(data) = value {
                     graph.bind_input(id, data);
                 }

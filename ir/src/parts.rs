@@ -13,10 +13,14 @@ impl Op {
     pub fn attributes(&self) -> Vec<(&'static str, String)> {
         let b = |v: &bool| v.to_string();
         match self {
-            Op::Input { kind, weight } => {
+            Op::Input { kind, weight, layout } => {
                 let mut a = vec![("kind", kind.name().to_string())];
                 if let Some(w) = weight {
                     a.push(("weight", quote(w)));
+                }
+                if let Some(perm) = layout {
+                    let perm: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+                    a.push(("layout", ints(&perm)));
                 }
                 a
             }
@@ -57,13 +61,23 @@ impl Op {
                 ("groups", groups.to_string()),
                 ("has_bias", b(has_bias)),
             ],
-            Op::MaxPool { kernel, stride, padding, dilation, ceil_mode } => vec![
-                ("kernel", ints(kernel)),
-                ("stride", ints(stride)),
-                ("padding", ints(padding)),
-                ("dilation", ints(dilation)),
-                ("ceil_mode", b(ceil_mode)),
-            ],
+            Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices, channels_last } => {
+                let mut a = vec![
+                    ("kernel", ints(kernel)),
+                    ("stride", ints(stride)),
+                    ("padding", ints(padding)),
+                    ("dilation", ints(dilation)),
+                    ("ceil_mode", b(ceil_mode)),
+                ];
+                // Printed only where they differ from the imported form.
+                if !indices {
+                    a.push(("indices", b(indices)));
+                }
+                if *channels_last {
+                    a.push(("channels_last", b(channels_last)));
+                }
+                a
+            }
             Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override } => vec![
                 ("kernel", ints(kernel)),
                 ("stride", ints(stride)),
@@ -192,7 +206,7 @@ impl Op {
                     .into_iter()
                     .find(|k| k.name() == kind)
                     .ok_or_else(|| format!("input: unknown kind `{kind}`"))?;
-                Op::Input { kind, weight: a.opt_string("weight")? }
+                Op::Input { kind, weight: a.opt_string("weight")?, layout: a.opt_dims("layout")? }
             }
             "unknown" => Op::Unknown { target: a.opt_string("target")?.ok_or("unknown needs attribute `target`")? },
             "full" => Op::Full { value: a.scalar("value")? },
@@ -254,6 +268,8 @@ impl Op {
                 padding: a.ints("padding")?.into(),
                 dilation: a.ints("dilation")?.into(),
                 ceil_mode: a.bool("ceil_mode")?,
+                indices: a.bool_or("indices", true)?,
+                channels_last: a.bool_or("channels_last", false)?,
             },
             "aten.avg_pool" => Op::AvgPool {
                 kernel: a.ints("kernel")?.into(),

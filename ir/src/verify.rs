@@ -14,7 +14,8 @@
 //! 9. the bytes of a constant or of an input's bound value (when present: text-parsed data
 //!    has none) are exactly its type's size;
 //! 10. a control-flow node's regions exist and their signatures fit its operands and results
-//!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn.
+//!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn;
+//! 11. an input's `layout`, when it has one, is a permutation of its type's dims.
 
 use std::collections::HashSet;
 
@@ -67,6 +68,11 @@ pub fn verify(graph: &Graph) -> Result<()> {
             let want = node.results[0].size_bytes();
             if bytes.len() != want {
                 return Err(err(&node.name, format!("holds {} bytes of data; {} needs {want}", bytes.len(), node.results[0])));
+            }
+        }
+        if let Op::Input { layout: Some(perm), .. } = &node.op {
+            if perm.len() != node.results[0].rank() || !crate::layout::is_permutation(perm) {
+                return Err(err(&node.name, format!("layout {perm:?} is not a permutation of the dims of {}", node.results[0])));
             }
         }
         let operands = graph.operands(id);

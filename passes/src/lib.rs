@@ -5,19 +5,25 @@
 //! timing, node counts, logging, and a hook after each pass through which the facade writes
 //! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
+mod channels_last_pooling;
 mod check_indices;
 mod dce;
 mod depthwise_conv_taps;
+mod device_layout;
 mod fold_constant_layouts;
 mod freeze;
 mod manager;
 mod registry;
+mod unused_results;
 
+pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;
 pub use depthwise_conv_taps::DepthwiseConvTaps;
+pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use fold_constant_layouts::FoldConstantLayouts;
 pub use freeze::Freeze;
+pub use unused_results::UnusedResults;
 pub use manager::{PassManager, PassRun};
 pub use registry::{default_pipeline, lookup, pipeline, Pass, MAX_OPT_LEVEL, PASSES};
 

@@ -20,16 +20,17 @@ pub struct PassRun {
     pub nodes_after: usize,
 }
 
-/// Runs an ordered list of passes.
-pub struct PassManager {
-    pipeline: Vec<&'static dyn Pass>,
+/// Runs an ordered list of passes (the registry's, or instances a caller configured, such as a
+/// [`crate::DeviceLayout`] that keeps some inputs as they are).
+pub struct PassManager<'p> {
+    pipeline: Vec<&'p dyn Pass>,
     /// Verify after every pass (always on in debug builds and tests; cheap enough to keep on).
     pub verify: bool,
 }
 
-impl PassManager {
+impl<'p> PassManager<'p> {
     /// A manager for `pipeline`, verifying after each pass.
-    pub fn new(pipeline: Vec<&'static dyn Pass>) -> Self {
+    pub fn new(pipeline: Vec<&'p dyn Pass>) -> Self {
         PassManager { pipeline, verify: true }
     }
 

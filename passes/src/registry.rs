@@ -14,13 +14,23 @@ pub trait Pass: Sync {
 }
 
 /// Every registered pass.
-pub static PASSES: &[&dyn Pass] = &[&crate::CheckIndices, &crate::Dce, &crate::DepthwiseConvTaps, &crate::FoldConstantLayouts, &crate::Freeze];
+pub static PASSES: &[&dyn Pass] = &[
+    &crate::ChannelsLastPooling,
+    &crate::CheckIndices,
+    &crate::Dce,
+    &crate::DepthwiseConvTaps,
+    &crate::DEVICE_LAYOUT,
+    &crate::FoldConstantLayouts,
+    &crate::Freeze,
+    &crate::UnusedResults,
+];
 
 /// The highest optimization level (`-O1`).
 pub const MAX_OPT_LEVEL: u8 = 1;
 
 /// The pipeline at `opt_level` for a target (`cpu`: the PJRT CPU plugin), in order. `-O0` runs
-/// none of fxhlo's passes (XLA alone optimizes), so an ablation shows what each is worth.
+/// none of fxhlo's passes (XLA alone optimizes, on the graph as imported: no device layouts,
+/// max pools with their indices), so an ablation shows what each is worth.
 pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     let mut passes: Vec<&'static dyn Pass> = Vec::new();
     if opt_level == 0 {
@@ -28,6 +38,9 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     }
     // First: nothing later should rewrite or count what no output reads.
     passes.push(&crate::Dce);
+    // After dce, which removes dead readers: the results nothing reads any more (max pool's
+    // indices in inference) are dropped, so that no later pass or codegen computes them.
+    passes.push(&crate::UnusedResults);
     // Constants (frozen weights) in the layout their users read, before XLA's slow folding.
     passes.push(&crate::FoldConstantLayouts);
     if cpu {
@@ -35,6 +48,12 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
         // have fast ones (see the pass's doc).
         passes.push(&crate::DepthwiseConvTaps);
     }
+    // After unused-results (it rewrites only pools without indices); on every target, as
+    // codegen did before it was a pass (see the pass's doc).
+    passes.push(&crate::ChannelsLastPooling);
+    // Last: a weight's layout is chosen from its final uses, and every other pass sees the
+    // logical types. On every target, as codegen did before it was a pass.
+    passes.push(&crate::DEVICE_LAYOUT);
     passes
 }
 

@@ -149,6 +149,29 @@ fn random_bits_depend_only_on_the_state() {
     }
 }
 
+/// Deterministic inputs in [-1, 1) for every input of `g`: a linear congruential sequence per
+/// input, in its dtype (f32 or bf16).
+fn deterministic_args(g: &fxhlo_ir::Graph) -> Vec<HostTensor> {
+    g.inputs()
+        .iter()
+        .enumerate()
+        .map(|(k, &id)| {
+            let t = &g.node(id).results[0];
+            let mut state = 12345u64 + k as u64;
+            let values: Vec<f32> = (0..t.num_elements())
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                })
+                .collect();
+            match t.dtype {
+                DType::BF16 => HostTensor::from_bf16(t.shape.to_vec(), &values.iter().map(|v| half::bf16::from_f32(*v)).collect::<Vec<_>>()).unwrap(),
+                _ => HostTensor::from_f32(t.shape.to_vec(), &values).unwrap(),
+            }
+        })
+        .collect()
+}
+
 /// `depthwise-conv-taps` (the CPU pipeline at -O1) computes what the convolution (-O0)
 /// computes, for the pass's test files: padding, bias, stride, dilation, bfloat16.
 #[test]
@@ -157,29 +180,40 @@ fn depthwise_taps_match_the_convolution() {
     let (o0, o1) = (crate::support::cpu_at(0), crate::support::cpu());
     for name in ["depthwise_3x3.gir", "strided_bf16.gir"] {
         let g = fxhlo_ir::parse(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
-        // Deterministic inputs in [-1, 1): a linear congruential sequence per input.
-        let args: Vec<HostTensor> = g
-            .inputs()
-            .iter()
-            .enumerate()
-            .map(|(k, &id)| {
-                let t = &g.node(id).results[0];
-                let mut state = 12345u64 + k as u64;
-                let values: Vec<f32> = (0..t.num_elements())
-                    .map(|_| {
-                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                    })
-                    .collect();
-                match t.dtype {
-                    DType::BF16 => HostTensor::from_bf16(t.shape.to_vec(), &values.iter().map(|v| half::bf16::from_f32(*v)).collect::<Vec<_>>()).unwrap(),
-                    _ => HostTensor::from_f32(t.shape.to_vec(), &values).unwrap(),
-                }
-            })
-            .collect();
+        let args = deterministic_args(&g);
         let run_at = |s: &fxhlo::Session| s.compile(&g).unwrap().run(s, &args).unwrap()[0].to_f32_vec();
         let (conv, taps) = (run_at(&o0), run_at(&o1));
         let tol = if name.contains("bf16") { 2e-2 } else { 1e-5 };
         assert!(max_abs_diff(name, &taps, &conv) <= tol, "{name}");
+    }
+}
+
+/// Each of `unused-results`, `channels-last-pooling` and `device-layout`, run alone, computes
+/// what the graph computes without it, for every one of its test files (so codegen's literal
+/// lowering of each form the passes make is run too: max pools without indices and
+/// channels-last, inputs declared in a layout and uploaded permuted by the runtime).
+#[test]
+fn layout_and_pooling_passes_keep_the_values() {
+    let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();
+    for pass in ["unused-results", "channels-last-pooling", "device-layout"] {
+        let only = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![pass.to_string()]), ..fxhlo::Options::default() }).unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass);
+        let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        assert!(!files.is_empty(), "{}", dir.display());
+        for path in files {
+            let g = fxhlo_ir::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let args = deterministic_args(&g);
+            let run_with = |s: &fxhlo::Session| s.compile(&g).unwrap().run(s, &args).unwrap();
+            let (before, after) = (run_with(&none), run_with(&only));
+            assert_eq!(before.len(), after.len());
+            for (k, (b, a)) in before.iter().zip(&after).enumerate() {
+                let what = format!("{pass}: {} output {k}", path.display());
+                assert_eq!((a.element_type, &a.dims), (b.element_type, &b.dims), "{what}");
+                // Pooling and permutes move values exactly; a convolution over a permuted
+                // kernel may sum in another order.
+                assert!(max_abs_diff(&what, &a.to_f32_vec(), &b.to_f32_vec()) <= 1e-5, "{what}");
+            }
+        }
     }
 }

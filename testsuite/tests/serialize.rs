@@ -3,7 +3,12 @@
 use fxhlo::runtime::HostTensor;
 use fxhlo_ir::{DType, Op, UnaryOp};
 
-use crate::support::{cpu, Builder};
+use std::sync::Arc;
+
+use fxhlo::runtime::EnvConfig;
+use fxhlo::{CacheConfig, CacheMode, CompileCache, Options, Session};
+
+use crate::support::Builder;
 
 #[test]
 fn serialized_executable_runs_with_the_same_result() {
@@ -13,8 +18,13 @@ fn serialized_executable_runs_with_the_same_result() {
     let mm = b.op(Op::Mm, &[x, y], None);
     let r = b.op(Op::Unary(UnaryOp::Relu), &[mm], None);
     let g = b.finish(&[r]);
-    let session = cpu();
+    // A cache of its own, memory only: an executable the disk cache served (an earlier run of
+    // this build) is itself a deserialized one, and XLA's CPU plugin cannot serialize that
+    // again with its kernels.
+    let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
+    let session = Session::with_cache(Options::default(), &EnvConfig::from_env(), Arc::new(CompileCache::new(private))).unwrap();
     let compiled = session.compile(&g).unwrap();
+    assert!(compiled.cached.is_none(), "compiled now, not loaded");
     let args = [
         HostTensor::from_f32([2, 2], &[1.0, -2.0, 3.0, 4.0]).unwrap(),
         HostTensor::from_f32([2, 2], &[0.5, 1.0, 1.5, -1.0]).unwrap(),

@@ -6,8 +6,10 @@
 //! padded input (`count_include_pad=True`), by the number of real elements
 //! (`count_include_pad=False`), or by `divisor_override`; adaptive pooling uses PyTorch's
 //! windows `[floor(i*in/out), ceil((i+1)*in/out))`; nearest upsampling reads source index
-//! `floor(dst * in / out)`. Max pool's indices result is not lowered (graphs that use it are
-//! reported as unsupported before codegen).
+//! `floor(dst * in / out)`. Max pool is lowered as the node says: with indices, a (value, index)
+//! window reduction; without, a plain max window over the trailing dims, or over the middle
+//! ones of a channels-last pool (the passes `unused-results` and `channels-last-pooling`
+//! choose those forms).
 
 use fxhlo_ir::{DType, Op, Scalar, TensorType};
 use melior::ir::{Location, Value};
@@ -16,7 +18,6 @@ use super::indexing::index_select;
 use super::reduction::compute_dtype;
 use super::{arg, Operand};
 use crate::emit::{i64s, Emitter};
-use crate::layout::{inverse, permuted};
 use crate::region::Combiner;
 use crate::Result;
 
@@ -36,23 +37,17 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
     let out = results.first().ok_or_else(|| e.internal("pooling has no result"))?;
     let rank = x.1.rank();
     match op {
-        Op::MaxPool { kernel, stride, padding, dilation, .. } => {
+        Op::MaxPool { kernel, stride, padding, dilation, indices, channels_last, .. } => {
             let n = kernel.len();
             let (s, p, d) = window_params(e, kernel, stride, padding, dilation)?;
-            let wins = windows(x.1, out, kernel, &s, &p, &d);
-            let (window, strides, dil, pads) = &wins;
-            if e.unused_results.contains(&1) {
-                // Nobody reads the indices (inference): a plain max window, much cheaper than
-                // the (value, index) reduction, computed channels-last where there are batch
-                // and channel dims. The body propagates NaN, as PyTorch's max pooling does.
+            // Channels-last (`[N, spatial..., C]`): the spatial dims start at 1, one dim after them.
+            let first = if *channels_last { 1 } else { rank - n };
+            let (window, strides, dil, pads) = windows(x.1, out, first, kernel, &s, &p, &d);
+            if !indices {
+                // A plain max window, much cheaper than the (value, index) reduction. The body
+                // propagates NaN, as PyTorch's max pooling does.
                 let init = Combiner::Max.identity(x.1.dtype);
-                let v = if rank == n + 2 {
-                    channels_last_max(e, x, out, &wins, init, loc)?
-                } else {
-                    e.reduce_window(x.0, x.1, out, window, strides, dil, pads, Combiner::Max, init, loc)?
-                };
-                let indices = TensorType::new(DType::I64, out.shape.clone());
-                return Ok(vec![v, e.splat(Scalar::Int(0), &indices, loc)?]);
+                return Ok(vec![e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?]);
             }
             // Candidate index of every input element: its flat offset within its spatial plane.
             let it = TensorType::new(DType::I64, x.1.shape.clone());
@@ -68,13 +63,13 @@ pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '
                 scale *= x.1.shape[k];
             }
             let idx = flat.ok_or_else(|| e.internal("max pool without spatial dims"))?;
-            let (v, i) = e.arg_reduce_window(x.0, idx, out, window, strides, dil, pads, loc)?;
+            let (v, i) = e.arg_reduce_window(x.0, idx, out, &window, &strides, &dil, &pads, loc)?;
             Ok(vec![v, i])
         }
         Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
             let n = kernel.len();
             let (s, p, _) = window_params(e, kernel, stride, padding, &[])?;
-            let (window, strides, dil, pads) = windows(x.1, out, kernel, &s, &p, &vec![1; n]);
+            let (window, strides, dil, pads) = windows(x.1, out, rank - n, kernel, &s, &p, &vec![1; n]);
             let work = compute_dtype(x.1.dtype);
             let xt = TensorType::new(work, x.1.shape.clone());
             let ot = TensorType::new(work, out.shape.clone());
@@ -197,46 +192,23 @@ fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: us
 /// Window, strides, dilations and (low, high) padding over every dim of the input.
 type Windows = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>);
 
-/// A max window over `[N, C, spatial...]` computed channels-last: transpose to
-/// `[N, spatial..., C]`, reduce, transpose back. XLA's CPU convolutions run channels-last and
-/// XLA cancels a transpose pair around them, but a `reduce_window` over the trailing dims pins
-/// its neighbours to channels-first, so the stem's batch norm, the pooling and the first
-/// stage's residual adds were computed channels-first with a transpose before every
-/// convolution (ResNet-18: six 56x56x64 and one 112x112x64 transpose per call).
-fn channels_last_max<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    out: &TensorType,
-    (window, strides, dil, pads): &Windows,
-    init: Scalar,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    // [0, 2, 3, ..., 1]: the window's per-dim parameters move with the dims.
-    let to_last: Vec<usize> = std::iter::once(0).chain(2..x.1.rank()).chain(std::iter::once(1)).collect();
-    let pick = |v: &[i64]| to_last.iter().map(|&i| v[i]).collect::<Vec<_>>();
-    let pads_l: Vec<(i64, i64)> = to_last.iter().map(|&i| pads[i]).collect();
-    let (xt, ot) = (permuted(x.1, &to_last), permuted(out, &to_last));
-    let xl = e.transpose(x.0, x.1, &to_last, loc)?;
-    let yl = e.reduce_window(xl, &xt, &ot, &pick(window), &pick(strides), &pick(dil), &pads_l, Combiner::Max, init, loc)?;
-    e.transpose(yl, &ot, &inverse(&to_last), loc)
-}
-
-/// Full-rank window, stride, dilation and padding (with ceil-mode overhang added at the high
-/// end so the window count matches the result shape).
-fn windows(x: &TensorType, out: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
-    let (rank, n) = (x.rank(), kernel.len());
-    let lead = rank - n;
-    let mut window = vec![1; lead];
-    let mut strides = vec![1; lead];
-    let mut dil = vec![1; lead];
-    let mut pads = vec![(0, 0); lead];
-    for i in 0..n {
-        window.push(kernel[i]);
-        strides.push(s[i]);
-        dil.push(d[i]);
-        let needed = (out.shape[lead + i] - 1) * s[i] + d[i] * (kernel[i] - 1) + 1;
-        let have = x.shape[lead + i] + 2 * p[i];
-        pads.push((p[i], p[i] + (needed - have).max(0)));
+/// Full-rank window, stride, dilation and padding for a window over the `kernel.len()` dims
+/// from `first` on (with ceil-mode overhang added at the high end so the window count matches
+/// the result shape); every other dim has a window of 1.
+fn windows(x: &TensorType, out: &TensorType, first: usize, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
+    let rank = x.rank();
+    let mut window = vec![1; rank];
+    let mut strides = vec![1; rank];
+    let mut dil = vec![1; rank];
+    let mut pads = vec![(0, 0); rank];
+    for i in 0..kernel.len() {
+        let k = first + i;
+        window[k] = kernel[i];
+        strides[k] = s[i];
+        dil[k] = d[i];
+        let needed = (out.shape[k] - 1) * s[i] + d[i] * (kernel[i] - 1) + 1;
+        let have = x.shape[k] + 2 * p[i];
+        pads[k] = (p[i], p[i] + (needed - have).max(0));
     }
     (window, strides, dil, pads)
 }

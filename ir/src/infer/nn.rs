@@ -251,12 +251,27 @@ pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
         Op::AdaptiveAvgPool { output_size } | Op::UpsampleNearest { output_size } | Op::UpsampleBilinear { output_size, .. } => {
             one(TensorType::new(x.dtype, replace_tail(output_size)?))
         }
-        Op::MaxPool { kernel, stride, padding, dilation, ceil_mode } => {
+        Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices, channels_last } => {
             let n = kernel.len();
             let (s, p, d) = (per_dim(stride, n, 0, "stride")?, per_dim(padding, n, 0, "padding")?, per_dim(dilation, n, 1, "dilation")?);
-            let out = spatial(x, kernel, &s, &p, &d, *ceil_mode)?;
-            let shape = replace_tail(&out)?;
-            Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
+            let shape = if *channels_last {
+                // [N, spatial..., C]: the window runs over the middle dims.
+                if *indices || x.rank() != n + 2 {
+                    return Err(format!("a channels-last max pool takes [N, spatial..., C] ({n} spatial dims) and gives no indices, found {x}"));
+                }
+                // [N, spatial...] has the spatial dims trailing, as `spatial` reads them.
+                let out = spatial(&TensorType::new(x.dtype, x.shape[..n + 1].to_vec()), kernel, &s, &p, &d, *ceil_mode)?;
+                let mut shape = Shape::from(&x.shape[..1]);
+                shape.extend_from_slice(&out);
+                shape.push(x.shape[n + 1]);
+                shape
+            } else {
+                replace_tail(&spatial(x, kernel, &s, &p, &d, *ceil_mode)?)?
+            };
+            match indices {
+                true => Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)])),
+                false => one(TensorType::new(x.dtype, shape)),
+            }
         }
         Op::AvgPool { kernel, stride, padding, ceil_mode, .. } => {
             let n = kernel.len();
