@@ -46,7 +46,8 @@ with torch.no_grad():
     second = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 params = sum(p.numel() for p in model.parameters())
-err = (got - want).abs().max().item()
+flat = lambda t: list(t) if isinstance(t, (tuple, list)) else [t]
+err = max((g - w).abs().max().item() for g, w in zip(flat(got), flat(want)))
 print(json.dumps({"first": first, "second": second, "peak_mb": peak / 1024, "base_mb": base / 1024,
                   "params": params, "err": err}))
 """
