@@ -12,6 +12,7 @@ use melior::ir::block::BlockLike;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{Block, Identifier, Location, Type, Value, ValueLike};
+use melior::ir::r#type::ShapedTypeLike;
 use melior::ir::TypeLike;
 use melior::Context;
 
@@ -154,12 +155,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// an i64 `LT` against constants as unsigned (`-2 < 0` false).
     pub fn compare(&self, dir: &str, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let ty = TensorType::new(DType::Bool, shape.to_vec());
-        let text = a.r#type().to_string();
-        let elem = text.trim_end_matches('>').rsplit(['<', 'x']).next().unwrap_or("");
-        let kind = match elem {
-            "i1" | "ui8" | "ui16" | "ui32" | "ui64" => "UNSIGNED",
-            e if e.starts_with('i') => "SIGNED",
-            _ => "FLOAT",
+        // The element type as a value (no printing): bool and unsigned integers compare
+        // unsigned, other integers signed, everything else (floats, complex) as floats.
+        let elem = RankedTensorType::try_from(a.r#type())
+            .map_err(|e| self.internal(format!("compare of a non-tensor: {e}")))?
+            .element();
+        let kind = match IntegerType::try_from(elem) {
+            Ok(int) if int.width() == 1 || int.is_unsigned() => "UNSIGNED",
+            Ok(_) => "SIGNED",
+            Err(_) => "FLOAT",
         };
         self.op(
             "stablehlo.compare",
