@@ -90,7 +90,7 @@ impl Options {
     pub fn passes(&self) -> Vec<&'static dyn fxhlo_passes::Pass> {
         let cpu = self.device.device == fxhlo_runtime::DeviceKind::Cpu;
         let mut passes = match &self.passes {
-            // Unknown names were refused by `check`.
+            // Unknown names are refused by `check` (`from_json`, `Pipeline::lower`).
             Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).collect(),
             None => fxhlo_passes::pipeline(self.opt_level, cpu),
         };
@@ -162,6 +162,8 @@ impl Pipeline {
     /// each stage written as it happens (see [`Dump`]). A failure of a pass or of codegen comes
     /// with a reproduction ([`Error::Reproducible`]), dump or not.
     pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
+        // Options built in Rust skip `from_json`'s check: a misspelt pass must not be dropped.
+        self.options.check()?;
         let key = self.key(graph, frozen, target);
         if let Some(d) = dump {
             d.open(&key)?;

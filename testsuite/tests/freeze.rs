@@ -97,3 +97,12 @@ fn the_freeze_pass_prints_constants_by_digest_and_refuses_missing_bytes() {
     let err = Pipeline::new(Options::default()).lower(&graph(2, 2), &frozen, None, "cpu").unwrap_err().to_string();
     assert!(err.contains("frozen input `w`") && err.contains("3 bytes"), "{err}");
 }
+
+/// Options built in Rust (not through `from_json`) are checked too: a misspelt pass is an
+/// error listing the valid names, not silently dropped.
+#[test]
+fn a_pipeline_refuses_an_unknown_pass_name() {
+    let options = Options { passes: Some(vec!["fold-everything".into()]), ..Options::default() };
+    let err = Pipeline::new(options).lower(&graph(2, 2), &Frozen::new(), None, "cpu").unwrap_err().to_string();
+    assert!(err.contains("unknown pass `fold-everything`") && err.contains("freeze"), "{err}");
+}
