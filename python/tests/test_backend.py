@@ -448,6 +448,21 @@ def test_freeze_compiles_weights_in_as_constants():
         assert_matches(run(*args), want, "frozen weights after the model changed")
 
 
+def test_freeze_large_weights_go_to_pjrt_as_bytecode():
+    # 64x64 weights (4096 elements, over codegen's ELIDE_ELEMENTS): the module reaches PJRT as
+    # MLIR bytecode built from the tensors' bytes, and its text form elides them.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8)).eval()
+    x = torch.randn(5, 64)
+    with torch.no_grad():
+        want = model(x)
+        run = compile_(model, freeze=True)
+        assert_matches(run(x), want, "freeze=True, large weights")
+    exe = last_graph().executable
+    assert [how for _, how in exe.inputs].count("input") == 1, exe.inputs
+    assert "__elided__" in exe.mlir, exe.mlir[:2000]
+
+
 def test_freeze_keeps_mutated_buffers_as_inputs():
     class Counter(nn.Module):
         def __init__(self):
