@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::Graph;
-use fxhlo_runtime::{Program, 
-    Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostTensor, Target,
-};
+use fxhlo_runtime::{Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostTensor, Program, Target};
 
 use crate::cache::{target_id, CacheKey, CompileCache, Tier};
 use crate::dump::{Dump, DumpConfig};
@@ -200,7 +198,7 @@ impl Session {
         let compile_time = start.elapsed();
         if let (Some(d), Ok((_, cached))) = (dump, &result) {
             let outcome = match (cached, miss) {
-                (Some(tier), _) => format!("hit ({} tier): XLA did not compile, so it dumped nothing", tier_name(*tier)),
+                (Some(tier), _) => format!("hit ({} tier): XLA did not compile, so it dumped nothing", tier.name()),
                 (None, Some(why)) => format!("miss: {why}"),
                 (None, None) => "miss".to_string(),
             };
@@ -215,13 +213,6 @@ impl Session {
         let Lowered { mlir, key, inputs, checks, .. } = lowered;
         tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
         Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
-    }
-}
-
-fn tier_name(tier: Tier) -> &'static str {
-    match tier {
-        Tier::Memory => "memory",
-        Tier::Disk => "disk",
     }
 }
 

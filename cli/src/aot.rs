@@ -58,7 +58,7 @@ pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option
     write_executable(output, &compiled.bytes)?;
     let how = match compiled.cached {
         None => format!("compiled in {:.2} s", compiled.compile_time.as_secs_f64()),
-        Some(tier) => format!("already cached ({} tier, {:.1} ms)", crate::tier_name(tier), compiled.compile_time.as_secs_f64() * 1e3),
+        Some(tier) => format!("already cached ({} tier, {:.1} ms)", tier.name(), compiled.compile_time.as_secs_f64() * 1e3),
     };
     let written = output.map(|p| format!(", written to {}", p.display())).unwrap_or_default();
     Ok(format!(

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor, TargetName};
 use fxhlo::{
-    CacheConfig, CacheMode, CompileCache, Compiled, Dump, DumpConfig, Frozen, Options, Session, TensorParallel, Tier,
+    CacheConfig, CacheMode, CompileCache, Compiled, Dump, DumpConfig, Frozen, Options, Session, TensorParallel,
 };
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
@@ -583,14 +583,7 @@ fn provenance(compiled: &Compiled) -> String {
     let ms = compiled.compile_time.as_secs_f64() * 1e3;
     match compiled.cached {
         None => format!("PJRT compile {ms:.1} ms"),
-        Some(tier) => format!("loaded from the {} cache in {ms:.1} ms", tier_name(tier)),
-    }
-}
-
-fn tier_name(tier: Tier) -> &'static str {
-    match tier {
-        Tier::Memory => "memory",
-        Tier::Disk => "disk",
+        Some(tier) => format!("loaded from the {} cache in {ms:.1} ms", tier.name()),
     }
 }
 

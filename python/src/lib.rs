@@ -485,10 +485,7 @@ fn compile_ahead_of_time<'py>(
     d.set_item("key", compiled.key.hex())?;
     d.set_item("size", compiled.bytes.len())?;
     d.set_item("seconds", compiled.compile_time.as_secs_f64())?;
-    let cached = compiled.cached.map(|t| match t {
-        fxhlo::Tier::Memory => "memory",
-        fxhlo::Tier::Disk => "disk",
-    });
+    let cached = compiled.cached.map(fxhlo::Tier::name);
     d.set_item("cached", cached)?;
     if let Some(cost) = &compiled.cost {
         let c = PyDict::new(py);

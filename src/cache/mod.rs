@@ -118,6 +118,16 @@ pub enum Tier {
     Disk,
 }
 
+impl Tier {
+    /// `memory` or `disk`, as reports and the Python bridge print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Memory => "memory",
+            Tier::Disk => "disk",
+        }
+    }
+}
+
 /// The compile cache. One per process ([`CompileCache::global`]) unless a caller builds its own.
 pub struct CompileCache {
     config: CacheConfig,
