@@ -218,10 +218,7 @@ impl Pipeline {
         let split = |id| shardings.as_ref().and_then(|s| s.split.get(&id).copied());
         // Large constants (frozen weights) go to PJRT as bytecode: formatting and parsing them
         // as text cost ten times the compile (session 7: 43.5 s against 4.6 s for 50M weights).
-        let large = optimized.node_ids().any(|id| {
-            let n = optimized.node(id);
-            matches!(n.op, Op::Constant { .. }) && n.results[0].num_elements() > fxhlo_codegen::ELIDE_ELEMENTS
-        });
+        let large = fxhlo_codegen::has_large_constants(&optimized);
         let start = std::time::Instant::now();
         let fxhlo_codegen::Module { text: mlir, bytecode } =
             fxhlo_codegen::lower_module(&optimized, shardings.as_ref(), large.then_some(BYTECODE_VERSION))?;

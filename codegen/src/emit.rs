@@ -10,10 +10,8 @@ use fxhlo_ir::{DType, Scalar, TensorType, ValueRef};
 use melior::ir::attribute::Attribute;
 use melior::ir::block::BlockLike;
 use melior::ir::operation::OperationBuilder;
-use melior::ir::r#type::{IntegerType, RankedTensorType};
-use melior::ir::{Block, Identifier, Location, Type, Value, ValueLike};
-use melior::ir::r#type::ShapedTypeLike;
-use melior::ir::TypeLike;
+use melior::ir::r#type::{IntegerType, RankedTensorType, ShapedTypeLike};
+use melior::ir::{Block, Identifier, Location, Type, TypeLike, Value, ValueLike};
 use melior::Context;
 
 use crate::{Error, Result};

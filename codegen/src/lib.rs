@@ -60,9 +60,9 @@ pub fn lower(graph: &Graph) -> Result<String> {
     lower_with(graph, None)
 }
 
-/// [`lower`], with `shardings`, every parameter and result annotated for an SPMD compile over that many
-/// devices (see [`sharding`]; a split input must not also have a layout). The text holds
-/// every constant in full; see [`lower_module`] for large ones.
+/// [`lower`], with `shardings`, every parameter and result annotated for an SPMD compile over
+/// that many devices (see [`sharding`]; a split input must not also have a layout). The text
+/// holds every constant in full; see [`lower_module`] for large ones.
 pub fn lower_with(graph: &Graph, shardings: Option<&InputShardings>) -> Result<String> {
     lower_module(graph, shardings, None).map(|m| m.text)
 }
@@ -70,6 +70,15 @@ pub fn lower_with(graph: &Graph, shardings: Option<&InputShardings>) -> Result<S
 /// Constants with more elements than this are left out of [`Module::text`] when bytecode is
 /// asked for (frozen weights: hundreds of megabytes of hex otherwise).
 pub const ELIDE_ELEMENTS: usize = 1024;
+
+/// Whether `graph` (or one of its regions) holds a constant over [`ELIDE_ELEMENTS`] elements:
+/// a module that should reach PJRT as bytecode (see [`lower_module`]).
+pub fn has_large_constants(graph: &Graph) -> bool {
+    graph.node_ids().any(|id| {
+        let n = graph.node(id);
+        matches!(n.op, Op::Constant { .. }) && n.results[0].num_elements() > ELIDE_ELEMENTS
+    }) || graph.regions().iter().any(has_large_constants)
+}
 
 /// A lowered module: its text, and (when asked) MLIR bytecode, which is what PJRT compiles.
 #[derive(Debug, Clone)]
