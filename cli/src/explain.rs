@@ -20,7 +20,7 @@ use fxhlo::cache::{disk, Miss};
 use fxhlo::codegen::UnsupportedOp;
 use fxhlo::frontend::Bundle;
 use fxhlo::ir::{Graph, Op};
-use fxhlo::passes::PassManager;
+use fxhlo::passes::{PassManager, PassRun};
 use fxhlo::runtime::EnvConfig;
 use fxhlo::{CacheConfig, CacheKey, CacheMode, CompileCache, Frozen, Options, Pipeline, Session};
 use serde_json::{json, Value};
@@ -141,21 +141,13 @@ impl Ops {
     }
 }
 
-/// One pass of the pipeline, run.
-struct Step {
-    pass: &'static str,
-    changed: bool,
-    before: usize,
-    after: usize,
-    time: Duration,
-}
-
 /// The pipeline for the options, run pass by pass on a copy of the graph.
 struct PipelineRun {
     /// Where the pass list comes from: `-O1 for cpu`, `--passes a,b`, ...
     origin: String,
     passes: Vec<&'static str>,
-    steps: Vec<Step>,
+    /// What each pass that ran did (the pass manager's own record, node counts included).
+    steps: Vec<PassRun>,
     /// The pass that failed (the verifier's error, a pass's own), stopping the pipeline.
     error: Option<(&'static str, String)>,
     nodes_after: usize,
@@ -181,18 +173,16 @@ impl PipelineRun {
             nodes_after: 0,
             unsupported_after: Vec::new(),
         };
-        // One manager per pass, so that the node count between passes can be read; each
-        // still verifies the graph after its pass, as the pipeline's manager does.
+        // The manager verifies after each pass and records it; a failure stops it at the pass
+        // after the last one recorded.
         let mut g = graph.clone();
-        for pass in passes {
-            let before = g.node_count();
-            match PassManager::new(vec![pass]).run(&mut g) {
-                Ok(runs) => run.steps.extend(runs.into_iter().map(|r| Step { pass: r.pass, changed: r.changed, before, after: g.node_count(), time: r.time })),
-                Err(e) => {
-                    run.error = Some((pass.name(), e.to_string()));
-                    break;
-                }
-            }
+        let steps = &mut run.steps;
+        let result = PassManager::new(passes.clone()).run_observed(&mut g, |r, _| -> Result<(), fxhlo::passes::Error> {
+            steps.push(r.clone());
+            Ok(())
+        });
+        if let Err(e) = result {
+            run.error = Some((passes[run.steps.len()].name(), e.to_string()));
         }
         run.nodes_after = g.node_count();
         run.unsupported_after = fxhlo::codegen::unsupported_ops(&g)?;
@@ -338,7 +328,7 @@ impl Report {
             match p.steps.get(i) {
                 Some(s) => {
                     let changed = if s.changed { "yes" } else { "no" };
-                    let nodes = format!("{} -> {}", s.before, s.after);
+                    let nodes = format!("{} -> {}", s.nodes_before, s.nodes_after);
                     let _ = writeln!(out, "  {:>2}  {:width$}  {changed:7}  {nodes:>15}  {:>6.3} ms", i + 1, s.pass, ms(s.time));
                 }
                 None => match &p.error {
@@ -414,7 +404,7 @@ impl Report {
         let steps: Vec<Value> = p
             .steps
             .iter()
-            .map(|s| json!({"pass": s.pass, "changed": s.changed, "nodes_before": s.before, "nodes_after": s.after, "time_ms": ms(s.time)}))
+            .map(|s| json!({"pass": s.pass, "changed": s.changed, "nodes_before": s.nodes_before, "nodes_after": s.nodes_after, "time_ms": ms(s.time)}))
             .collect();
         let c = &self.cache;
         let key: Value = serde_json::from_str(&c.key.to_json()).unwrap_or(Value::Null);
