@@ -37,7 +37,7 @@ pub use error::{Error, Result};
 pub use repro::Repro;
 pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
-pub use session::{Compiled, Session};
+pub use session::{split_bound, upload_bound, with_bound, Compiled, Session};
 pub use sharding::{SplitRule, TensorParallel};
 pub use tensor::{element_type, host_tensor};
 

@@ -239,7 +239,8 @@ impl Pipeline {
                     Some(perm) => fxhlo_ir::layout::logical(&n.results[0], perm),
                     None => n.results[0].clone(),
                 };
-                InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id) }
+                let value = optimized.input_value(id).cloned();
+                InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id), value }
             })
             .collect();
         Ok(Lowered { mlir, bytecode, inputs, checks, key })
@@ -313,7 +314,8 @@ pub struct Lowered {
     pub bytecode: Option<Vec<u8>>,
     /// The compile cache's key of the executable this module compiles to.
     pub key: CacheKey,
-    /// `@main`'s parameters, in calling order (frozen inputs are not among them).
+    /// `@main`'s parameters, in order: the caller's inputs (frozen ones are not among them)
+    /// and the bound ones (with a `value`).
     pub inputs: Vec<InputSignature>,
     /// With `check_indices`: the nodes whose index checks follow the graph's own outputs, one
     /// bool scalar output each, in this order (see [`Checks`]).
@@ -367,6 +369,10 @@ pub struct InputSignature {
     /// With a tensor-parallel plan: the dimension this input is split along, device `d`
     /// taking the `d`-th of `devices` equal slices; `None`: every device takes all of it.
     pub split: Option<usize>,
+    /// The input's value when the compile knows it (a large frozen weight that the
+    /// `hoist-large-constants` pass made a parameter): the session uploads it once and the
+    /// caller never passes it.
+    pub value: Option<fxhlo_ir::TensorData>,
 }
 
 #[cfg(test)]

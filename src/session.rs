@@ -211,9 +211,90 @@ impl Session {
         crate::dump::finish(dump, &result)?;
         let (executable, cached) = result?;
         let Lowered { mlir, key, inputs, checks, .. } = lowered;
-        tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, "compiled");
-        Ok(Compiled { graph: graph.name.clone(), executable, mlir, inputs, checks, key, cached, codegen_time, compile_time })
+        let (inputs, bound) = split_bound(inputs);
+        let bound_buffers = (0..self.options().devices())
+            .map(|d| upload_bound(&self.client, &bound, d))
+            .collect::<Result<_>>()?;
+        tracing::info!(graph = %graph.name, ?codegen_time, ?compile_time, ?cached, bound = bound.len(), "compiled");
+        Ok(Compiled {
+            graph: graph.name.clone(),
+            executable,
+            mlir,
+            inputs,
+            bound,
+            bound_buffers,
+            checks,
+            key,
+            cached,
+            codegen_time,
+            compile_time,
+        })
     }
+}
+
+/// Splits an executable's parameters into the caller's inputs and the bound ones (those with
+/// a [`InputSignature::value`]), each bound one with its position among the parameters.
+pub fn split_bound(parameters: Vec<InputSignature>) -> (Vec<InputSignature>, Vec<(usize, InputSignature)>) {
+    let mut inputs = Vec::with_capacity(parameters.len());
+    let mut bound = Vec::new();
+    for (i, p) in parameters.into_iter().enumerate() {
+        match p.value {
+            Some(_) => bound.push((i, p)),
+            None => inputs.push(p),
+        }
+    }
+    (inputs, bound)
+}
+
+/// Uploads the values of `bound` parameters (from [`split_bound`]) to the addressable device
+/// `device` of `client`, in order: done once per client, when compiled or loaded.
+pub fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: usize) -> Result<Vec<DeviceBuffer>> {
+    bound
+        .iter()
+        .map(|(_, sig)| {
+            let bytes = sig.value.as_ref().and_then(|v| v.bytes()).ok_or_else(|| {
+                Error::Input(format!(
+                    "input `{}` is bound to a value whose bytes are not here (a graph read from IR text): \
+                     compile from the bundle or trace instead",
+                    sig.name
+                ))
+            })?;
+            let element = element_type(sig.ty.dtype);
+            let dims = sig.ty.shape.to_vec();
+            let buffer = match &sig.layout {
+                None => client.upload_strided_to(device, element, &dims, None, bytes)?,
+                // Read in the device's order: dim `i` is the logical dim `perm[i]`.
+                Some(perm) => {
+                    let mut strides = vec![element.byte_size() as i64; dims.len()];
+                    for k in (0..dims.len().saturating_sub(1)).rev() {
+                        strides[k] = strides[k + 1] * dims[k + 1];
+                    }
+                    let pd: Vec<i64> = perm.iter().map(|&p| dims[p]).collect();
+                    let ps: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
+                    client.upload_strided_to(device, element, &pd, Some(&ps), bytes)?
+                }
+            };
+            Ok(buffer)
+        })
+        .collect()
+}
+
+/// The executable's parameters in order: `caller`'s in their order, with `bound[j]` placed at
+/// position `positions[j]` (positions ascending, as [`split_bound`] gives them).
+pub fn with_bound<T: Copy>(caller: &[T], positions: impl IntoIterator<Item = usize>, bound: &[T]) -> Vec<T> {
+    let mut out = Vec::with_capacity(caller.len() + bound.len());
+    let mut caller = caller.iter();
+    for (position, b) in positions.into_iter().zip(bound) {
+        while out.len() < position {
+            match caller.next() {
+                Some(c) => out.push(*c),
+                None => break,
+            }
+        }
+        out.push(*b);
+    }
+    out.extend(caller);
+    out
 }
 
 /// A compiled graph: the PJRT executable, the StableHLO it came from and its signature.
@@ -224,8 +305,15 @@ pub struct Compiled {
     /// The StableHLO module text that was compiled (large constants elided: see
     /// [`Lowered::mlir`]).
     pub mlir: String,
-    /// Inputs in calling order.
+    /// The inputs the caller passes, in calling order.
     pub inputs: Vec<InputSignature>,
+    /// The executable's parameters whose values the compile bound (large frozen weights the
+    /// `hoist-large-constants` pass made parameters), with their positions among its
+    /// parameters. The values are kept (shared, not copied) for a client that loads the
+    /// executable later.
+    pub bound: Vec<(usize, InputSignature)>,
+    /// The bound values on the device, one list per device: uploaded once, when compiled.
+    pub bound_buffers: Vec<Vec<DeviceBuffer>>,
     /// The index checks that follow the graph's outputs (empty without `check_indices`).
     pub checks: Checks,
     /// The compile cache's key of this executable.
@@ -239,8 +327,8 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    /// Runs on host tensors given in calling order (every input, weights included); checks
-    /// each against the signature first.
+    /// Runs on host tensors given in calling order (every input of [`Compiled::inputs`],
+    /// weights included; not the bound ones); checks each against the signature first.
     pub fn run(&self, session: &Session, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
         let unkept: Vec<(&HostTensor, Option<WeightStamp>)> = args.iter().map(|a| (a, None)).collect();
         self.run_resident(session, &mut ResidentWeights::new(args.len()), &unkept)
@@ -299,8 +387,18 @@ impl Compiled {
             .map(|(i, f)| f.as_ref().or(weights.buffer(i)))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
-        let outputs = self.executable.run(&refs)?;
+        let outputs = self.executable.run(&self.with_bound(&refs, 0)?)?;
         self.to_host(&outputs)
+    }
+
+    /// The executable's parameters on `device`: the caller's buffers with the bound ones.
+    fn with_bound<'b>(&'b self, caller: &[&'b DeviceBuffer], device: usize) -> Result<Vec<&'b DeviceBuffer>> {
+        let bound = self.bound_buffers.get(device).map(Vec::as_slice).unwrap_or_default();
+        if bound.len() != self.bound.len() {
+            return Err(Error::Input(format!("internal: device {device} holds {} of {} bound inputs", bound.len(), self.bound.len())));
+        }
+        let bound: Vec<&DeviceBuffer> = bound.iter().collect();
+        Ok(with_bound(caller, self.bound.iter().map(|(p, _)| *p), &bound))
     }
 
     /// The outputs copied to the host, with the index checks taken off (an error if one
@@ -339,7 +437,11 @@ impl Compiled {
                 list.push(buffer);
             }
         }
-        let refs: Vec<Vec<&DeviceBuffer>> = per_device.iter().map(|l| l.iter().collect()).collect();
+        let refs = per_device
+            .iter()
+            .enumerate()
+            .map(|(d, l)| self.with_bound(&l.iter().collect::<Vec<_>>(), d))
+            .collect::<Result<Vec<_>>>()?;
         let outputs = self.executable.run_partitioned(&refs)?;
         let first = outputs.into_iter().next().unwrap_or_default();
         self.to_host(&first)

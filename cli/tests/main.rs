@@ -36,9 +36,9 @@ fn run_check_passes_on_the_bundled_trace() {
     assert!(last.starts_with("check: PASS") && last.contains("max_abs_err=") && last.contains("max_rel_err="), "{last}");
 }
 
-/// `--freeze`: the bundle's weights become constants (the executable takes only the user
-/// input), and every fixture still matches PyTorch's reference; `compile --emit mlir` shows
-/// one `@main` parameter.
+/// `--freeze`: the bundle's weights become constants (the caller passes only the user input),
+/// and every fixture still matches PyTorch's reference; `compile -O0 --emit mlir` shows one
+/// `@main` parameter, `-O1` more (the large weights, bound).
 #[test]
 fn freeze_compiles_the_weights_in_and_still_matches_the_reference() {
     for name in ["mlp", "cnn"] {
@@ -47,12 +47,25 @@ fn freeze_compiles_the_weights_in_and_still_matches_the_reference() {
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let last = last_line(&out);
         assert!(last.starts_with("check: PASS"), "{name}: {last}");
-        let out = fxhlo(&["compile", path.to_str().unwrap(), "--freeze", "--emit", "mlir"], &[]);
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8_lossy(&out.stdout);
-        let main = text.lines().find(|l| l.contains("func.func @main")).unwrap_or_default();
-        assert_eq!(main.matches("%arg").count(), 1, "{name}: only the user input stays a parameter: {main}");
-        assert!(text.contains("stablehlo.constant"), "{name}");
+        // -O0: every weight is a constant. -O1: the large ones come back as parameters bound
+        // to their bytes (`hoist-large-constants`), which the caller still does not pass.
+        let params = |level: &str| {
+            let out = fxhlo(&["compile", path.to_str().unwrap(), "--freeze", level, "--emit", "mlir"], &[]);
+            assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(text.contains("stablehlo.constant"), "{name} {level}");
+            let main = text.lines().find(|l| l.contains("func.func @main")).unwrap_or_default().to_string();
+            main.matches("%arg").count()
+        };
+        let weights = fs::read(path.join("weights.safetensors")).unwrap();
+        let weights = safetensors::SafeTensors::deserialize(&weights).unwrap();
+        let large = weights
+            .tensors()
+            .iter()
+            .filter(|(_, t)| t.shape().iter().product::<usize>() > ::fxhlo::passes::LARGE_CONSTANT_ELEMENTS)
+            .count();
+        assert_eq!(params("-O0"), 1, "{name}: only the user input stays a parameter at -O0");
+        assert_eq!(params("-O1"), 1 + large, "{name}: the {large} large weights are bound parameters at -O1");
     }
 }
 

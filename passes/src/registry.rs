@@ -22,6 +22,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &crate::DEVICE_LAYOUT,
     &crate::FoldConstantLayouts,
     &crate::Freeze,
+    &crate::HoistLargeConstants,
     &crate::UnusedResults,
 ];
 
@@ -54,6 +55,10 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     // Last: a weight's layout is chosen from its final uses, and every other pass sees the
     // logical types. On every target, as codegen did before it was a pass.
     passes.push(&crate::DEVICE_LAYOUT);
+    // After every pass that folds constants (XLA cannot fold an input) and after
+    // device-layout (the folds already gave constants their users' layout): large frozen
+    // weights go to XLA as parameters the session uploads once, not as constants it copies.
+    passes.push(&crate::HoistLargeConstants);
     passes
 }
 

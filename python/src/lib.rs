@@ -69,7 +69,8 @@ impl Executable {
         let session = session(py, &p.options)?;
         // Another thread compiled it: the cache's memory tier has it, loaded in a few ms.
         let (exe, _) = session.executable(&p.graph, &p.key, &p.mlir).map_err(|e| compile_error(py, &e))?;
-        Ok(insert_loaded(p, session, exe))
+        let bound = fxhlo::upload_bound(session.client(), &p.bound, 0).map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+        Ok(insert_loaded(p, session, exe, bound))
     }
 }
 
@@ -145,6 +146,7 @@ impl Executable {
                     "internal: an input has no device buffer",
                 )
             })?;
+        let refs = p.parameters(&refs, &st.bound);
         let start = Instant::now();
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
             let exe = SameThread((&st.exe, refs));
@@ -225,6 +227,14 @@ impl Executable {
         self.program.options.device.to_string()
     }
 
+    /// The names of the executable's parameters whose values were bound when it was compiled
+    /// (frozen weights over `LARGE_CONSTANT_ELEMENTS` elements, which `hoist-large-constants`
+    /// passes as parameters instead of constants): uploaded once per thread, never passed.
+    #[getter]
+    fn bound(&self) -> Vec<String> {
+        self.program.bound.iter().map(|(_, s)| s.name.clone()).collect()
+    }
+
     /// The graph's inputs in calling order: `(name, how)`, `how` being `"input"` (uploaded
     /// every call), `"resident"` (a weight kept on the device) or `"frozen"` (compiled in).
     #[getter]
@@ -272,7 +282,7 @@ impl Executable {
             params.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.device_dims, h)).collect()
         };
         let bufs = upload().map_err(rt)?;
-        let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+        let refs = p.parameters(&bufs.iter().collect::<Vec<_>>(), &st.bound);
         let first = st.exe.run(&refs).map_err(rt)?;
         let mut sinks: Vec<Vec<u8>> =
             first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(rt)?;
@@ -298,11 +308,11 @@ impl Executable {
         })?;
         let upload_execute = median(&mut || {
             let bufs = upload()?;
-            st.exe.run(&bufs.iter().collect::<Vec<_>>()).map(drop)
+            st.exe.run(&p.parameters(&bufs.iter().collect::<Vec<_>>(), &st.bound)).map(drop)
         })?;
         let roundtrip = median(&mut || {
             let bufs = upload()?;
-            let outs = st.exe.run(&bufs.iter().collect::<Vec<_>>())?;
+            let outs = st.exe.run(&p.parameters(&bufs.iter().collect::<Vec<_>>(), &st.bound))?;
             outs.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))
         })?;
         let d = PyDict::new(py);
@@ -372,6 +382,15 @@ fn compile(
         .map_err(|e| compile_error(py, &e))?;
     let layouts: HashMap<&str, &Vec<usize>> =
         compiled.inputs.iter().filter_map(|s| Some((s.name.as_str(), s.layout.as_ref()?))).collect();
+    // Every graph input the caller passes is a parameter, in the graph's order, unless frozen.
+    let expected = graph.inputs().iter().filter(|&&id| !values.contains_key(&*graph.node(id).name)).count();
+    if expected != compiled.inputs.len() {
+        return Err(error(
+            py,
+            "CompileError",
+            &format!("internal: graph `{}` has {expected} unfrozen inputs but compiled to {}", graph.name, compiled.inputs.len()),
+        ));
+    }
     let inputs = graph
         .inputs()
         .iter()
@@ -406,11 +425,13 @@ fn compile(
         graph: graph.name.clone(),
         mlir: compiled.mlir,
         inputs,
+        bound: compiled.bound,
         calls: AtomicU64::new(0),
         weight_uploads: AtomicU64::new(0),
         input_uploads: AtomicU64::new(0),
     });
-    insert_loaded(&program, session, compiled.executable);
+    let bound = compiled.bound_buffers.into_iter().next().unwrap_or_default();
+    insert_loaded(&program, session, compiled.executable, bound);
     Ok(Executable { program })
 }
 

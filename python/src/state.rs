@@ -44,6 +44,9 @@ pub(crate) struct Program {
     pub(crate) graph: String,
     pub(crate) mlir: String,
     pub(crate) inputs: Vec<Arg>,
+    /// The executable's parameters whose values the compile bound (large frozen weights), with
+    /// their positions: uploaded once per thread's client, never passed by the caller.
+    pub(crate) bound: Vec<(usize, fxhlo::InputSignature)>,
     pub(crate) calls: AtomicU64,
     pub(crate) weight_uploads: AtomicU64,
     pub(crate) input_uploads: AtomicU64,
@@ -55,6 +58,8 @@ pub(crate) struct ThreadExec {
     pub(crate) exe: Loaded,
     /// Parameters, buffers and constants kept on the device between calls.
     pub(crate) resident: ResidentWeights,
+    /// The values of [`Program::bound`] on this thread's device.
+    pub(crate) bound: Vec<fxhlo::runtime::DeviceBuffer>,
     /// How long the last execution took: long ones release the GIL while they run.
     pub(crate) last_run: std::time::Duration,
 }
@@ -107,14 +112,35 @@ pub(crate) fn plugin_env(
     Ok(env)
 }
 
-pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, exe: Loaded) -> Rc<RefCell<ThreadExec>> {
+/// Records `exe` as loaded on this thread, with the values of the program's bound parameters
+/// on the session's device (`bound`: already uploaded, as a compile does).
+pub(crate) fn insert_loaded(
+    p: &Program,
+    session: Rc<Session>,
+    exe: Loaded,
+    bound: Vec<fxhlo::runtime::DeviceBuffer>,
+) -> Rc<RefCell<ThreadExec>> {
     let t = Rc::new(RefCell::new(ThreadExec {
         session,
         exe,
         resident: ResidentWeights::new(p.inputs.len()),
+        bound,
         // Unknown until the first run: assume long.
         last_run: RELEASE_GIL_AFTER,
     }));
     LOADED.with_borrow_mut(|m| m.insert(p.id, t.clone()));
     t
+}
+
+impl Program {
+    /// The executable's parameters in order: `caller`'s buffers (the unfrozen inputs, in order)
+    /// with `bound`, this thread's buffers of [`Program::bound`], at their positions.
+    pub(crate) fn parameters<'b>(
+        &self,
+        caller: &[&'b fxhlo::runtime::DeviceBuffer],
+        bound: &'b [fxhlo::runtime::DeviceBuffer],
+    ) -> Vec<&'b fxhlo::runtime::DeviceBuffer> {
+        let bound: Vec<&fxhlo::runtime::DeviceBuffer> = bound.iter().collect();
+        fxhlo::with_bound(caller, self.bound.iter().map(|(p, _)| *p), &bound)
+    }
 }

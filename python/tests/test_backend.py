@@ -448,19 +448,37 @@ def test_freeze_compiles_weights_in_as_constants():
         assert_matches(run(*args), want, "frozen weights after the model changed")
 
 
-def test_freeze_large_weights_go_to_pjrt_as_bytecode():
-    # 64x64 weights (4096 elements, over codegen's ELIDE_ELEMENTS): the module reaches PJRT as
-    # MLIR bytecode built from the tensors' bytes, and its text form elides them.
+def test_freeze_large_weights_are_bound_parameters_at_o1_and_bytecode_at_o0():
+    # A 64x64 weight (4096 elements) is over LARGE_CONSTANT_ELEMENTS: at -O1 the
+    # `hoist-large-constants` pass makes it a parameter bound to its bytes, uploaded once per
+    # thread's client (the caller still passes only x); the 8x64 one (512) stays a constant. At
+    # -O0 both are constants, and the module reaches PJRT as MLIR bytecode whose text form
+    # elides the large one.
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8)).eval()
     x = torch.randn(5, 64)
     with torch.no_grad():
         want = model(x)
-        run = compile_(model, freeze=True)
-        assert_matches(run(x), want, "freeze=True, large weights")
-    exe = last_graph().executable
-    assert [how for _, how in exe.inputs].count("input") == 1, exe.inputs
-    assert "__elided__" in exe.mlir, exe.mlir[:2000]
+        for level in (1, 0):
+            torch._dynamo.reset()
+            run = compile_(model, freeze=True, opt_level=level)
+            assert_matches(run(x), want, f"freeze=True, large weights, -O{level}")
+            exe = last_graph().executable
+            assert [how for _, how in exe.inputs].count("input") == 1, exe.inputs
+            main = next(line for line in exe.mlir.splitlines() if "func.func @main" in line)
+            if level == 1:
+                assert len(exe.bound) == 1 and "__elided__" not in exe.mlir, (exe.bound, main)
+                assert main.count("%arg") == 2, main
+                # Another thread loads the executable on its own client and uploads the bound
+                # weight there.
+                got = []
+                t = threading.Thread(target=lambda: got.append(run(x)))
+                t.start()
+                t.join()
+                assert_matches(got[0], want, "freeze=True, bound weight, another thread")
+            else:
+                assert exe.bound == [] and "__elided__" in exe.mlir, exe.mlir[:2000]
+                assert main.count("%arg") == 1, main
 
 
 def test_freeze_keeps_mutated_buffers_as_inputs():

@@ -7,7 +7,7 @@ use fxhlo::passes::Pass;
 use fxhlo::{Frozen, Options, Pipeline};
 use fxhlo_ir::{DType, InputKind, Op, TensorData, TensorType, ValueRef};
 
-use crate::support::{cpu, Builder};
+use crate::support::{cpu_at, Builder};
 
 /// `n` floats from a fixed linear congruential sequence in [-1, 1).
 fn values(n: usize, seed: u32) -> Vec<f32> {
@@ -36,39 +36,51 @@ fn graph(k: i64, n: i64) -> fxhlo_ir::Graph {
     b.finish(&[z])
 }
 
+/// At -O0 (XLA alone) every frozen weight is a constant: small ones go as text, large ones
+/// as bytecode. At -O1 `hoist-large-constants` makes the large one a parameter bound to its
+/// bytes, which the session uploads once: the caller still passes only `x`.
 #[test]
-fn frozen_weights_become_constants_small_as_text_large_as_bytecode() {
-    let session = cpu();
-    // 8x8 (64 elements: text) and 64x64 (4096 > ELIDE_ELEMENTS: bytecode).
-    for (k, n) in [(8usize, 8usize), (64, 64)] {
-        let g = graph(k as i64, n as i64);
-        let (xs, ws) = (values(2 * k, 1), values(k * n, 2));
-        let mask: Vec<u8> = (0..n).map(|j| (j % 3 == 0) as u8).collect();
-        let mut frozen = Frozen::new();
-        frozen.insert("w".into(), TensorData::new(bytes(&ws)));
-        frozen.insert("m".into(), TensorData::new(mask.clone()));
+fn frozen_weights_become_constants_and_large_ones_bound_parameters() {
+    // 8x8 (64 elements) and 64x64 (4096 > ELIDE_ELEMENTS and LARGE_CONSTANT_ELEMENTS).
+    for opt_level in [0u8, 1] {
+        for (k, n) in [(8usize, 8usize), (64, 64)] {
+            let g = graph(k as i64, n as i64);
+            let (xs, ws) = (values(2 * k, 1), values(k * n, 2));
+            let mask: Vec<u8> = (0..n).map(|j| (j % 3 == 0) as u8).collect();
+            let mut frozen = Frozen::new();
+            frozen.insert("w".into(), TensorData::new(bytes(&ws)));
+            frozen.insert("m".into(), TensorData::new(mask.clone()));
+            let options = Options { opt_level, ..Options::default() };
+            let case = format!("-O{opt_level} {k}x{n}");
 
-        let lowered = Pipeline::new(Options::default()).lower(&g, &frozen, None, "cpu").unwrap();
-        let names: Vec<&str> = lowered.inputs.iter().map(|i| i.name.as_str()).collect();
-        assert_eq!(names, ["x"], "frozen inputs leave the signature");
-        let large = k * n > fxhlo::codegen::ELIDE_ELEMENTS;
-        assert_eq!(lowered.bytecode.is_some(), large, "{k}x{n}: bytecode only with large constants");
-        if large {
-            assert!(lowered.mlir.contains("__elided__"), "the text elides the large constant");
-        }
-
-        let compiled = session.compile_dumped(&g, None, &frozen).unwrap();
-        let out = compiled.run(&session, &[HostTensor::from_f32([2, k as i64], &xs).unwrap()]).unwrap();
-        let got = out[0].to_vec::<f32>().unwrap();
-        let mut worst = 0f32;
-        for i in 0..2 {
-            for j in 0..n {
-                let want: f32 = (0..k).map(|p| xs[i * k + p] * ws[p * n + j]).sum::<f32>() + mask[j] as f32;
-                worst = worst.max((got[i * n + j] - want).abs());
+            let lowered = Pipeline::new(options.clone()).lower(&g, &frozen, None, "cpu").unwrap();
+            let large = k * n > fxhlo::codegen::ELIDE_ELEMENTS;
+            let hoisted = large && opt_level > 0;
+            let names: Vec<(&str, bool)> = lowered.inputs.iter().map(|i| (i.name.as_str(), i.value.is_some())).collect();
+            let want: &[(&str, bool)] = if hoisted { &[("x", false), ("w", true)] } else { &[("x", false)] };
+            assert_eq!(names, want, "{case}: frozen inputs leave the signature; large ones come back bound");
+            assert_eq!(lowered.bytecode.is_some(), large && !hoisted, "{case}: bytecode only with large constants");
+            if large && !hoisted {
+                assert!(lowered.mlir.contains("__elided__"), "{case}: the text elides the large constant");
             }
+
+            let session = cpu_at(opt_level);
+            let compiled = session.compile_dumped(&g, None, &frozen).unwrap();
+            let callers: Vec<&str> = compiled.inputs.iter().map(|i| i.name.as_str()).collect();
+            assert_eq!(callers, ["x"], "{case}: the caller passes only x");
+            assert_eq!(compiled.bound.len(), hoisted as usize, "{case}");
+            let out = compiled.run(&session, &[HostTensor::from_f32([2, k as i64], &xs).unwrap()]).unwrap();
+            let got = out[0].to_vec::<f32>().unwrap();
+            let mut worst = 0f32;
+            for i in 0..2 {
+                for j in 0..n {
+                    let want: f32 = (0..k).map(|p| xs[i * k + p] * ws[p * n + j]).sum::<f32>() + mask[j] as f32;
+                    worst = worst.max((got[i * n + j] - want).abs());
+                }
+            }
+            println!("{case}: max |fxhlo - reference| = {worst:e}");
+            assert!(worst < 1e-4, "{case}: off by {worst}");
         }
-        println!("{k}x{n}: max |fxhlo - reference| = {worst:e}");
-        assert!(worst < 1e-4, "{k}x{n}: off by {worst}");
     }
 }
 
