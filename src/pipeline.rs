@@ -160,7 +160,8 @@ impl Pipeline {
     /// it to StableHLO, keyed for `target`: everything before the PJRT compiler, with no device
     /// needed (`fxhlo compile` prints it). With `dump`, the graph's dump folder is opened and
     /// each stage written as it happens (see [`Dump`]). A failure of a pass or of codegen comes
-    /// with a reproduction ([`Error::Reproducible`]), dump or not.
+    /// with a reproduction ([`Error::Reproducible`]), dump or not; ops that do not lower yet
+    /// do not (the error names them).
     pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
         // Options built in Rust skip `from_json`'s check: a misspelt pass must not be dropped.
         self.options.check()?;
@@ -169,6 +170,9 @@ impl Pipeline {
             d.open(&key)?;
         }
         let lowered = self.lower_keyed(graph, frozen, dump, key.clone()).map_err(|e| match e {
+            // Ops fxhlo does not lower yet are named by the error itself (and are what Python's
+            // eager fallback expects): no compiler failure to reproduce, so no folder.
+            Error::Codegen(c) if matches!(*c, fxhlo_codegen::Error::Unsupported { .. }) => Error::Codegen(c),
             Error::Passes(_) | Error::Codegen(_) => {
                 let root = dump.map(|d| d.config().dir.as_path());
                 crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, root)

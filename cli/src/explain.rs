@@ -84,13 +84,19 @@ type Pending = std::iter::Peekable<std::vec::IntoIter<UnsupportedOp>>;
 
 impl Ops {
     fn of(bundle: &Bundle) -> anyhow::Result<Ops> {
-        // Each node's trace target, by node name: the graph's, and its subgraphs' (regions).
+        // Each node's trace target, by node name: the graph's, and each subgraph's (a region
+        // has its subgraph's name; node names are unique only within one graph).
         let top: Targets = bundle.trace.nodes.iter().map(name_and_target).collect();
-        let sub: Targets = bundle.trace.subgraphs.iter().flat_map(|s| &s.nodes).map(name_and_target).collect();
+        let sub: HashMap<&str, Targets> = bundle
+            .trace
+            .subgraphs
+            .iter()
+            .map(|s| (s.name.as_str(), s.nodes.iter().map(name_and_target).collect()))
+            .collect();
         let mut pending = fxhlo::codegen::unsupported_ops(&bundle.graph)?.into_iter().peekable();
         let mut ops = Ops { nodes: 0, inputs: 0, in_regions: 0, rows: Vec::new() };
         let mut rows = BTreeMap::new();
-        ops.walk(&bundle.graph, &top, &sub, false, &mut pending, &mut rows)?;
+        ops.walk(&bundle.graph, Some(&top), &sub, false, &mut pending, &mut rows)?;
         ops.rows = rows.into_values().collect();
         ops.rows.sort_by_key(|r| std::cmp::Reverse(r.count));
         Ok(ops)
@@ -101,8 +107,8 @@ impl Ops {
     fn walk(
         &mut self,
         graph: &Graph,
-        top: &Targets,
-        sub: &Targets,
+        targets: Option<&Targets>,
+        sub: &HashMap<&str, Targets>,
         region: bool,
         pending: &mut Pending,
         rows: &mut BTreeMap<(String, Option<String>), OpRow>,
@@ -119,7 +125,7 @@ impl Ops {
                 Op::Unknown { .. } => "unknown".to_string(),
                 other => other.name().to_string(),
             };
-            let target = if region { sub.get(&*node.name) } else { top.get(&*node.name) }.map(|t| t.to_string());
+            let target = targets.and_then(|t| t.get(&*node.name)).map(|t| t.to_string());
             let row = rows.entry((op.clone(), target.clone())).or_insert_with(|| OpRow { op, target, count: 0, unsupported: Vec::new(), reason: None });
             row.count += 1;
             if let Some(u) = pending.next_if(|u| *u.node == *node.name) {
@@ -131,7 +137,7 @@ impl Ops {
             }
         }
         for r in graph.regions() {
-            self.walk(r, top, sub, true, pending, rows)?;
+            self.walk(r, sub.get(r.name.as_str()), sub, true, pending, rows)?;
         }
         Ok(())
     }

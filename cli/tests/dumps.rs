@@ -186,11 +186,14 @@ fn error_text(out: &std::process::Output) -> String {
 fn a_lowering_failure_leaves_a_reproduction_that_fails_the_same_way() {
     let root = scratch("repro");
     let gir = root.join("bad.gir");
+    // A constant known only by its digest (IR text carries no weights): codegen cannot build
+    // it. (An op fxhlo does not lower is not a failure to reproduce: the error names it.)
     fs::write(
         &gir,
         "graph @bad {
   %x = input {kind = user_input} : f32[4]
-  %y = aten.frobnicate.default %x : f32[4]
+  %w = constant {data = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} : f32[4]
+  %y = aten.mul %x, %w : f32[4]
   return %y
 }
 ",
@@ -202,7 +205,7 @@ fn a_lowering_failure_leaves_a_reproduction_that_fails_the_same_way() {
     let out = fxhlo(&["compile", gir.to_str().unwrap(), "--max-passes", "1"], &env);
     assert_eq!(out.status.code(), Some(1));
     let error = error_text(&out);
-    assert!(error.contains("aten.frobnicate.default"), "{}", stderr(&out));
+    assert!(error.contains("constant `w` has no data"), "{}", stderr(&out));
     let command = stderr(&out).lines().find_map(|l| l.strip_prefix("reproduce with: ")).unwrap_or_default().to_string();
     let dir = graph_dir(&repro_root);
     assert!(dir.file_name().unwrap().to_string_lossy().starts_with("fxhlo-repro-"), "{dir:?}");
@@ -215,5 +218,24 @@ fn a_lowering_failure_leaves_a_reproduction_that_fails_the_same_way() {
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(error_text(&again), error);
     assert!(stderr(&again).contains(&command), "{}", stderr(&again));
+
+    // An op fxhlo does not lower: the error names it, and no folder is written.
+    let unknown = root.join("unknown.gir");
+    fs::write(
+        &unknown,
+        "graph @unknown {
+  %x = input {kind = user_input} : f32[4]
+  %y = aten.frobnicate.default %x : f32[4]
+  return %y
+}
+",
+    )
+    .unwrap();
+    let none_root = root.join("no-repros");
+    let out = fxhlo(&["compile", unknown.to_str().unwrap()], &[("FXHLO_DUMP_DIR", none_root.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(error_text(&out).contains("aten.frobnicate.default"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("reproduce with"), "{}", stderr(&out));
+    assert!(!none_root.exists(), "no reproduction for an unsupported op");
     fs::remove_dir_all(root).ok();
 }

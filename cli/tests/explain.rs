@@ -189,3 +189,49 @@ fn explain_of_a_malformed_trace_names_the_file() {
     assert!(stderr.contains(&format!("{}:1:", dir.join("graph.json").display())) && stderr.contains("malformed trace JSON"), "{stderr}");
     fs::remove_dir_all(dir).ok();
 }
+
+/// Node names are unique only within one graph: two branches of a `cond`, each with a node
+/// `r` (one `sin`, one `neg`), are listed each with its own trace target.
+#[test]
+fn explain_reads_each_region_nodes_targets_from_its_own_subgraph() {
+    let dir = scratch("regions");
+    fs::create_dir_all(&dir).unwrap();
+    let meta = |sizes: &[i64], dtype: &str| serde_json::json!({"dtype": dtype, "sizes": sizes, "strides": if sizes.is_empty() { vec![] } else { vec![1] }});
+    let branch = |name: &str, target: &str| {
+        serde_json::json!({
+            "name": name,
+            "inputs": [{"name": "a", "kind": "user_input", "meta": meta(&[3], "f32")}],
+            "nodes": [{"name": "r", "target": target, "args": [{"tensor": "a"}], "meta": [meta(&[3], "f32")]}],
+            "outputs": [{"tensor": "r"}],
+        })
+    };
+    let trace = serde_json::json!({
+        "format": "fxhlo-trace", "version": 1, "name": "gate",
+        "inputs": [{"name": "x", "kind": "user_input", "meta": meta(&[3], "f32")}],
+        "nodes": [
+            {"name": "s", "target": "aten.sum.default", "args": [{"tensor": "x"}], "meta": [meta(&[], "f32")]},
+            {"name": "p", "target": "aten.gt.Scalar", "args": [{"tensor": "s"}, {"int": 0}], "meta": [meta(&[], "bool")]},
+            {"name": "c", "target": "higher_order.cond",
+             "args": [{"tensor": "p"}, {"graph": "then"}, {"graph": "else"}, {"tensors": ["x"]}],
+             "meta": [meta(&[3], "f32")]},
+            {"name": "y", "target": "getitem", "args": [{"tensor": "c"}, {"int": 0}], "meta": [meta(&[3], "f32")]},
+        ],
+        "outputs": [{"tensor": "y"}],
+        "subgraphs": [branch("then", "aten.sin.default"), branch("else", "aten.neg.default")],
+    });
+    fs::write(dir.join("graph.json"), trace.to_string()).unwrap();
+    let out = fxhlo(&["explain", dir.to_str().unwrap(), "--json"], &[("FXHLO_CACHE", "off")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ops"]["in_regions"], 4, "{v}");
+    let targets: Vec<(String, String)> = v["ops"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["op"].as_str().unwrap_or_default().to_string(), r["target"].as_str().unwrap_or_default().to_string()))
+        .collect();
+    for want in [("aten.sin", "aten.sin.default"), ("aten.neg", "aten.neg.default")] {
+        assert!(targets.iter().any(|(op, t)| op == want.0 && t == want.1), "{want:?} not in {targets:?}");
+    }
+    fs::remove_dir_all(dir).ok();
+}

@@ -84,12 +84,17 @@ impl ScatterReduce {
     }
 }
 
+// A variant that makes every node larger should be a conscious choice (box its lists).
+const _: () = assert!(std::mem::size_of::<Op>() <= 120);
+
 /// One IR operation. Result types live on the node; attributes that change semantics live
 /// here. The single int list of a shape op or a reduction (`View`'s shape, `Permute`'s dims,
 /// ...) is a [`Shape`], inline up to 6 values, so that importing one allocates nothing; the
 /// ops with several lists (convolution, pooling) keep them as `Box<[i64]>` (two words each),
-/// which keeps `Op`, and with it every node, small (80 bytes). Optional tensor operands (a norm's weight, a convolution's bias) are flagged with
-/// `has_*` fields and, when present, follow the required operands in the order listed.
+/// which keeps `Op`, and with it every node, small (120 bytes, the size of `BroadcastInDim`'s
+/// two inline lists; checked below). Optional tensor operands (a norm's weight, a
+/// convolution's bias) are flagged with `has_*` fields and, when present, follow the required
+/// operands in the order listed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
     /// A graph input (FX placeholder); `weight` names its tensor in the bundle's weights.

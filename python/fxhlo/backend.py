@@ -143,13 +143,15 @@ class BackendOptions:
         check_indices = options.get("check_indices", False)
         if not isinstance(check_indices, bool):
             raise OptionsError(f"fxhlo option check_indices={check_indices!r}: must be True or False")
-        opt_level = options.get("opt_level", 1)
-        if opt_level not in (0, 1) or isinstance(opt_level, bool):
-            raise OptionsError(f"fxhlo option opt_level={opt_level!r}: valid levels are 0 and 1")
+        from . import _native
+
+        # The levels are Rust's (fxhlo_passes::MAX_OPT_LEVEL), checked here to fail at
+        # torch.compile rather than at the first call.
+        opt_level = options.get("opt_level", _native.MAX_OPT_LEVEL)
+        if not isinstance(opt_level, int) or isinstance(opt_level, bool) or opt_level not in range(_native.MAX_OPT_LEVEL + 1):
+            raise OptionsError(f"fxhlo option opt_level={opt_level!r}: valid levels are 0 to {_native.MAX_OPT_LEVEL}")
         passes = options.get("passes")
         if passes is not None:
-            from . import _native
-
             valid = _native.pass_names()
             if not isinstance(passes, (list, tuple)) or not all(isinstance(p, str) for p in passes):
                 raise OptionsError(f"fxhlo option passes={passes!r}: must be a list of pass names ({', '.join(valid)})")
@@ -550,10 +552,9 @@ def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, in
     constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes
                  if n.op == "get_attr" and "fxhlo_subgraph" not in n.meta]
     frozen = _frozen(trace, inputs, constants) if freeze else None
-    dump_dir = None if opts.dump_dir is None else str(opts.dump_dir)
     if opts.ahead_of_time:
         return _compile_ahead_of_time(opts, name, text, frozen, gm)
-    exe = _native.compile(text, f"<{name}>", opts.compile_options(), opts.dump, frozen, dump_dir)
+    exe = _native.compile(text, f"<{name}>", opts.compile_options(), opts.dump, frozen, opts.dump_dir)
     return CompiledGraph(exe, constants, OutputLayout.of(gm))
 
 
@@ -666,9 +667,8 @@ def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, frozen,
     program = os.environ.get("FXHLO_AOT_WORKER")
     worker = ([program, "aot-worker"] if program
               else [sys.executable, str(Path(__file__).with_name("_aot_worker.py")), _native.__file__])
-    dump_dir = None if opts.dump_dir is None else str(opts.dump_dir)
     result = _native.compile_ahead_of_time(text, f"<{name}>", opts.compile_options(), worker, opts.dump, frozen,
-                                           dump_dir)
+                                           opts.dump_dir)
     _ahead_of_time.append(result)
     how = f"from the compile cache ({result['cached']} tier)" if result["cached"] else f"in {result['seconds']:.2f} s"
     warnings.warn(

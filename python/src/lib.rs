@@ -569,5 +569,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
     m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The highest `opt_level` (the backend checks options against it).
+    m.add("MAX_OPT_LEVEL", fxhlo::passes::MAX_OPT_LEVEL)?;
     Ok(())
 }
