@@ -129,7 +129,10 @@ pub struct AotCompiled {
 impl Pipeline {
     /// Compiles `lowered` (lowered for `target.id`) for an ahead-of-time target through
     /// `cache`: a hit returns the cached bytes; a miss runs the worker and fills the cache.
-    /// With `fresh`, the cache is not read (to get a cost analysis), only written.
+    /// With `fresh`, the cache is not read (to get a cost analysis), only written. With
+    /// `xla_dump_to`, the target's XLA dumps what it compiles there (its own dump options:
+    /// the executable is the same).
+    #[allow(clippy::too_many_arguments)]
     pub fn compile_ahead_of_time(
         &self,
         graph: &str,
@@ -138,6 +141,7 @@ impl Pipeline {
         cache: &CompileCache,
         worker: &Worker,
         fresh: bool,
+        xla_dump_to: Option<&Path>,
     ) -> Result<AotCompiled> {
         let start = Instant::now();
         let key = &lowered.key;
@@ -158,7 +162,7 @@ impl Pipeline {
             return Err(Error::CompileRefused { graph: graph.to_string(), detail });
         }
         let partitions = self.options().devices();
-        let (bytes, cost) = run_worker(graph, lowered.program().code, target, worker, partitions)?;
+        let (bytes, cost) = run_worker(graph, lowered.program().code, target, worker, partitions, xla_dump_to)?;
         cache.count_compile();
         cache.put(key, bytes.clone());
         tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
@@ -182,8 +186,12 @@ pub fn compile_graph(
     let target = AotTarget::resolve(&options.device, env)?;
     let pipeline = Pipeline::new(options);
     let lowered = pipeline.lower(graph, frozen, dump, &target.id)?;
+    let xla_dir = match dump {
+        Some(d) => d.xla_dir()?,
+        None => None,
+    };
     let compiled = pipeline
-        .compile_ahead_of_time(&graph.name, &lowered, &target, &CompileCache::global(), worker, fresh)
+        .compile_ahead_of_time(&graph.name, &lowered, &target, &CompileCache::global(), worker, fresh, xla_dir.as_deref())
         .map_err(|e| match e {
             // The target's compiler rejected the module: `fxhlo compile <module> --target ..`
             // runs the same compile. (A crash keeps its module already.)
@@ -196,10 +204,14 @@ pub fn compile_graph(
         });
     if let (Some(d), Ok(c)) = (dump, &compiled) {
         let outcome = match c.cached {
-            Some(_) => "hit: nothing compiled".to_string(),
-            None => "miss (compiled ahead of time in the worker process; XLA's own dump is not taken there)".to_string(),
+            Some(_) => "hit: nothing compiled, so XLA dumped nothing".to_string(),
+            None => "miss (compiled ahead of time in the worker process)".to_string(),
         };
-        d.executable(outcome, c.compile_time, None)?;
+        if let (Some(dir), Some(_)) = (&xla_dir, c.cached) {
+            // Nothing was compiled: leave no empty folder behind.
+            let _ = std::fs::remove_dir(dir);
+        }
+        d.executable(outcome, c.compile_time, xla_dir.as_deref().filter(|_| c.cached.is_none()))?;
     }
     crate::dump::finish(dump, &compiled)?;
     Ok((lowered, compiled?))
@@ -229,7 +241,7 @@ pub fn compile_module(
     target: &AotTarget,
     worker: &Worker,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
-    run_worker(name, mlir.as_bytes(), target, worker, 1)
+    run_worker(name, mlir.as_bytes(), target, worker, 1, None)
 }
 
 /// Runs the worker on `mlir` (text or bytecode) for `target`: the executable's bytes and its
@@ -241,6 +253,7 @@ fn run_worker(
     target: &AotTarget,
     worker: &Worker,
     partitions: usize,
+    xla_dump_to: Option<&Path>,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
     let label = target.name.to_string();
     let target = &target.target;
@@ -254,7 +267,8 @@ fn run_worker(
     };
     std::fs::write(&module, mlir).map_err(io(&module))?;
     let topology = target.topology.clone().unwrap_or_default();
-    let output = Command::new(&worker.program)
+    let mut command = Command::new(&worker.program);
+    command
         .args(&worker.args)
         .arg("--plugin")
         .arg(&target.plugin)
@@ -269,7 +283,11 @@ fn run_worker(
         .arg("--partitions")
         .arg(partitions.to_string())
         .env(TPU_SKIP_MDS_QUERY.0, TPU_SKIP_MDS_QUERY.1)
-        .env(ALLOW_MULTIPLE_LIBTPU_LOAD.0, ALLOW_MULTIPLE_LIBTPU_LOAD.1)
+        .env(ALLOW_MULTIPLE_LIBTPU_LOAD.0, ALLOW_MULTIPLE_LIBTPU_LOAD.1);
+    if let Some(dir) = xla_dump_to {
+        command.arg("--xla-dump-to").arg(dir);
+    }
+    let output = command
         .output()
         .map_err(|e| Error::AotWorker {
             graph: graph.to_string(),
@@ -391,7 +409,7 @@ impl Drop for WorkDir {
 pub const WORKER_COMPILE_ERROR: i32 = 3;
 
 /// The worker: `--plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>
-/// [--partitions <n>]`.
+/// [--partitions <n>] [--xla-dump-to <folder>]`.
 /// Compiles the module for the topology, writes the serialized executable to `--out` and the
 /// cost analysis as JSON to `--cost`. Returns the process exit status: 0, or
 /// [`WORKER_COMPILE_ERROR`] after printing `error: <message>` on stderr, or 2 for bad
@@ -423,8 +441,9 @@ pub fn worker_main(args: &[String]) -> i32 {
         let mlir = std::fs::read(&module).map_err(|e| format!("{module}: {e}"))?;
         let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology.clone()) };
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
+        let options = CompileOptions { xla_dump_to: get("--xla-dump-to").map(PathBuf::from), ..CompileOptions::partitioned(partitions) };
         let exe = compiler
-            .compile(fxhlo_runtime::Program { code: &mlir, text: "" }, &CompileOptions::partitioned(partitions))
+            .compile(fxhlo_runtime::Program { code: &mlir, text: "" }, &options)
             .map_err(|e| e.to_string())?;
         fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes)
             .map_err(|e| format!("{out}: {e}"))?;

@@ -294,3 +294,29 @@ fn the_tensor_parallel_plan_compiles_for_v6e_slices_of_4_and_8_chips() {
     println!("gpt_block flops per chip: 1 chip {one:.4e}, 4 chips {four:.4e}");
     assert!(four < 0.75 * one, "per-chip flops over 4 chips {four} vs one chip {one}");
 }
+
+/// `--dump` on an ahead-of-time compile: the worker's XLA dumps the HLO it compiled for the
+/// TPU into the graph's dump folder (`NN-xla/`), and the report names it.
+#[test]
+fn an_ahead_of_time_dump_holds_the_tpu_compilers_own_dump() {
+    let dir = scratch("dump");
+    let dumps = dir.join("dumps");
+    let bundle = fixtures().join("mlp.fxt");
+    let out = fxhlo(
+        &["compile", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2", "--dump", "all", "--dump-dir", dumps.to_str().unwrap()],
+        &[("FXHLO_CACHE", "off")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let graph = fs::read_dir(&dumps).unwrap().next().unwrap().unwrap().path();
+    let xla = fs::read_dir(&graph)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().ends_with("-xla"))
+        .unwrap_or_else(|| panic!("no NN-xla folder in {graph:?}"));
+    let files: Vec<String> = fs::read_dir(&xla).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(files.iter().any(|f| f.contains("after_optimizations") && f.ends_with(".txt")), "{files:?}");
+    let report = fs::read_to_string(graph.join("report.txt")).unwrap();
+    let name = xla.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(report.contains(&format!("{name}/")), "{report}");
+    let _ = fs::remove_dir_all(&dir);
+}
