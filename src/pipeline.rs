@@ -220,12 +220,12 @@ impl Pipeline {
             None => None,
         };
         let split = |id| shardings.as_ref().and_then(|s| s.split.get(&id).copied());
-        // Large constants (frozen weights) go to PJRT as bytecode: formatting and parsing them
-        // as text cost ten times the compile (session 7: 43.5 s against 4.6 s for 50M weights).
-        let large = fxhlo_codegen::has_large_constants(&optimized);
+        // PJRT gets MLIR bytecode: no text to parse, and the constants that stay (frozen
+        // weights at -O0) are copied from their bytes, never formatted as text (session 7: 43.5 s
+        // against 4.6 s for 50M weights). The text is for reading (dumps, the signature).
         let start = std::time::Instant::now();
         let fxhlo_codegen::Module { text: mlir, bytecode } =
-            fxhlo_codegen::lower_module(&optimized, shardings.as_ref(), large.then_some(BYTECODE_VERSION))?;
+            fxhlo_codegen::lower_module(&optimized, shardings.as_ref(), Some(BYTECODE_VERSION))?;
         if let Some(d) = dump {
             d.stablehlo(&mlir, start.elapsed())?;
         }
@@ -311,10 +311,11 @@ const _: fn() = || {
 /// its cache key.
 #[derive(Debug, Clone)]
 pub struct Lowered {
-    /// The StableHLO module text. With [`Lowered::bytecode`], its large constants are elided
+    /// The StableHLO module text, for reading: its large constants are elided
     /// (`dense_resource<__elided__>`): compile [`Lowered::program`], not this.
     pub mlir: String,
-    /// The module as MLIR bytecode, when it holds large constants (frozen weights).
+    /// The module as MLIR bytecode: what PJRT compiles (`None` only for a module built
+    /// without it).
     pub bytecode: Option<Vec<u8>>,
     /// The compile cache's key of the executable this module compiles to.
     pub key: CacheKey,
