@@ -52,13 +52,14 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     // After unused-results (it rewrites only pools without indices); on every target, as
     // codegen did before it was a pass (see the pass's doc).
     passes.push(&crate::ChannelsLastPooling);
+    // After every pass that folds constants (XLA cannot fold an input): large frozen weights
+    // go to XLA as parameters the session uploads once, not as constants it copies. Before
+    // device-layout, which gives them the layout the device's kernels take, as it does
+    // resident weights (a convolution's weight in PyTorch's layout costs a transpose per call).
+    passes.push(&crate::HoistLargeConstants);
     // Last: a weight's layout is chosen from its final uses, and every other pass sees the
     // logical types. On every target, as codegen did before it was a pass.
     passes.push(&crate::DEVICE_LAYOUT);
-    // After every pass that folds constants (XLA cannot fold an input) and after
-    // device-layout (the folds already gave constants their users' layout): large frozen
-    // weights go to XLA as parameters the session uploads once, not as constants it copies.
-    passes.push(&crate::HoistLargeConstants);
     passes
 }
 

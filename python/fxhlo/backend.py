@@ -68,8 +68,8 @@ OPTIONS = {
     "opt_level": "0 to run none of fxhlo's graph passes (XLA alone optimizes: the ablation "
                  "baseline), 1 (default) to run the pipeline for the device: dce, unused-results, "
                  "fold-constant-layouts, depthwise-conv-taps (CPU plugin only: XLA's CPU backend runs "
-                 "depthwise convolutions slowly), channels-last-pooling, device-layout, "
-                 "hoist-large-constants.",
+                 "depthwise convolutions slowly), channels-last-pooling, hoist-large-constants, "
+                 "device-layout.",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
               "ablation or a reproduction: [] runs none); a name not registered is refused with the "
               "valid ones (default: none given).",

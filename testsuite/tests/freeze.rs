@@ -117,3 +117,59 @@ fn a_pipeline_refuses_an_unknown_pass_name() {
     let err = Pipeline::new(options).lower(&graph(2, 2), &Frozen::new(), None, "cpu").unwrap_err().to_string();
     assert!(err.contains("unknown pass `fold-everything`") && err.contains("freeze"), "{err}");
 }
+
+/// A frozen convolution weight over the limit comes back at -O1 as a bound parameter that
+/// `device-layout` lays out for the CPU kernels (as it does resident weights: left in PyTorch's
+/// layout it cost a transpose per call, three times the latency of ResNet-18), and the session
+/// uploads it permuted. Checked against a direct convolution computed here.
+#[test]
+fn a_hoisted_convolution_weight_gets_the_device_layout_and_still_computes_the_convolution() {
+    let (c, o, h) = (8usize, 16usize, 6usize);
+    let mut b = Builder::new("frozen_conv");
+    let x = b.input("x", DType::F32, &[1, c as i64, h as i64, h as i64]);
+    let w = ValueRef::first(b.g.add_input("w", InputKind::Parameter, Some("w".into()), TensorType::new(DType::F32, vec![o as i64, c as i64, 3, 3]), None));
+    let conv = Op::Convolution {
+        stride: vec![1, 1].into(),
+        padding: vec![1, 1].into(),
+        dilation: vec![1, 1].into(),
+        transposed: false,
+        output_padding: vec![0, 0].into(),
+        groups: 1,
+        has_bias: false,
+    };
+    let y = b.op(conv, &[x, w], None);
+    let g = b.finish(&[y]);
+    let (xs, ws) = (values(c * h * h, 3), values(o * c * 9, 4));
+    let mut frozen = Frozen::new();
+    frozen.insert("w".into(), TensorData::new(bytes(&ws)));
+
+    let lowered = Pipeline::new(Options::default()).lower(&g, &frozen, None, "cpu").unwrap();
+    let w_sig = lowered.inputs.iter().find(|s| s.name == "w").expect("w is a bound parameter");
+    assert!(w_sig.value.is_some() && w_sig.layout.is_some(), "bound and laid out: {w_sig:?}");
+
+    let session = cpu_at(1);
+    let compiled = session.compile_dumped(&g, None, &frozen).unwrap();
+    let out = compiled.run(&session, &[HostTensor::from_f32([1, c as i64, h as i64, h as i64], &xs).unwrap()]).unwrap();
+    let got = out[0].to_vec::<f32>().unwrap();
+    let mut worst = 0f32;
+    for oc in 0..o {
+        for i in 0..h {
+            for j in 0..h {
+                let mut want = 0f32;
+                for ic in 0..c {
+                    for di in 0..3 {
+                        for dj in 0..3 {
+                            let (yi, xj) = (i as i64 + di as i64 - 1, j as i64 + dj as i64 - 1);
+                            if (0..h as i64).contains(&yi) && (0..h as i64).contains(&xj) {
+                                want += xs[(ic * h + yi as usize) * h + xj as usize] * ws[((oc * c + ic) * 3 + di) * 3 + dj];
+                            }
+                        }
+                    }
+                }
+                worst = worst.max((got[(oc * h + i) * h + j] - want).abs());
+            }
+        }
+    }
+    println!("hoisted conv weight: max |fxhlo - reference| = {worst:e}");
+    assert!(worst < 1e-4, "off by {worst}");
+}
