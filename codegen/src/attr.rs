@@ -211,14 +211,8 @@ impl GatherDimensions {
     /// `#stablehlo.gather<offset_dims = [..], collapsed_slice_dims = [..], start_index_map = [..],
     /// index_vector_dim = n>`, every field written.
     pub fn attr<'c>(&self, ctx: &'c Context) -> Attribute<'c> {
-        let body = format!(
-            "gather<offset_dims = {}, collapsed_slice_dims = {}, start_index_map = {}, index_vector_dim = {}>",
-            list(&self.offset_dims),
-            list(&self.collapsed_slice_dims),
-            list(&self.start_index_map),
-            self.index_vector_dim
-        );
-        stablehlo(ctx, &body)
+        let lists = [("offset_dims", &self.offset_dims), ("collapsed_slice_dims", &self.collapsed_slice_dims), ("start_index_map", &self.start_index_map)];
+        stablehlo(ctx, &index_numbers("gather", lists, self.index_vector_dim))
     }
 }
 
@@ -235,15 +229,20 @@ impl ScatterDimensions {
     /// `#stablehlo.scatter<update_window_dims = [..], inserted_window_dims = [..],
     /// scatter_dims_to_operand_dims = [..], index_vector_dim = n>`, every field written.
     pub fn attr<'c>(&self, ctx: &'c Context) -> Attribute<'c> {
-        let body = format!(
-            "scatter<update_window_dims = {}, inserted_window_dims = {}, scatter_dims_to_operand_dims = {}, index_vector_dim = {}>",
-            list(&self.update_window_dims),
-            list(&self.inserted_window_dims),
-            list(&self.scatter_dims_to_operand_dims),
-            self.index_vector_dim
-        );
-        stablehlo(ctx, &body)
+        let lists = [
+            ("update_window_dims", &self.update_window_dims),
+            ("inserted_window_dims", &self.inserted_window_dims),
+            ("scatter_dims_to_operand_dims", &self.scatter_dims_to_operand_dims),
+        ];
+        stablehlo(ctx, &index_numbers("scatter", lists, self.index_vector_dim))
     }
+}
+
+/// `kind<a = [..], b = [..], c = [..], index_vector_dim = n>`: gather's and scatter's
+/// dimension numbers, every list written even when empty.
+fn index_numbers(kind: &str, lists: [(&str, &Vec<i64>); 3], index_vector_dim: i64) -> String {
+    let fields: Vec<String> = lists.iter().map(|(name, dims)| format!("{name} = {}", list(dims))).collect();
+    format!("{kind}<{}, index_vector_dim = {index_vector_dim}>", fields.join(", "))
 }
 
 /// StableHLO enum attributes: `#stablehlo<kind CASE>`, one Rust enum each.

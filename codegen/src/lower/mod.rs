@@ -43,6 +43,7 @@ pub fn lower<'c, 'a>(
 ) -> Result<Vec<Value<'c, 'a>>> {
     let one = |v: Result<Value<'c, 'a>>| v.map(|v| vec![v]);
     let out = results.first().ok_or_else(|| e.internal("node has no result"));
+    let norm = |&eps, &has_weight, &has_bias| normalization::Norm { eps, has_weight, has_bias };
     match op {
         Op::Input { .. } | Op::Unknown { .. } => Err(e.internal(format!("{} reached lowering", op.name()))),
         // Creation.
@@ -72,14 +73,14 @@ pub fn lower<'c, 'a>(
         Op::Cumsum { dim, dtype: _ } => one(reduction::cumsum(e, *dim, operands, out?, loc)),
         // Normalization.
         Op::LayerNorm { normalized_shape, eps, has_weight, has_bias } => {
-            normalization::layer_norm(e, normalized_shape.len(), *eps, *has_weight, *has_bias, operands, results, loc)
+            normalization::layer_norm(e, normalized_shape.len(), norm(eps, has_weight, has_bias), operands, results, loc)
         }
         Op::GroupNorm { groups, eps, has_weight, has_bias } => {
-            normalization::group_norm(e, *groups, *eps, *has_weight, *has_bias, operands, results, loc)
+            normalization::group_norm(e, *groups, norm(eps, has_weight, has_bias), operands, results, loc)
         }
-        Op::BatchNorm { eps, has_weight, has_bias } => normalization::batch_norm(e, *eps, *has_weight, *has_bias, operands, results, loc),
+        Op::BatchNorm { eps, has_weight, has_bias } => normalization::batch_norm(e, norm(eps, has_weight, has_bias), operands, results, loc),
         Op::BatchNormBatchStats { eps, has_weight, has_bias } => {
-            normalization::batch_norm_batch_stats(e, *eps, *has_weight, *has_bias, operands, results, loc)
+            normalization::batch_norm_batch_stats(e, norm(eps, has_weight, has_bias), operands, results, loc)
         }
         // Distances.
         Op::Cdist { p } => one(distance::cdist(e, *p, operands, out?, loc)),

@@ -165,19 +165,30 @@ pub fn upsample_bilinear<'c, 'a>(
     out: &TensorType,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
+    resample(e, output_size, operands, out, loc, |v, t, d, o| {
+        let a = bilinear_weights(t.shape[d], o, align_corners);
+        contract_dim(e, v, t, d, &a, o, loc)
+    })
+}
+
+/// Operand 0 in the work dtype, taken along each trailing dim `d` that `output_size` names to
+/// its size `o` by `step(v, t, d, o)` (which returns the new value and type), then converted
+/// to `out`'s dtype.
+fn resample<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    output_size: &[i64],
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+    mut step: impl FnMut(V<'c, 'a>, &TensorType, usize, i64) -> Result<(V<'c, 'a>, TensorType)>,
+) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
-    let rank = x.1.rank();
-    let n = output_size.len();
+    let first = x.1.rank() - output_size.len();
     let work = compute_dtype(x.1.dtype);
     let mut t = TensorType::new(work, x.1.shape.clone());
     let mut v = e.convert(x.0, x.1, work, loc)?;
     for (i, &o) in output_size.iter().enumerate() {
-        let d = rank - n + i;
-        let inp = t.shape[d];
-        let a = bilinear_weights(inp, o, align_corners);
-        let (nv, nt) = contract_dim(e, v, &t, d, &a, o, loc)?;
-        v = nv;
-        t = nt;
+        (v, t) = step(v, &t, first + i, o)?;
     }
     e.convert(v, &t, out.dtype, loc)
 }
@@ -254,17 +265,10 @@ fn windows(x: &TensorType, out: &TensorType, first: usize, kernel: &[i64], s: &[
 /// output size, else PyTorch's variable windows, one dim at a time, as a product with a
 /// constant averaging matrix.
 pub fn adaptive_avg_pool<'c, 'a>(e: &Emitter<'c, 'a>, output_size: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    let x = arg(e, operands, 0)?;
-    let rank = x.1.rank();
-    let n = output_size.len();
-    let work = compute_dtype(x.1.dtype);
-    let mut t = TensorType::new(work, x.1.shape.clone());
-    let mut v = e.convert(x.0, x.1, work, loc)?;
-    for (i, &o) in output_size.iter().enumerate() {
-        let d = rank - n + i;
-        let inp = t.shape[d];
+    resample(e, output_size, operands, out, loc, |v, t, d, o| {
+        let (rank, inp) = (t.rank(), t.shape[d]);
         if inp == o {
-            continue;
+            return Ok((v, t.clone()));
         }
         let mut next = t.clone();
         next.shape[d] = o;
@@ -273,21 +277,19 @@ pub fn adaptive_avg_pool<'c, 'a>(e: &Emitter<'c, 'a>, output_size: &[i64], opera
             let mut window = vec![1; rank];
             window[d] = k;
             let pads = vec![(0, 0); rank];
-            let sum = e.reduce_window(v, &t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
-            v = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
-        } else {
-            // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.
-            let mut a = vec![0.0f64; (inp * o) as usize];
-            for oi in 0..o {
-                let start = (oi * inp) / o;
-                let end = ((oi + 1) * inp + o - 1) / o;
-                for j in start..end {
-                    a[(j * o + oi) as usize] = 1.0 / (end - start) as f64;
-                }
-            }
-            v = contract_dim(e, v, &t, d, &a, o, loc)?.0;
+            let sum = e.reduce_window(v, t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
+            let avg = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
+            return Ok((avg, next));
         }
-        t = next;
-    }
-    e.convert(v, &t, out.dtype, loc)
+        // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.
+        let mut a = vec![0.0f64; (inp * o) as usize];
+        for oi in 0..o {
+            let start = (oi * inp) / o;
+            let end = ((oi + 1) * inp + o - 1) / o;
+            for j in start..end {
+                a[(j * o + oi) as usize] = 1.0 / (end - start) as f64;
+            }
+        }
+        contract_dim(e, v, t, d, &a, o, loc)
+    })
 }
