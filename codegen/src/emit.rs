@@ -1,8 +1,9 @@
 //! The emitter: builds StableHLO operations in generic form into one block with melior.
 //!
 //! StableHLO is not an upstream MLIR dialect, so ops are built by name with
-//! `OperationBuilder` and their attributes parsed from text (the context allows unregistered
-//! dialects). The PJRT plugin verifies the module fully when it compiles it.
+//! `OperationBuilder` and their attributes are built as values (see [`crate::attr`]); the
+//! context allows unregistered dialects. The PJRT plugin verifies the module fully when it
+//! compiles it.
 
 use std::collections::HashMap;
 
@@ -14,7 +15,11 @@ use melior::ir::r#type::{IntegerType, RankedTensorType, ShapedTypeLike};
 use melior::ir::{Block, Identifier, Location, Type, TypeLike, Value, ValueLike};
 use melior::Context;
 
+use crate::attr::{self, ComparisonDirection, ComparisonType};
 use crate::{Error, Result};
+
+/// An op's attributes: names and values.
+pub type Attrs<'n, 'c> = [(&'n str, Attribute<'c>)];
 
 /// State while lowering one graph: the MLIR context, the function body, and the MLIR value
 /// of every IR value lowered so far.
@@ -52,20 +57,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
         tensor_type(self.ctx, t)
     }
 
-    /// Parses an attribute from MLIR text (e.g. `array<i64: 1, 0>`).
-    pub fn attr(&self, text: &str) -> Result<Attribute<'c>> {
-        Attribute::parse(self.ctx, text).ok_or_else(|| self.internal(format!("cannot parse attribute `{text}`")))
-    }
-
     /// Appends `name(operands) {attrs} -> results` and returns its first result.
-    pub fn op(
-        &self,
-        name: &str,
-        loc: Location<'c>,
-        operands: &[Value<'c, 'a>],
-        result: &TensorType,
-        attrs: &[(&str, String)],
-    ) -> Result<Value<'c, 'a>> {
+    pub fn op(&self, name: &str, loc: Location<'c>, operands: &[Value<'c, 'a>], result: &TensorType, attrs: &Attrs<'_, 'c>) -> Result<Value<'c, 'a>> {
         self.op_typed(name, loc, operands, &[self.tensor_type(result)], attrs, Vec::new()).map(|v| v[0])
     }
 
@@ -76,7 +69,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         loc: Location<'c>,
         operands: &[Value<'c, 'a>],
         results: &[TensorType],
-        attrs: &[(&str, String)],
+        attrs: &Attrs<'_, 'c>,
         regions: Vec<melior::ir::Region<'c>>,
     ) -> Result<Vec<Value<'c, 'a>>> {
         let types: Vec<Type<'c>> = results.iter().map(|t| self.tensor_type(t)).collect();
@@ -91,27 +84,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
         loc: Location<'c>,
         operands: &[Value<'c, 'a>],
         types: &[Type<'c>],
-        attrs: &[(&str, String)],
+        attrs: &Attrs<'_, 'c>,
         regions: Vec<melior::ir::Region<'c>>,
     ) -> Result<Vec<Value<'c, 'a>>> {
-        let mut parsed = Vec::with_capacity(attrs.len());
-        for (k, v) in attrs {
-            parsed.push((Identifier::new(self.ctx, k), self.attr(v)?));
-        }
-        self.op_attrs(name, loc, operands, types, parsed, regions)
-    }
-
-    /// Appends an op whose attributes are already built (typed, not parsed from text) and
-    /// returns its results.
-    pub fn op_attrs(
-        &self,
-        name: &str,
-        loc: Location<'c>,
-        operands: &[Value<'c, 'a>],
-        types: &[Type<'c>],
-        attrs: Vec<(Identifier<'c>, Attribute<'c>)>,
-        regions: Vec<melior::ir::Region<'c>>,
-    ) -> Result<Vec<Value<'c, 'a>>> {
+        let attrs: Vec<(Identifier<'c>, Attribute<'c>)> = attrs.iter().map(|&(k, v)| (Identifier::new(self.ctx, k), v)).collect();
         let op = OperationBuilder::new(name, loc)
             .add_operands(operands)
             .add_results(types)
@@ -144,14 +120,69 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// `v` (of type `ty`) transposed by `perm`: result dim `i` is `ty`'s dim `perm[i]`.
     pub fn transpose(&self, v: Value<'c, 'a>, ty: &TensorType, perm: &[usize], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let attr: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
-        self.op("stablehlo.transpose", loc, &[v], &fxhlo_ir::layout::permuted(ty, perm), &[("permutation", i64s(&attr))])
+        self.op("stablehlo.transpose", loc, &[v], &fxhlo_ir::layout::permuted(ty, perm), &[("permutation", attr::i64s(self.ctx, &attr))])
     }
 
-    /// Elementwise comparison (`EQ`, `NE`, `LT`, `LE`, `GT`, `GE`) of two equally shaped values.
+    /// `stablehlo.iota` of type `ty` counting along `dim`.
+    pub fn iota(&self, ty: &TensorType, dim: usize, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.iota", loc, &[], ty, &[("iota_dimension", attr::i64_attr(self.ctx, dim as i64))])
+    }
+
+    /// `stablehlo.broadcast_in_dim` of `v` to `out`: operand dim `i` becomes result dim `dims[i]`.
+    pub fn broadcast_in_dim(&self, v: Value<'c, 'a>, dims: &[i64], out: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.broadcast_in_dim", loc, &[v], out, &[("broadcast_dimensions", attr::i64s(self.ctx, dims))])
+    }
+
+    /// `values` joined along `dim` into `out`.
+    pub fn concatenate(&self, values: &[Value<'c, 'a>], dim: usize, out: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.concatenate", loc, values, out, &[("dimension", attr::i64_attr(self.ctx, dim as i64))])
+    }
+
+    /// `stablehlo.slice` of `v`: `start..limit` by `strides` in every dim, of type `out`.
+    pub fn slice(&self, v: Value<'c, 'a>, start: &[i64], limit: &[i64], strides: &[i64], out: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let ctx = self.ctx;
+        let attrs = [("start_indices", attr::i64s(ctx, start)), ("limit_indices", attr::i64s(ctx, limit)), ("strides", attr::i64s(ctx, strides))];
+        self.op("stablehlo.slice", loc, &[v], out, &attrs)
+    }
+
+    /// `stablehlo.pad` of `v` with the scalar `fill`: `low` and `high` elements at each dim's
+    /// ends and `interior` between its elements.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pad(
+        &self,
+        v: Value<'c, 'a>,
+        fill: Value<'c, 'a>,
+        low: &[i64],
+        high: &[i64],
+        interior: &[i64],
+        out: &TensorType,
+        loc: Location<'c>,
+    ) -> Result<Value<'c, 'a>> {
+        let ctx = self.ctx;
+        let attrs = [("edge_padding_low", attr::i64s(ctx, low)), ("edge_padding_high", attr::i64s(ctx, high)), ("interior_padding", attr::i64s(ctx, interior))];
+        self.op("stablehlo.pad", loc, &[v, fill], out, &attrs)
+    }
+
+    /// `stablehlo.reverse` of `v` (of type `ty`) along `dims`.
+    pub fn reverse(&self, v: Value<'c, 'a>, dims: &[i64], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.reverse", loc, &[v], ty, &[("dimensions", attr::i64s(self.ctx, dims))])
+    }
+
+    /// A `stablehlo.constant` of type `ty` holding `value`.
+    pub fn constant(&self, value: Attribute<'c>, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.constant", loc, &[], ty, &[("value", value)])
+    }
+
+    /// An i64 constant of type `ty` holding `values`, row-major.
+    pub fn constant_i64(&self, values: &[i64], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.constant(attr::i64_elements(self.ctx, ty, values), ty, loc)
+    }
+
+    /// Elementwise comparison of two equally shaped values.
     ///
     /// The comparison type is always explicit: without it XLA's CPU compiler was seen treating
     /// an i64 `LT` against constants as unsigned (`-2 < 0` false).
-    pub fn compare(&self, dir: &str, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
+    pub fn compare(&self, dir: ComparisonDirection, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let ty = TensorType::new(DType::Bool, shape.to_vec());
         // The element type as a value (no printing): bool and unsigned integers compare
         // unsigned, other integers signed, everything else (floats, complex) as floats.
@@ -159,20 +190,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .map_err(|e| self.internal(format!("compare of a non-tensor: {e}")))?
             .element();
         let kind = match IntegerType::try_from(elem) {
-            Ok(int) if int.width() == 1 || int.is_unsigned() => "UNSIGNED",
-            Ok(_) => "SIGNED",
-            Err(_) => "FLOAT",
+            Ok(int) if int.width() == 1 || int.is_unsigned() => ComparisonType::Unsigned,
+            Ok(_) => ComparisonType::Signed,
+            Err(_) => ComparisonType::Float,
         };
-        self.op(
-            "stablehlo.compare",
-            loc,
-            &[a, b],
-            &ty,
-            &[
-                ("comparison_direction", format!("#stablehlo<comparison_direction {dir}>")),
-                ("compare_type", format!("#stablehlo<comparison_type {kind}>")),
-            ],
-        )
+        self.op("stablehlo.compare", loc, &[a, b], &ty, &[("comparison_direction", dir.attr(self.ctx)), ("compare_type", kind.attr(self.ctx))])
     }
 
     /// `maximum` (`max`) or `minimum` of two values of type `t`, NaN from either operand
@@ -184,7 +206,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         if t.dtype.is_float() {
             // `a` last, so that where both are NaN the first operand's NaN is the result.
             for x in [b, a] {
-                let nan = self.compare("NE", x, x, &t.shape, loc)?;
+                let nan = self.compare(ComparisonDirection::Ne, x, x, &t.shape, loc)?;
                 v = self.op("stablehlo.select", loc, &[nan, x, v], t, &[])?;
             }
         }
@@ -193,9 +215,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// A constant tensor of type `ty` with every element `value`.
     pub fn splat(&self, value: Scalar, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
-        let literal = literal(value, ty.dtype);
-        let text = format!("dense<{literal}> : {}", mlir_type_text(ty));
-        self.op("stablehlo.constant", loc, &[], ty, &[("value", text)])
+        let value = attr::splat(self.ctx, value, ty).map_err(|m| self.internal(m))?;
+        self.constant(value, ty, loc)
     }
 
     /// A constant tensor of type `ty` holding `bytes` (dense, row-major, little-endian; bool
@@ -212,21 +233,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let as_u8 = TensorType::new(DType::U8, ty.shape.clone());
             let v = self.dense(bytes, &as_u8, loc)?;
             let zero = self.splat(Scalar::Int(0), &as_u8, loc)?;
-            return self.compare("NE", v, zero, &ty.shape, loc);
+            return self.compare(ComparisonDirection::Ne, v, zero, &ty.shape, loc);
         }
-        let r#type = self.tensor_type(ty);
-        // SAFETY: `mlirDenseElementsAttrRawBufferGet` copies the bytes; it returns a null
-        // attribute for a buffer that does not fit the type, checked before use.
-        let attr = unsafe {
-            Attribute::from_option_raw(mlir_sys::mlirDenseElementsAttrRawBufferGet(
-                r#type.to_raw(),
-                bytes.len(),
-                bytes.as_ptr().cast(),
-            ))
-        }
-        .ok_or_else(|| self.internal(format!("MLIR refused {} bytes as a dense {ty}", bytes.len())))?;
-        self.op_attrs("stablehlo.constant", loc, &[], &[r#type], vec![(Identifier::new(self.ctx, "value"), attr)], Vec::new())
-            .map(|v| v[0])
+        let value = attr::raw_elements(self.tensor_type(ty), bytes)
+            .ok_or_else(|| self.internal(format!("MLIR refused {} bytes as a dense {ty}", bytes.len())))?;
+        self.constant(value, ty, loc)
     }
 
     /// Broadcasts `v` of type `from` to `to` with numpy rules (trailing dims aligned); returns
@@ -236,9 +247,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
             return Ok(v);
         }
         let lead = to.rank().checked_sub(from.rank()).ok_or_else(|| self.internal(format!("cannot broadcast {from} to {to}")))?;
-        let dims: Vec<String> = (0..from.rank()).map(|i| (lead + i).to_string()).collect();
-        let target = TensorType::new(from.dtype, to.shape.clone());
-        self.op("stablehlo.broadcast_in_dim", loc, &[v], &target, &[("broadcast_dimensions", i64_array(&dims))])
+        let dims: Vec<i64> = (0..from.rank()).map(|i| (lead + i) as i64).collect();
+        self.broadcast_in_dim(v, &dims, &TensorType::new(from.dtype, to.shape.clone()), loc)
     }
 }
 
@@ -255,10 +265,15 @@ pub fn element_type(ctx: &Context, d: DType) -> Type<'_> {
         DType::I8 => IntegerType::new(ctx, 8).into(),
         DType::U8 => IntegerType::unsigned(ctx, 8).into(),
         DType::Bool => IntegerType::new(ctx, 1).into(),
-        // melior has no constructor for `complex<...>`; the spelling is fixed, so it parses.
-        DType::C64 => Type::parse(ctx, "complex<f32>").unwrap_or_else(|| Type::float32(ctx)),
-        DType::C128 => Type::parse(ctx, "complex<f64>").unwrap_or_else(|| Type::float64(ctx)),
+        DType::C64 => complex(Type::float32(ctx)),
+        DType::C128 => complex(Type::float64(ctx)),
     }
+}
+
+/// `complex<part>`, which melior has no constructor for.
+fn complex(part: Type<'_>) -> Type<'_> {
+    // SAFETY: `mlirComplexTypeGet` takes any float type, which `part` is.
+    unsafe { Type::from_raw(mlir_sys::mlirComplexTypeGet(part.to_raw())) }
 }
 
 /// The MLIR `tensor<...>` type of an IR tensor type.
@@ -267,31 +282,8 @@ pub fn tensor_type<'c>(ctx: &'c Context, t: &TensorType) -> Type<'c> {
     RankedTensorType::new(&dims, element_type(ctx, t.dtype), None).into()
 }
 
-/// `array<i64: ...>` from integers.
-pub fn i64s(items: &[i64]) -> String {
-    let items: Vec<String> = items.iter().map(|d| d.to_string()).collect();
-    i64_array(&items)
-}
-
-/// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>` padding attribute.
-pub fn padding_attr(pads: &[(i64, i64)]) -> String {
-    let rows: Vec<String> = pads.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
-    if pads.is_empty() {
-        return "dense<> : tensor<0x2xi64>".into();
-    }
-    format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), pads.len())
-}
-
-/// `array<i64: ...>` from already formatted items.
-pub fn i64_array(items: &[String]) -> String {
-    if items.is_empty() {
-        "array<i64>".to_string()
-    } else {
-        format!("array<i64: {}>", items.join(", "))
-    }
-}
-
-/// The MLIR text of a tensor type (`tensor<2x3xf32>`).
+/// The MLIR text of a tensor type (`tensor<2x3xf32>`), for reading modules (tests look for
+/// a declared type in the printed module); codegen builds types as values.
 pub fn mlir_type_text(t: &TensorType) -> String {
     let elem = match t.dtype {
         DType::Bool => "i1",
@@ -307,28 +299,4 @@ pub fn mlir_type_text(t: &TensorType) -> String {
     s.push_str(elem);
     s.push('>');
     s
-}
-
-/// An MLIR literal of `value` converted to `dtype`, as PyTorch converts a scalar argument.
-/// Non-finite floats are written as hex bit patterns, the only form MLIR accepts for them.
-fn literal(value: Scalar, dtype: DType) -> String {
-    let v = value.as_f64();
-    if dtype.is_complex() {
-        // A real scalar as a complex literal: `(re, im)`, each part in the parts' type.
-        let part = dtype.real_part();
-        return format!("({}, {})", literal(value, part), literal(Scalar::Int(0), part));
-    }
-    match dtype {
-        DType::Bool => (v != 0.0).to_string(),
-        d if !d.is_float() => match value {
-            Scalar::Int(i) => i.to_string(),
-            _ => (v.trunc() as i64).to_string(),
-        },
-        // `{:.17e}` always has a decimal point (MLIR requires one) and round-trips f64.
-        _ if v.is_finite() => format!("{v:.17e}"),
-        DType::F64 => format!("0x{:016X}", v.to_bits()),
-        DType::F32 => format!("0x{:08X}", (v as f32).to_bits()),
-        DType::F16 => format!("0x{:04X}", half::f16::from_f64(v).to_bits()),
-        _ => format!("0x{:04X}", half::bf16::from_f64(v).to_bits()),
-    }
 }

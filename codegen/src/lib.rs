@@ -9,6 +9,7 @@
 //! point back at the model. Unsupported ops are reported all at once
 //! ([`Error::Unsupported`]) before anything is built.
 
+pub mod attr;
 mod emit;
 mod error;
 pub mod lower;
@@ -17,7 +18,7 @@ pub mod sharding;
 
 use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
 use melior::dialect::{func, DialectHandle};
-use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::attribute::{ArrayAttribute, DictionaryAttribute, StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationPrintingFlags};
 use melior::ir::r#type::FunctionType;
@@ -129,37 +130,31 @@ pub fn lower_module(
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
     let mut attributes = Vec::new();
     if let Some(s) = shardings {
-        let parse = |text: &str| {
-            Attribute::parse(&ctx, text).ok_or_else(|| Error::Internal {
-                node: graph.name.clone(),
-                message: format!("cannot parse the sharding attribute {text}"),
-            })
-        };
-        let dict = |text: String| format!("{{sdy.sharding = {text}}}");
-        let args: Vec<String> = params
+        let dict = |sharding| -> Attribute { DictionaryAttribute::new(&ctx, &[(Identifier::new(&ctx, "sdy.sharding"), sharding)]).into() };
+        let args: Vec<Attribute> = params
             .iter()
-            .map(|&id| dict(s.sharding_text(s.split.get(&id).copied(), graph.node(id).results[0].rank())))
+            .map(|&id| dict(s.sharding_attr(&ctx, s.split.get(&id).copied(), graph.node(id).results[0].rank())))
             .collect();
-        let results: Vec<String> = graph
+        let results: Vec<Attribute> = graph
             .outputs()
             .iter()
             .filter_map(|v| graph.value_type(*v))
-            .map(|t| dict(s.sharding_text(None, t.rank())))
+            .map(|t| dict(s.sharding_attr(&ctx, None, t.rank())))
             .collect();
         for (name, list) in [("arg_attrs", args), ("res_attrs", results)] {
-            attributes.push((Identifier::new(&ctx, name), parse(&format!("[{}]", list.join(", ")))?));
+            attributes.push((Identifier::new(&ctx, name), ArrayAttribute::new(&ctx, &list).into()));
         }
         let mesh = OperationBuilder::new("sdy.mesh", module_loc)
             .add_attributes(&[
                 (Identifier::new(&ctx, "sym_name"), StringAttribute::new(&ctx, "mesh").into()),
-                (Identifier::new(&ctx, "mesh"), parse(&s.mesh_text())?),
+                (Identifier::new(&ctx, "mesh"), s.mesh_attr(&ctx)),
             ])
             .build()
             .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("building sdy.mesh: {e}") })?;
         module.body().append_operation(mesh);
-        module
-            .as_operation_mut()
-            .set_attribute("mhlo.num_partitions", parse(&format!("{} : i32", s.devices))?);
+        let partitions = i32::try_from(s.devices)
+            .map_err(|_| Error::Internal { node: graph.name.clone(), message: format!("{} partitions", s.devices) })?;
+        module.as_operation_mut().set_attribute("mhlo.num_partitions", attr::i32_attr(&ctx, partitions));
     }
     let main = func::func(
         &ctx,
@@ -236,10 +231,7 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
     if !node.results.is_empty() && node.results.iter().all(|t| t.num_elements() == 0) && !matches!(node.op, Op::Input { .. }) {
         return node.results.iter().map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc)).collect();
     }
-    let values = match node.op {
-        Op::Cond { .. } | Op::While { .. } => lower::control::lower(e, graph, &node.op, &operands, &node.results, loc)?,
-        _ => lower::lower(e, &node.op, &operands, &node.results, loc)?,
-    };
+    let values = lower::lower(e, graph, &node.op, &operands, &node.results, loc)?;
     if values.len() != node.results.len() {
         return Err(e.internal(format!("lowering gave {} values for {} results", values.len(), node.results.len())));
     }

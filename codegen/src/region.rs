@@ -4,9 +4,10 @@
 use fxhlo_ir::{DType, Scalar, TensorType};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::OperationBuilder;
-use melior::ir::{Block, Location, Region, RegionLike, Value};
+use melior::ir::{Attribute, Block, Location, Region, RegionLike, Value};
 
-use crate::emit::{i64s, padding_attr, Emitter};
+use crate::attr::{self, ComparisonDirection as Dir};
+use crate::emit::Emitter;
 use crate::Result;
 
 /// The combining op of a reduction.
@@ -100,7 +101,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let mut value = inner.op(c.op(), loc, &[a, b], &st, &[])?;
             if nan_wins && c.is_max_min() && dtype.is_float() {
                 for x in [a, b] {
-                    let nan = inner.compare("NE", x, x, &[], loc)?;
+                    let nan = inner.compare(Dir::Ne, x, x, &[], loc)?;
                     value = inner.op("stablehlo.select", loc, &[nan, x, value], &st, &[])?;
                 }
             }
@@ -128,17 +129,27 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
             let out = TensorType::new(dtype, shape);
             let region = self.body(c, dtype, false, loc)?;
-            let v = self.op_n("stablehlo.reduce", loc, &[x, init], std::slice::from_ref(&out), &[("dimensions", i64s(&dims))], vec![region])?;
+            let v = self.op_n("stablehlo.reduce", loc, &[x, init], std::slice::from_ref(&out), &[("dimensions", attr::i64s(self.ctx, &dims))], vec![region])?;
             Ok((v.into_iter().next().ok_or_else(|| self.internal("reduce has no result"))?, out))
         };
         let (v, out) = raw(x, ty.dtype, c)?;
         if nan == Nan::Ignore || !c.is_max_min() || !ty.dtype.is_float() {
             return Ok(v);
         }
-        let is_nan = self.compare("NE", x, x, &ty.shape, loc)?;
+        let is_nan = self.compare(Dir::Ne, x, x, &ty.shape, loc)?;
         let (any_nan, _) = raw(is_nan, DType::Bool, Combiner::Or)?;
         let nan_value = self.splat(Scalar::float(f64::NAN), &out, loc)?;
         self.op("stablehlo.select", loc, &[any_nan, nan_value, v], &out, &[])
+    }
+
+    /// The window attributes of a `reduce_window`.
+    fn window_attrs(&self, window: &[i64], strides: &[i64], dilations: &[i64], padding: &[(i64, i64)]) -> [(&'static str, Attribute<'c>); 4] {
+        [
+            ("window_dimensions", attr::i64s(self.ctx, window)),
+            ("window_strides", attr::i64s(self.ctx, strides)),
+            ("window_dilations", attr::i64s(self.ctx, dilations)),
+            ("padding", attr::padding(self.ctx, padding)),
+        ]
     }
 
     /// Sliding-window reduction (pooling) of `x` to type `out`.
@@ -158,12 +169,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     ) -> Result<Value<'c, 'a>> {
         let init = self.splat(init, &TensorType::new(ty.dtype, Vec::new()), loc)?;
         let region = self.body(c, ty.dtype, true, loc)?;
-        let attrs = [
-            ("window_dimensions", i64s(window)),
-            ("window_strides", i64s(strides)),
-            ("window_dilations", i64s(dilations)),
-            ("padding", padding_attr(padding)),
-        ];
+        let attrs = self.window_attrs(window, strides, dilations, padding);
         let v = self.op_n("stablehlo.reduce_window", loc, &[x, init], std::slice::from_ref(out), &attrs, vec![region])?;
         v.into_iter().next().ok_or_else(|| self.internal("reduce_window has no result"))
     }
@@ -182,12 +188,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
             let (av, ai, bv, bi) = (arg(0)?, arg(1)?, arg(2)?, arg(3)?);
             let bt = TensorType::new(DType::Bool, Vec::new());
-            let cmp = |dir: &str, x, y| inner.compare(dir, x, y, &[], loc);
-            let better = cmp(if max { "GT" } else { "LT" }, av, bv)?;
-            let eq = cmp("EQ", av, bv)?;
-            let a_nan = cmp("NE", av, av)?;
-            let b_nan = cmp("NE", bv, bv)?;
-            let lt_i = cmp("LT", ai, bi)?;
+            let cmp = |dir, x, y| inner.compare(dir, x, y, &[], loc);
+            let better = cmp(if max { Dir::Gt } else { Dir::Lt }, av, bv)?;
+            let eq = cmp(Dir::Eq, av, bv)?;
+            let a_nan = cmp(Dir::Ne, av, av)?;
+            let b_nan = cmp(Dir::Ne, bv, bv)?;
+            let lt_i = cmp(Dir::Lt, ai, bi)?;
             let and = |x, y| inner.op("stablehlo.and", loc, &[x, y], &bt, &[]);
             let or = |x, y| inner.op("stablehlo.or", loc, &[x, y], &bt, &[]);
             let not_b_nan = inner.op("stablehlo.not", loc, &[b_nan], &bt, &[])?;
@@ -211,7 +217,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
         let outs = [TensorType::new(ty.dtype, shape.clone()), TensorType::new(DType::I64, shape)];
         let region = self.arg_body(max, ty.dtype, loc)?;
-        let v = self.op_n("stablehlo.reduce", loc, &[x, idx, init_v, init_i], &outs, &[("dimensions", i64s(&dims))], vec![region])?;
+        let v = self.op_n("stablehlo.reduce", loc, &[x, idx, init_v, init_i], &outs, &[("dimensions", attr::i64s(self.ctx, &dims))], vec![region])?;
         Ok((v[0], v[1]))
     }
 
@@ -231,12 +237,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let init_v = self.splat(Combiner::Max.identity(out.dtype), &TensorType::new(out.dtype, Vec::new()), loc)?;
         let init_i = self.splat(Scalar::Int(-1), &TensorType::new(DType::I64, Vec::new()), loc)?;
         let region = self.arg_body(true, out.dtype, loc)?;
-        let attrs = [
-            ("window_dimensions", i64s(window)),
-            ("window_strides", i64s(strides)),
-            ("window_dilations", i64s(dilations)),
-            ("padding", padding_attr(padding)),
-        ];
+        let attrs = self.window_attrs(window, strides, dilations, padding);
         let outs = [out.clone(), TensorType::new(DType::I64, out.shape.clone())];
         let v = self.op_n("stablehlo.reduce_window", loc, &[x, idx, init_v, init_i], &outs, &attrs, vec![region])?;
         Ok((v[0], v[1]))
@@ -260,14 +261,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let result = if vdtype.is_float() {
                 let (x, y) = if descending { (b, a) } else { (a, b) };
                 // x < y, or y is NaN and x is not: NaN sorts as the largest value.
-                let lt = inner.compare("LT", x, y, &[], loc)?;
-                let x_nan = inner.compare("NE", x, x, &[], loc)?;
-                let y_nan = inner.compare("NE", y, y, &[], loc)?;
+                let lt = inner.compare(Dir::Lt, x, y, &[], loc)?;
+                let x_nan = inner.compare(Dir::Ne, x, x, &[], loc)?;
+                let y_nan = inner.compare(Dir::Ne, y, y, &[], loc)?;
                 let x_num = inner.op("stablehlo.not", loc, &[x_nan], &bt, &[])?;
                 let nan_order = inner.op("stablehlo.and", loc, &[x_num, y_nan], &bt, &[])?;
                 inner.op("stablehlo.or", loc, &[lt, nan_order], &bt, &[])?
             } else {
-                inner.compare(if descending { "GT" } else { "LT" }, a, b, &[], loc)?
+                inner.compare(if descending { Dir::Gt } else { Dir::Lt }, a, b, &[], loc)?
             };
             self.append_return(&block, &[result], loc)?;
         }

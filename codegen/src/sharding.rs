@@ -13,6 +13,10 @@
 use std::collections::HashMap;
 
 use fxhlo_ir::NodeId;
+use melior::ir::Attribute;
+use melior::Context;
+
+use crate::attr;
 
 /// The name of the one mesh axis every split uses.
 pub const AXIS: &str = "tp";
@@ -28,36 +32,18 @@ pub struct InputShardings {
 }
 
 impl InputShardings {
-    /// The text of the `mesh` attribute of the module's `sdy.mesh @mesh`: one axis over every
-    /// device.
-    pub fn mesh_text(&self) -> String {
-        format!("#sdy.mesh<[\"{AXIS}\"={}]>", self.devices)
+    /// The `mesh` attribute of the module's `sdy.mesh @mesh`, `#sdy.mesh<["tp"=N]>`: one axis
+    /// over every device.
+    pub fn mesh_attr<'c>(&self, ctx: &'c Context) -> Attribute<'c> {
+        attr::opaque(ctx, "sdy", &format!("mesh<[\"{AXIS}\"={}]>", self.devices))
     }
 
-    /// The `sdy.sharding` text of a value of rank `rank`: split along `dim` over the mesh
-    /// axis (`#sdy.sharding<@mesh, [{}, {"tp"}, {}]>`), or replicated (every dim `{}`).
-    pub fn sharding_text(&self, dim: Option<usize>, rank: usize) -> String {
+    /// The `sdy.sharding` of a value of rank `rank`: split along `dim` over the mesh axis
+    /// (`#sdy.sharding<@mesh, [{}, {"tp"}, {}]>`), or replicated (every dim `{}`).
+    pub fn sharding_attr<'c>(&self, ctx: &'c Context, dim: Option<usize>, rank: usize) -> Attribute<'c> {
         let dims: Vec<String> = (0..rank)
             .map(|i| if Some(i) == dim { format!("{{\"{AXIS}\"}}") } else { "{}".into() })
             .collect();
-        format!("#sdy.sharding<@mesh, [{}]>", dims.join(", "))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sharding_text_splits_one_dim() {
-        let s = InputShardings {
-            devices: 4,
-            split: HashMap::new(),
-        };
-        assert_eq!(s.sharding_text(Some(1), 3), r#"#sdy.sharding<@mesh, [{}, {"tp"}, {}]>"#);
-        assert_eq!(s.sharding_text(Some(0), 1), r#"#sdy.sharding<@mesh, [{"tp"}]>"#);
-        assert_eq!(s.sharding_text(None, 2), "#sdy.sharding<@mesh, [{}, {}]>");
-        assert_eq!(s.sharding_text(None, 0), "#sdy.sharding<@mesh, []>");
-        assert_eq!(s.mesh_text(), r#"#sdy.mesh<["tp"=4]>"#);
+        attr::opaque(ctx, "sdy", &format!("sharding<@mesh, [{}]>", dims.join(", ")))
     }
 }

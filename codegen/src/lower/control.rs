@@ -4,7 +4,7 @@
 //! enclosing block (StableHLO's branches take no arguments); a while loop carries every operand,
 //! the additional (loop-invariant) ones passed through its body unchanged.
 
-use fxhlo_ir::{DType, Graph, Op, Scalar, TensorType, ValueRef};
+use fxhlo_ir::{DType, Graph, Scalar, TensorType, ValueRef};
 use melior::ir::block::BlockLike;
 use melior::ir::{Block, Location, Region, RegionLike, Value};
 
@@ -12,38 +12,54 @@ use super::Operand;
 use crate::emit::Emitter;
 use crate::Result;
 
-/// Lowers a control-flow node of `graph`.
-pub fn lower<'c, 'a>(
+/// Region `i` of `graph`.
+fn region<'g>(e: &Emitter<'_, '_>, graph: &'g Graph, i: u32) -> Result<&'g Graph> {
+    graph.regions().get(i as usize).ok_or_else(|| e.internal(format!("region {i} does not exist")))
+}
+
+/// `torch.cond`: `stablehlo.case` on index 0 (`then_region`) when the predicate holds, 1 when not.
+#[allow(clippy::too_many_arguments)]
+pub fn cond<'c, 'a>(
     e: &Emitter<'c, 'a>,
     graph: &Graph,
-    op: &Op,
+    then_region: u32,
+    else_region: u32,
     operands: &[Operand<'c, 'a, '_>],
     results: &[TensorType],
     loc: Location<'c>,
 ) -> Result<Vec<Value<'c, 'a>>> {
-    let region = |i: u32| graph.regions().get(i as usize).ok_or_else(|| e.internal(format!("region {i} does not exist")));
-    match *op {
-        Op::Cond { then_region, else_region } => {
-            let (pred, args) = operands.split_first().ok_or_else(|| e.internal("cond without a predicate"))?;
-            let index_t = TensorType::new(DType::I32, vec![]);
-            let (zero, one) = (e.splat(Scalar::Int(0), &index_t, loc)?, e.splat(Scalar::Int(1), &index_t, loc)?);
-            let index = e.op("stablehlo.select", loc, &[pred.0, zero, one], &index_t, &[])?;
-            let values: Vec<Value<'c, 'a>> = args.iter().map(|a| a.0).collect();
-            let branches = vec![
-                branch(e, region(then_region)?, &values, loc)?,
-                branch(e, region(else_region)?, &values, loc)?,
-            ];
-            e.op_n("stablehlo.case", loc, &[index], results, &[], branches)
-        }
-        Op::While { cond, body } => {
-            let types: Vec<TensorType> = operands.iter().map(|o| o.1.clone()).collect();
-            let values: Vec<Value<'c, 'a>> = operands.iter().map(|o| o.0).collect();
-            let regions = vec![loop_region(e, region(cond)?, &types, 0, loc)?, loop_region(e, region(body)?, &types, results.len(), loc)?];
-            let all = e.op_n("stablehlo.while", loc, &values, &types, &[], regions)?;
-            Ok(all.into_iter().take(results.len()).collect())
-        }
-        _ => Err(e.internal(format!("{} is not control flow", op.name()))),
-    }
+    let (pred, args) = operands.split_first().ok_or_else(|| e.internal("cond without a predicate"))?;
+    let index_t = TensorType::new(DType::I32, vec![]);
+    let (zero, one) = (e.splat(Scalar::Int(0), &index_t, loc)?, e.splat(Scalar::Int(1), &index_t, loc)?);
+    let index = e.op("stablehlo.select", loc, &[pred.0, zero, one], &index_t, &[])?;
+    let values: Vec<Value<'c, 'a>> = args.iter().map(|a| a.0).collect();
+    let branches = vec![
+        branch(e, region(e, graph, then_region)?, &values, loc)?,
+        branch(e, region(e, graph, else_region)?, &values, loc)?,
+    ];
+    e.op_n("stablehlo.case", loc, &[index], results, &[], branches)
+}
+
+/// `torch.while_loop`: `stablehlo.while` carrying every operand; the results are the first
+/// `results.len()` (the carried values).
+#[allow(clippy::too_many_arguments)]
+pub fn while_loop<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    graph: &Graph,
+    cond: u32,
+    body: u32,
+    operands: &[Operand<'c, 'a, '_>],
+    results: &[TensorType],
+    loc: Location<'c>,
+) -> Result<Vec<Value<'c, 'a>>> {
+    let types: Vec<TensorType> = operands.iter().map(|o| o.1.clone()).collect();
+    let values: Vec<Value<'c, 'a>> = operands.iter().map(|o| o.0).collect();
+    let regions = vec![
+        loop_region(e, region(e, graph, cond)?, &types, 0, loc)?,
+        loop_region(e, region(e, graph, body)?, &types, results.len(), loc)?,
+    ];
+    let all = e.op_n("stablehlo.while", loc, &values, &types, &[], regions)?;
+    Ok(all.into_iter().take(results.len()).collect())
 }
 
 /// A `stablehlo.case` branch: `graph` lowered with its inputs bound to `captured`.

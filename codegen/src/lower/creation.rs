@@ -19,7 +19,7 @@ pub fn full<'c, 'a>(e: &Emitter<'c, 'a>, value: Scalar, result: &TensorType, loc
 pub fn arange<'c, 'a>(e: &Emitter<'c, 'a>, start: Scalar, step: Scalar, result: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
     let work = if result.dtype.is_float() { DType::F64 } else { DType::I64 };
     let t = TensorType::new(work, result.shape.clone());
-    let iota = e.op("stablehlo.iota", loc, &[], &t, &[("iota_dimension", "0 : i64".into())])?;
+    let iota = e.iota(&t, 0, loc)?;
     let scaled = e.op("stablehlo.multiply", loc, &[iota, e.splat(step, &t, loc)?], &t, &[])?;
     let shifted = e.op("stablehlo.add", loc, &[scaled, e.splat(start, &t, loc)?], &t, &[])?;
     e.convert(shifted, &t, result.dtype, loc)

@@ -15,6 +15,7 @@ use fxhlo_ir::{infer, BinaryOp, CompareOp, DType, Scalar, TensorType, UnaryOp};
 use melior::ir::{Location, Value};
 
 use super::{arg, Operand};
+use crate::attr::ComparisonDirection as Dir;
 use crate::emit::Emitter;
 use crate::Result;
 
@@ -111,8 +112,8 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
             let x = xv()?;
             let zero = e.splat(Scalar::Int(0), out, loc)?;
             let bt = TensorType::new(DType::Bool, out.shape.clone());
-            let pos = e.compare("GT", x, zero, &out.shape, loc)?;
-            let neg = e.compare("LT", x, zero, &out.shape, loc)?;
+            let pos = e.compare(Dir::Gt, x, zero, &out.shape, loc)?;
+            let neg = e.compare(Dir::Lt, x, zero, &out.shape, loc)?;
             let pos = e.convert(pos, &bt, out.dtype, loc)?;
             let neg = e.convert(neg, &bt, out.dtype, loc)?;
             e.op("stablehlo.subtract", loc, &[pos, neg], out, &[])
@@ -123,12 +124,12 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
         }
         BitwiseNot => simple("stablehlo.not"),
         IsNan if !x.1.dtype.is_float() => e.splat(Scalar::Bool(false), out, loc),
-        IsNan => e.compare("NE", x.0, x.0, &out.shape, loc),
+        IsNan => e.compare(Dir::Ne, x.0, x.0, &out.shape, loc),
         IsInf if !x.1.dtype.is_float() => e.splat(Scalar::Bool(false), out, loc),
         IsInf => {
             let a = e.op("stablehlo.abs", loc, &[x.0], x.1, &[])?;
             let inf = e.splat(Scalar::float(f64::INFINITY), x.1, loc)?;
-            e.compare("EQ", a, inf, &out.shape, loc)
+            e.compare(Dir::Eq, a, inf, &out.shape, loc)
         }
         Erfc => simple("chlo.erfc"),
         Erfinv => simple("chlo.erf_inv"),
@@ -147,14 +148,14 @@ pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a
         }
         Signbit if !x.1.dtype.is_float() => {
             let zero = e.splat(Scalar::Int(0), x.1, loc)?;
-            e.compare("LT", x.0, zero, &out.shape, loc)
+            e.compare(Dir::Lt, x.0, zero, &out.shape, loc)
         }
         Signbit => {
             let bits = bits_of(x.1.dtype).ok_or_else(|| e.internal(format!("signbit on {}", x.1.dtype)))?;
             let it = TensorType::new(bits, x.1.shape.clone());
             let i = e.op("stablehlo.bitcast_convert", loc, &[x.0], &it, &[])?;
             let zero = e.splat(Scalar::Int(0), &it, loc)?;
-            e.compare("LT", i, zero, &out.shape, loc)
+            e.compare(Dir::Lt, i, zero, &out.shape, loc)
         }
     }
 }
@@ -165,7 +166,7 @@ fn to_bool<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, loc: Location<'c
         return Ok(x.0);
     }
     let zero = e.splat(Scalar::Int(0), x.1, loc)?;
-    e.compare("NE", x.0, zero, &x.1.shape, loc)
+    e.compare(Dir::Ne, x.0, zero, &x.1.shape, loc)
 }
 
 fn gelu<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, tanh: bool, loc: Location<'c>) -> Result<V<'c, 'a>> {
@@ -192,44 +193,42 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
     let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let shape = &out.shape;
     let op = |name: &str, a, b| e.op(name, loc, &[a, b], out, &[]);
-    if b.returns_bool() {
-        let (xb, yb) = (to_bool(e, x, loc)?, to_bool(e, y, loc)?);
-        let bt = TensorType::new(DType::Bool, x.1.shape.clone());
-        let ybt = TensorType::new(DType::Bool, y.1.shape.clone());
-        let (xb, yb) = (e.broadcast(xb, &bt, out, loc)?, e.broadcast(yb, &ybt, out, loc)?);
-        let name = match b {
-            LogicalAnd => "stablehlo.and",
-            LogicalOr => "stablehlo.or",
-            _ => "stablehlo.xor",
-        };
-        return op(name, xb, yb);
-    }
-    if b == Complex {
-        // The parts in the result's part type, then paired.
-        let part = out.dtype.real_part();
-        let (re, im) = (prepare(e, x, part, shape, loc)?, prepare(e, y, part, shape, loc)?);
-        return op("stablehlo.complex", re, im);
-    }
-    let (a, c) = (prepare(e, x, out.dtype, shape, loc)?, prepare(e, y, out.dtype, shape, loc)?);
+    // Both operands in the result dtype and shape (what every arithmetic op starts from).
+    let operands = || -> Result<(V<'c, 'a>, V<'c, 'a>)> { Ok((prepare(e, x, out.dtype, shape, loc)?, prepare(e, y, out.dtype, shape, loc)?)) };
+    let simple = |name: &str| -> Result<V<'c, 'a>> {
+        let (a, c) = operands()?;
+        op(name, a, c)
+    };
     let is_float = out.dtype.is_float();
+    let is_bool = out.dtype == DType::Bool;
     match b {
-        Add if out.dtype == DType::Bool => op("stablehlo.or", a, c),
-        Add => op("stablehlo.add", a, c),
-        Sub => op("stablehlo.subtract", a, c),
-        Mul if out.dtype == DType::Bool => op("stablehlo.and", a, c),
-        Mul => op("stablehlo.multiply", a, c),
-        Div => op("stablehlo.divide", a, c),
+        LogicalAnd => logical(e, "stablehlo.and", x, y, out, loc),
+        LogicalOr => logical(e, "stablehlo.or", x, y, out, loc),
+        LogicalXor => logical(e, "stablehlo.xor", x, y, out, loc),
+        Complex => {
+            // The parts in the result's part type, then paired.
+            let part = out.dtype.real_part();
+            let (re, im) = (prepare(e, x, part, shape, loc)?, prepare(e, y, part, shape, loc)?);
+            op("stablehlo.complex", re, im)
+        }
+        Add if is_bool => simple("stablehlo.or"),
+        Add => simple("stablehlo.add"),
+        Sub => simple("stablehlo.subtract"),
+        Mul if is_bool => simple("stablehlo.and"),
+        Mul => simple("stablehlo.multiply"),
+        Div => simple("stablehlo.divide"),
         DivTrunc if is_float => {
-            let q = op("stablehlo.divide", a, c)?;
+            let q = simple("stablehlo.divide")?;
             unary(e, UnaryOp::Trunc, &[(q, out)], out, loc)
         }
-        DivTrunc => op("stablehlo.divide", a, c),
+        DivTrunc => simple("stablehlo.divide"),
         DivFloor if is_float => {
-            let q = op("stablehlo.divide", a, c)?;
+            let q = simple("stablehlo.divide")?;
             e.op("stablehlo.floor", loc, &[q], out, &[])
         }
         DivFloor => {
             // q = trunc(a / b) - 1 where the remainder is non-zero and the signs differ.
+            let (a, c) = operands()?;
             let q = op("stablehlo.divide", a, c)?;
             let r = op("stablehlo.remainder", a, c)?;
             let fix = sign_fix(e, r, c, out, loc)?;
@@ -239,61 +238,73 @@ pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 
         }
         Remainder => {
             // Python's modulo: the result takes the divisor's sign.
+            let (a, c) = operands()?;
             let r = op("stablehlo.remainder", a, c)?;
             let fix = sign_fix(e, r, c, out, loc)?;
             let r2 = op("stablehlo.add", r, c)?;
             e.op("stablehlo.select", loc, &[fix, r2, r], out, &[])
         }
-        Fmod => op("stablehlo.remainder", a, c),
-        Pow => op("stablehlo.power", a, c),
-        Maximum if out.dtype == DType::Bool => op("stablehlo.or", a, c),
-        Minimum if out.dtype == DType::Bool => op("stablehlo.and", a, c),
-        Maximum | Fmax if out.dtype == DType::Bool => op("stablehlo.or", a, c),
-        Minimum | Fmin if out.dtype == DType::Bool => op("stablehlo.and", a, c),
-        Maximum => e.max_min(true, a, c, out, loc),
-        Minimum => e.max_min(false, a, c, out, loc),
+        Fmod => simple("stablehlo.remainder"),
+        Pow => simple("stablehlo.power"),
+        Maximum | Fmax if is_bool => simple("stablehlo.or"),
+        Minimum | Fmin if is_bool => simple("stablehlo.and"),
+        Maximum | Minimum => {
+            let (a, c) = operands()?;
+            e.max_min(b == Maximum, a, c, out, loc)
+        }
         Fmax | Fmin if is_float => {
             // The other operand where one is NaN: NaN only where both are.
+            let (a, c) = operands()?;
             let m = op(if b == Fmax { "stablehlo.maximum" } else { "stablehlo.minimum" }, a, c)?;
-            let c_nan = e.compare("NE", c, c, shape, loc)?;
+            let c_nan = e.compare(Dir::Ne, c, c, shape, loc)?;
             let v = e.op("stablehlo.select", loc, &[c_nan, a, m], out, &[])?;
-            let a_nan = e.compare("NE", a, a, shape, loc)?;
+            let a_nan = e.compare(Dir::Ne, a, a, shape, loc)?;
             e.op("stablehlo.select", loc, &[a_nan, c, v], out, &[])
         }
-        Fmax => op("stablehlo.maximum", a, c),
-        Fmin => op("stablehlo.minimum", a, c),
-        Copysign => copysign(e, a, c, out, loc),
-        Atan2 => op("stablehlo.atan2", a, c),
-        Nextafter => op("chlo.next_after", a, c),
-        Zeta => op("chlo.zeta", a, c),
-        Polygamma => op("chlo.polygamma", a, c),
-        // Returned above: its operands are converted to the parts' type, not the result's.
-        Complex => op("stablehlo.complex", a, c),
+        Fmax => simple("stablehlo.maximum"),
+        Fmin => simple("stablehlo.minimum"),
+        Copysign => {
+            let (a, c) = operands()?;
+            copysign(e, a, c, out, loc)
+        }
+        Atan2 => simple("stablehlo.atan2"),
+        Nextafter => simple("chlo.next_after"),
+        Zeta => simple("chlo.zeta"),
+        Polygamma => simple("chlo.polygamma"),
         Hypot => {
             // m * sqrt(1 + (n/m)^2) with m = max(|a|, |b|), n = min: no overflow in the squares;
             // m = 0 gives 0, and an infinite operand gives inf even beside a NaN (C's hypot).
+            let (a, c) = operands()?;
             let (aa, ca) = (e.op("stablehlo.abs", loc, &[a], out, &[])?, e.op("stablehlo.abs", loc, &[c], out, &[])?);
             let m = op("stablehlo.maximum", aa, ca)?;
             let n = op("stablehlo.minimum", aa, ca)?;
             let zero = k(e, 0.0, out, loc)?;
-            let is_zero = e.compare("EQ", m, zero, shape, loc)?;
+            let is_zero = e.compare(Dir::Eq, m, zero, shape, loc)?;
             let r = op("stablehlo.divide", n, m)?;
             let r = e.op("stablehlo.select", loc, &[is_zero, zero, r], out, &[])?;
             let one = k(e, 1.0, out, loc)?;
             let s = op("stablehlo.add", one, op("stablehlo.multiply", r, r)?)?;
             let h = op("stablehlo.multiply", m, e.op("stablehlo.sqrt", loc, &[s], out, &[])?)?;
             let inf = k(e, f64::INFINITY, out, loc)?;
-            let a_inf = e.compare("EQ", aa, inf, shape, loc)?;
-            let c_inf = e.compare("EQ", ca, inf, shape, loc)?;
+            let a_inf = e.compare(Dir::Eq, aa, inf, shape, loc)?;
+            let c_inf = e.compare(Dir::Eq, ca, inf, shape, loc)?;
             let bt = TensorType::new(DType::Bool, shape.clone());
             let any_inf = e.op("stablehlo.or", loc, &[a_inf, c_inf], &bt, &[])?;
             e.op("stablehlo.select", loc, &[any_inf, inf, h], out, &[])
         }
-        BitwiseAnd => op("stablehlo.and", a, c),
-        BitwiseOr => op("stablehlo.or", a, c),
-        BitwiseXor => op("stablehlo.xor", a, c),
-        LogicalAnd | LogicalOr | LogicalXor => Err(e.internal("logical ops are handled above")),
+        BitwiseAnd => simple("stablehlo.and"),
+        BitwiseOr => simple("stablehlo.or"),
+        BitwiseXor => simple("stablehlo.xor"),
     }
+}
+
+/// A logical op (`name` on bools) of `x != 0` and `y != 0`, broadcast to `out`.
+fn logical<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, x: Operand<'c, 'a, '_>, y: Operand<'c, 'a, '_>, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (xb, yb) = (to_bool(e, x, loc)?, to_bool(e, y, loc)?);
+    let bt = TensorType::new(DType::Bool, x.1.shape.clone());
+    let ybt = TensorType::new(DType::Bool, y.1.shape.clone());
+    let (xb, yb) = (e.broadcast(xb, &bt, out, loc)?, e.broadcast(yb, &ybt, out, loc)?);
+    e.op(name, loc, &[xb, yb], out, &[])
 }
 
 /// `copysign(a, b)` on a float type: `a`'s magnitude bits with `b`'s sign bit, through the
@@ -326,9 +337,9 @@ fn bits_of(float: DType) -> Option<DType> {
 fn sign_fix<'c, 'a>(e: &Emitter<'c, 'a>, r: V<'c, 'a>, b: V<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let zero = e.splat(Scalar::Int(0), t, loc)?;
     let bt = TensorType::new(DType::Bool, t.shape.clone());
-    let nonzero = e.compare("NE", r, zero, &t.shape, loc)?;
-    let rneg = e.compare("LT", r, zero, &t.shape, loc)?;
-    let bneg = e.compare("LT", b, zero, &t.shape, loc)?;
+    let nonzero = e.compare(Dir::Ne, r, zero, &t.shape, loc)?;
+    let rneg = e.compare(Dir::Lt, r, zero, &t.shape, loc)?;
+    let bneg = e.compare(Dir::Lt, b, zero, &t.shape, loc)?;
     let differ = e.op("stablehlo.xor", loc, &[rneg, bneg], &bt, &[])?;
     e.op("stablehlo.and", loc, &[nonzero, differ], &bt, &[])
 }
@@ -339,12 +350,12 @@ pub fn compare<'c, 'a>(e: &Emitter<'c, 'a>, c: CompareOp, operands: &[Operand<'c
     let dtype = infer::result_type(&[x.1, y.1]);
     let (a, b) = (prepare(e, x, dtype, &out.shape, loc)?, prepare(e, y, dtype, &out.shape, loc)?);
     let dir = match c {
-        CompareOp::Eq => "EQ",
-        CompareOp::Ne => "NE",
-        CompareOp::Lt => "LT",
-        CompareOp::Le => "LE",
-        CompareOp::Gt => "GT",
-        CompareOp::Ge => "GE",
+        CompareOp::Eq => Dir::Eq,
+        CompareOp::Ne => Dir::Ne,
+        CompareOp::Lt => Dir::Lt,
+        CompareOp::Le => Dir::Le,
+        CompareOp::Gt => Dir::Gt,
+        CompareOp::Ge => Dir::Ge,
     };
     e.compare(dir, a, b, &out.shape, loc)
 }
@@ -386,27 +397,38 @@ pub fn convert<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], ou
     e.convert(x.0, x.1, out.dtype, loc)
 }
 
-/// `elu(x) = scale * (x > 0 ? x : alpha * (exp(x * input_scale) - 1))` and
+/// `elu(x) = scale * (x > 0 ? x : alpha * (exp(x * input_scale) - 1))`.
+#[allow(clippy::too_many_arguments)]
+pub fn elu<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    alpha: Scalar,
+    scale: Scalar,
+    input_scale: Scalar,
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let (x, pos) = positive(e, operands, out, loc)?;
+    let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], out, &[]);
+    let scaled = mul(x, e.splat(input_scale, out, loc)?)?;
+    let em1 = e.op("stablehlo.exponential_minus_one", loc, &[scaled], out, &[])?;
+    let neg = mul(em1, e.splat(alpha, out, loc)?)?;
+    let sel = e.op("stablehlo.select", loc, &[pos, x, neg], out, &[])?;
+    mul(sel, e.splat(scale, out, loc)?)
+}
+
 /// `leaky_relu(x) = x > 0 ? x : slope * x`.
-pub fn elu_like<'c, 'a>(e: &Emitter<'c, 'a>, op: &fxhlo_ir::Op, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+pub fn leaky_relu<'c, 'a>(e: &Emitter<'c, 'a>, slope: Scalar, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (x, pos) = positive(e, operands, out, loc)?;
+    let neg = e.op("stablehlo.multiply", loc, &[x, e.splat(slope, out, loc)?], out, &[])?;
+    e.op("stablehlo.select", loc, &[pos, x, neg], out, &[])
+}
+
+/// Operand 0 and where it is `> 0` (the branch of `elu` and `leaky_relu`).
+fn positive<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<(V<'c, 'a>, V<'c, 'a>)> {
     let x = arg(e, operands, 0)?;
     let zero = e.splat(Scalar::Int(0), out, loc)?;
-    let pos = e.compare("GT", x.0, zero, &out.shape, loc)?;
-    let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], out, &[]);
-    match op {
-        fxhlo_ir::Op::Elu { alpha, scale, input_scale } => {
-            let scaled = mul(x.0, e.splat(*input_scale, out, loc)?)?;
-            let em1 = e.op("stablehlo.exponential_minus_one", loc, &[scaled], out, &[])?;
-            let neg = mul(em1, e.splat(*alpha, out, loc)?)?;
-            let sel = e.op("stablehlo.select", loc, &[pos, x.0, neg], out, &[])?;
-            mul(sel, e.splat(*scale, out, loc)?)
-        }
-        fxhlo_ir::Op::LeakyRelu { slope } => {
-            let neg = mul(x.0, e.splat(*slope, out, loc)?)?;
-            e.op("stablehlo.select", loc, &[pos, x.0, neg], out, &[])
-        }
-        _ => Err(e.internal("not elu-like")),
-    }
+    Ok((x.0, e.compare(Dir::Gt, x.0, zero, &out.shape, loc)?))
 }
 
 /// `clamp(x, min_tensor, max_tensor)` with broadcasting and promotion.

@@ -5,7 +5,7 @@
 //! by N), as PyTorch does; `rstd = rsqrt(var + eps)`. Batch norm's two extra results are the
 //! empty tensors PyTorch returns in inference.
 
-use fxhlo_ir::{Op, Scalar, TensorType};
+use fxhlo_ir::{Scalar, TensorType};
 use melior::ir::{Location, Value};
 
 use super::reduction::{compute_dtype, reduce_to};
@@ -16,82 +16,126 @@ use crate::Result;
 
 type V<'c, 'a> = Value<'c, 'a>;
 
-/// Lowers one norm op to its results.
-pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+/// What every norm op has: its epsilon, and whether a weight and a bias follow the input.
+#[derive(Clone, Copy, Debug)]
+pub struct Norm {
+    pub eps: Scalar,
+    pub has_weight: bool,
+    pub has_bias: bool,
+}
+
+/// `native_layer_norm` over the last `k` dims: the normalized value, mean and rstd.
+pub fn layer_norm<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    k: usize,
+    norm: Norm,
+    operands: &[Operand<'c, 'a, '_>],
+    results: &[TensorType],
+    loc: Location<'c>,
+) -> Result<Vec<V<'c, 'a>>> {
+    let (x, xv, xt) = input(e, operands, loc)?;
+    let dims: Vec<usize> = (x.1.rank() - k..x.1.rank()).collect();
+    let (mean, rstd, st) = stats(e, xv, &xt, &dims, norm.eps, loc)?;
+    let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
+    // weight/bias have the normalized shape: broadcast over the leading dims.
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, None, loc)?;
+    let out = e.convert(y, &xt, x.1.dtype, loc)?;
+    with_stats(e, out, (mean, rstd, &st), st.shape.to_vec(), results, loc)
+}
+
+/// `native_group_norm` with `groups` groups: the normalized value, mean and rstd `[N, G]`.
+pub fn group_norm<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    groups: i64,
+    norm: Norm,
+    operands: &[Operand<'c, 'a, '_>],
+    results: &[TensorType],
+    loc: Location<'c>,
+) -> Result<Vec<V<'c, 'a>>> {
+    let (x, xv, xt) = input(e, operands, loc)?;
+    // [N, C, *] -> [N, G, C/G * prod(*)], statistics over the last dim.
+    let (n, c) = (x.1.shape[0], x.1.shape[1]);
+    let per_group = x.1.num_elements() as i64 / (n * groups).max(1);
+    let gt = TensorType::new(xt.dtype, vec![n, groups, per_group]);
+    let xg = e.reshape(xv, &xt, &gt, loc)?;
+    let (mean, rstd, st) = stats(e, xg, &gt, &[2], norm.eps, loc)?;
+    let yg = normalize(e, xg, &gt, mean, rstd, &st, loc)?;
+    let y = e.reshape(yg, &gt, &xt, loc)?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
+    let out = e.convert(y, &xt, x.1.dtype, loc)?;
+    with_stats(e, out, (mean, rstd, &st), vec![n, groups], results, loc)
+}
+
+/// Training batch norm from the batch's own statistics: the normalized value, and the mean and
+/// rstd per channel.
+pub fn batch_norm_batch_stats<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    norm: Norm,
+    operands: &[Operand<'c, 'a, '_>],
+    results: &[TensorType],
+    loc: Location<'c>,
+) -> Result<Vec<V<'c, 'a>>> {
+    let (x, xv, xt) = input(e, operands, loc)?;
+    // Statistics over every dim but the channels (dim 1).
+    let c = x.1.shape[1];
+    let dims: Vec<usize> = (0..x.1.rank()).filter(|&d| d != 1).collect();
+    let (mean, rstd, st) = stats(e, xv, &xt, &dims, norm.eps, loc)?;
+    let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
+    let out = e.convert(y, &xt, x.1.dtype, loc)?;
+    with_stats(e, out, (mean, rstd, &st), vec![c], results, loc)
+}
+
+/// `[out, mean, rstd]`, the statistics (of type `st`) reshaped to `shape` and converted to the
+/// dtype of `results[1]`.
+fn with_stats<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    out: V<'c, 'a>,
+    (mean, rstd, st): (V<'c, 'a>, V<'c, 'a>, &TensorType),
+    shape: Vec<i64>,
+    results: &[TensorType],
+    loc: Location<'c>,
+) -> Result<Vec<V<'c, 'a>>> {
+    let t = TensorType::new(st.dtype, shape);
+    let mean = e.reshape(mean, st, &t, loc)?;
+    let rstd = e.reshape(rstd, st, &t, loc)?;
+    let sd = results[1].dtype;
+    Ok(vec![out, e.convert(mean, &t, sd, loc)?, e.convert(rstd, &t, sd, loc)?])
+}
+
+/// Inference batch norm from the running statistics (the operands after weight and bias).
+pub fn batch_norm<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    norm: Norm,
+    operands: &[Operand<'c, 'a, '_>],
+    results: &[TensorType],
+    loc: Location<'c>,
+) -> Result<Vec<V<'c, 'a>>> {
+    let (x, xv, xt) = input(e, operands, loc)?;
+    let (c, work) = (x.1.shape[1], xt.dtype);
+    let base = 1 + norm.has_weight as usize + norm.has_bias as usize;
+    let chan = |i: usize| -> Result<V<'c, 'a>> {
+        let p = arg(e, operands, i)?;
+        let pv = e.convert(p.0, p.1, work, loc)?;
+        channel_broadcast(e, pv, &TensorType::new(work, p.1.shape.clone()), &xt, loc)
+    };
+    let (mean, var) = (chan(base)?, chan(base + 1)?);
+    let eps = e.splat(norm.eps, &xt, loc)?;
+    let rstd = e.op("stablehlo.add", loc, &[var, eps], &xt, &[])?;
+    let rstd = e.op("stablehlo.rsqrt", loc, &[rstd], &xt, &[])?;
+    let centered = e.op("stablehlo.subtract", loc, &[xv, mean], &xt, &[])?;
+    let y = e.op("stablehlo.multiply", loc, &[centered, rstd], &xt, &[])?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
+    let out = e.convert(y, &xt, x.1.dtype, loc)?;
+    let empty = |t: &TensorType| e.splat(Scalar::Int(0), t, loc);
+    Ok(vec![out, empty(&results[1])?, empty(&results[2])?])
+}
+
+/// Operand 0, and its value and type in the dtype the statistics are computed in.
+fn input<'c, 'a, 't>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, 't>], loc: Location<'c>) -> Result<(Operand<'c, 'a, 't>, V<'c, 'a>, TensorType)> {
     let x = arg(e, operands, 0)?;
     let work = compute_dtype(x.1.dtype);
-    match op {
-        Op::LayerNorm { normalized_shape, eps, has_weight, has_bias } => {
-            let k = normalized_shape.len();
-            let dims: Vec<usize> = (x.1.rank() - k..x.1.rank()).collect();
-            let xt = TensorType::new(work, x.1.shape.clone());
-            let xv = e.convert(x.0, x.1, work, loc)?;
-            let (mean, rstd, st) = stats(e, xv, &xt, &dims, *eps, loc)?;
-            let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
-            // weight/bias have the normalized shape: broadcast over the leading dims.
-            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, None, loc)?;
-            let out = e.convert(y, &xt, x.1.dtype, loc)?;
-            let stat_out = &results[1];
-            Ok(vec![out, e.convert(mean, &st, stat_out.dtype, loc)?, e.convert(rstd, &st, stat_out.dtype, loc)?])
-        }
-        Op::GroupNorm { groups, eps, has_weight, has_bias } => {
-            // [N, C, *] -> [N, G, C/G * prod(*)], statistics over the last dim.
-            let (n, c) = (x.1.shape[0], x.1.shape[1]);
-            let per_group = x.1.num_elements() as i64 / (n * groups).max(1);
-            let xt = TensorType::new(work, x.1.shape.clone());
-            let gt = TensorType::new(work, vec![n, *groups, per_group]);
-            let xv = e.convert(x.0, x.1, work, loc)?;
-            let xg = e.reshape(xv, &xt, &gt, loc)?;
-            let (mean, rstd, st) = stats(e, xg, &gt, &[2], *eps, loc)?;
-            let yg = normalize(e, xg, &gt, mean, rstd, &st, loc)?;
-            let y = e.reshape(yg, &gt, &xt, loc)?;
-            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, Some(c), loc)?;
-            let out = e.convert(y, &xt, x.1.dtype, loc)?;
-            let ng = TensorType::new(work, vec![n, *groups]);
-            let mean = e.reshape(mean, &st, &ng, loc)?;
-            let rstd = e.reshape(rstd, &st, &ng, loc)?;
-            let sd = results[1].dtype;
-            Ok(vec![out, e.convert(mean, &ng, sd, loc)?, e.convert(rstd, &ng, sd, loc)?])
-        }
-        Op::BatchNormBatchStats { eps, has_weight, has_bias } => {
-            // Statistics over every dim but the channels (dim 1).
-            let c = x.1.shape[1];
-            let dims: Vec<usize> = (0..x.1.rank()).filter(|&d| d != 1).collect();
-            let xt = TensorType::new(work, x.1.shape.clone());
-            let xv = e.convert(x.0, x.1, work, loc)?;
-            let (mean, rstd, st) = stats(e, xv, &xt, &dims, *eps, loc)?;
-            let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
-            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, Some(c), loc)?;
-            let out = e.convert(y, &xt, x.1.dtype, loc)?;
-            let ct = TensorType::new(work, vec![c]);
-            let mean = e.reshape(mean, &st, &ct, loc)?;
-            let rstd = e.reshape(rstd, &st, &ct, loc)?;
-            let sd = results[1].dtype;
-            Ok(vec![out, e.convert(mean, &ct, sd, loc)?, e.convert(rstd, &ct, sd, loc)?])
-        }
-        Op::BatchNorm { eps, has_weight, has_bias } => {
-            let c = x.1.shape[1];
-            let xt = TensorType::new(work, x.1.shape.clone());
-            let xv = e.convert(x.0, x.1, work, loc)?;
-            let base = 1 + *has_weight as usize + *has_bias as usize;
-            let chan = |i: usize| -> Result<V<'c, 'a>> {
-                let p = arg(e, operands, i)?;
-                let pv = e.convert(p.0, p.1, work, loc)?;
-                channel_broadcast(e, pv, &TensorType::new(work, p.1.shape.clone()), &xt, loc)
-            };
-            let (mean, var) = (chan(base)?, chan(base + 1)?);
-            let eps = e.splat(*eps, &xt, loc)?;
-            let rstd = e.op("stablehlo.add", loc, &[var, eps], &xt, &[])?;
-            let rstd = e.op("stablehlo.rsqrt", loc, &[rstd], &xt, &[])?;
-            let centered = e.op("stablehlo.subtract", loc, &[xv, mean], &xt, &[])?;
-            let y = e.op("stablehlo.multiply", loc, &[centered, rstd], &xt, &[])?;
-            let y = affine(e, y, &xt, operands, *has_weight, *has_bias, 1, Some(c), loc)?;
-            let out = e.convert(y, &xt, x.1.dtype, loc)?;
-            let empty = |t: &TensorType| e.splat(Scalar::Int(0), t, loc);
-            Ok(vec![out, empty(&results[1])?, empty(&results[2])?])
-        }
-        _ => Err(e.internal(format!("{} is not a norm", op.name()))),
-    }
+    Ok((x, e.convert(x.0, x.1, work, loc)?, TensorType::new(work, x.1.shape.clone())))
 }
 
 /// Mean and rstd over `dims` (kept as size-1 dims).
@@ -119,7 +163,7 @@ fn normalize<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, mean: V<
 
 /// A per-channel vector `[C]` broadcast along dim 1 of `to`.
 fn channel_broadcast<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    e.op("stablehlo.broadcast_in_dim", loc, &[v], &TensorType::new(from.dtype, to.shape.clone()), &[("broadcast_dimensions", "array<i64: 1>".into())])
+    e.broadcast_in_dim(v, &[1], &TensorType::new(from.dtype, to.shape.clone()), loc)
 }
 
 /// `y * weight + bias` for the optional operands starting at `first`; `channels` = Some(C)

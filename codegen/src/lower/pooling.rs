@@ -11,134 +11,186 @@
 //! ones of a channels-last pool (the passes `unused-results` and `channels-last-pooling`
 //! choose those forms).
 
-use fxhlo_ir::{DType, Op, Scalar, TensorType};
+use fxhlo_ir::{DType, Scalar, TensorType};
 use melior::ir::{Location, Value};
 
 use super::indexing::index_select;
 use super::reduction::compute_dtype;
 use super::{arg, Operand};
-use crate::emit::{i64s, Emitter};
+use crate::attr::{self, DotDimensions, Precision};
+use crate::emit::Emitter;
 use crate::region::Combiner;
 use crate::Result;
 
 type V<'c, 'a> = Value<'c, 'a>;
 
-/// Stride, padding and dilation of an `n`-dim window (an empty stride means the kernel size).
-fn window_params(e: &Emitter<'_, '_>, kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64]) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
-    let n = kernel.len();
-    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
-    let s = if stride.is_empty() { kernel.to_vec() } else { per_dim(stride, 0, "stride")? };
-    Ok((s, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?))
+/// A pooling window as the op gives it: per-dim kernel, stride (empty: the kernel size),
+/// padding and dilation (empty: 1).
+#[derive(Clone, Copy, Debug)]
+pub struct Window<'o> {
+    pub kernel: &'o [i64],
+    pub stride: &'o [i64],
+    pub padding: &'o [i64],
+    pub dilation: &'o [i64],
 }
 
-/// Lowers one pooling op to its results.
-pub fn lower<'c, 'a>(e: &Emitter<'c, 'a>, op: &Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+/// Stride, padding and dilation of an `n`-dim window (an empty stride means the kernel size).
+fn window_params(e: &Emitter<'_, '_>, w: &Window) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+    let n = w.kernel.len();
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let s = if w.stride.is_empty() { w.kernel.to_vec() } else { per_dim(w.stride, 0, "stride")? };
+    Ok((s, per_dim(w.padding, 0, "padding")?, per_dim(w.dilation, 1, "dilation")?))
+}
+
+/// `max_pool` over the trailing dims (or, `channels_last`, the middle ones of
+/// `[N, spatial..., C]`): the values and, with `indices`, their flat indices in their plane.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    w: &Window,
+    indices: bool,
+    channels_last: bool,
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+) -> Result<Vec<V<'c, 'a>>> {
     let x = arg(e, operands, 0)?;
-    let out = results.first().ok_or_else(|| e.internal("pooling has no result"))?;
     let rank = x.1.rank();
-    match op {
-        Op::MaxPool { kernel, stride, padding, dilation, indices, channels_last, .. } => {
-            let n = kernel.len();
-            let (s, p, d) = window_params(e, kernel, stride, padding, dilation)?;
-            // Channels-last (`[N, spatial..., C]`): the spatial dims start at 1, one dim after them.
-            let first = if *channels_last { 1 } else { rank - n };
-            let (window, strides, dil, pads) = windows(x.1, out, first, kernel, &s, &p, &d);
-            if !indices {
-                // A plain max window, much cheaper than the (value, index) reduction. The body
-                // propagates NaN, as PyTorch's max pooling does.
-                let init = Combiner::Max.identity(x.1.dtype);
-                return Ok(vec![e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?]);
-            }
-            // Candidate index of every input element: its flat offset within its spatial plane.
-            let it = TensorType::new(DType::I64, x.1.shape.clone());
-            let mut flat: Option<V<'c, 'a>> = None;
-            let mut scale = 1;
-            for k in (rank - n..rank).rev() {
-                let io = e.op("stablehlo.iota", loc, &[], &it, &[("iota_dimension", format!("{k} : i64"))])?;
-                let term = e.op("stablehlo.multiply", loc, &[io, e.splat(Scalar::Int(scale), &it, loc)?], &it, &[])?;
-                flat = Some(match flat {
-                    None => term,
-                    Some(acc) => e.op("stablehlo.add", loc, &[acc, term], &it, &[])?,
-                });
-                scale *= x.1.shape[k];
-            }
-            let idx = flat.ok_or_else(|| e.internal("max pool without spatial dims"))?;
-            let (v, i) = e.arg_reduce_window(x.0, idx, out, &window, &strides, &dil, &pads, loc)?;
-            Ok(vec![v, i])
-        }
-        Op::AvgPool { kernel, stride, padding, count_include_pad, divisor_override, .. } => {
-            let n = kernel.len();
-            let (s, p, _) = window_params(e, kernel, stride, padding, &[])?;
-            let (window, strides, dil, pads) = windows(x.1, out, rank - n, kernel, &s, &p, &vec![1; n]);
-            let work = compute_dtype(x.1.dtype);
-            let xt = TensorType::new(work, x.1.shape.clone());
-            let ot = TensorType::new(work, out.shape.clone());
-            let xv = e.convert(x.0, x.1, work, loc)?;
-            let zero = Scalar::Int(0);
-            let sum = e.reduce_window(xv, &xt, &ot, &window, &strides, &dil, &pads, Combiner::Add, zero, loc)?;
-            let divisor = match divisor_override {
-                Some(dv) => e.splat(Scalar::Int(*dv), &ot, loc)?,
-                None => {
-                    // Count the window's elements: ones over the input, padded with ones where
-                    // the explicit padding counts, then the same window sum (ceil-mode overhang
-                    // pads with zeros, so it never counts).
-                    let ones = e.splat(Scalar::Int(1), &xt, loc)?;
-                    let (src, st, pads2) = if *count_include_pad {
-                        let lo: Vec<i64> = (0..rank).map(|i| if i + n >= rank { p[i + n - rank] } else { 0 }).collect();
-                        let padded: Vec<i64> = (0..rank).map(|i| xt.shape[i] + 2 * lo[i]).collect();
-                        let pt = TensorType::new(work, padded);
-                        let one = e.splat(Scalar::Int(1), &TensorType::new(work, vec![]), loc)?;
-                        let attrs = [("edge_padding_low", i64s(&lo)), ("edge_padding_high", i64s(&lo)), ("interior_padding", i64s(&vec![0; rank]))];
-                        let padded_ones = e.op("stablehlo.pad", loc, &[ones, one], &pt, &attrs)?;
-                        let rest: Vec<(i64, i64)> = pads.iter().zip(&lo).map(|(&(l, h), &q)| (l - q, h - q)).collect();
-                        (padded_ones, pt, rest)
-                    } else {
-                        (ones, xt.clone(), pads.clone())
-                    };
-                    e.reduce_window(src, &st, &ot, &window, &strides, &dil, &pads2, Combiner::Add, zero, loc)?
-                }
-            };
-            let avg = e.op("stablehlo.divide", loc, &[sum, divisor], &ot, &[])?;
-            Ok(vec![e.convert(avg, &ot, out.dtype, loc)?])
-        }
-        Op::AdaptiveAvgPool { output_size } => Ok(vec![adaptive(e, x, output_size, out, loc)?]),
-        Op::UpsampleNearest { output_size } => {
-            let n = output_size.len();
-            let mut cur = x.0;
-            let mut cur_t = x.1.clone();
-            for (i, &o) in output_size.iter().enumerate() {
-                let d = rank - n + i;
-                let inp = cur_t.shape[d];
-                if inp == o {
-                    continue;
-                }
-                // src = floor(dst * in / out), exactly in integers.
-                let idx: Vec<i64> = (0..o).map(|j| ((j as i128 * inp as i128) / o as i128) as i64).collect();
-                let it = TensorType::new(DType::I64, vec![o]);
-                let text = format!("dense<[{}]> : tensor<{o}xi64>", idx.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "));
-                let iv = e.op("stablehlo.constant", loc, &[], &it, &[("value", text)])?;
-                cur = index_select(e, (cur, &cur_t), d, iv, o, loc)?;
-                cur_t.shape[d] = o;
-            }
-            Ok(vec![cur])
-        }
-        Op::UpsampleBilinear { output_size, align_corners } => {
-            let n = output_size.len();
-            let work = compute_dtype(x.1.dtype);
-            let mut t = TensorType::new(work, x.1.shape.clone());
-            let mut v = e.convert(x.0, x.1, work, loc)?;
-            for (i, &o) in output_size.iter().enumerate() {
-                let d = rank - n + i;
-                let inp = t.shape[d];
-                let a = bilinear_weights(inp, o, *align_corners);
-                let (nv, nt) = contract_dim(e, v, &t, d, &a, o, loc)?;
-                v = nv;
-                t = nt;
-            }
-            Ok(vec![e.convert(v, &t, out.dtype, loc)?])
-        }
-        _ => Err(e.internal(format!("{} is not a pooling op", op.name()))),
+    let n = w.kernel.len();
+    let (s, p, d) = window_params(e, w)?;
+    // Channels-last (`[N, spatial..., C]`): the spatial dims start at 1, one dim after them.
+    let first = if channels_last { 1 } else { rank - n };
+    let (window, strides, dil, pads) = windows(x.1, out, first, w.kernel, &s, &p, &d);
+    if !indices {
+        // A plain max window, much cheaper than the (value, index) reduction. The body
+        // propagates NaN, as PyTorch's max pooling does.
+        let init = Combiner::Max.identity(x.1.dtype);
+        return Ok(vec![e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?]);
     }
+    // Candidate index of every input element: its flat offset within its spatial plane.
+    let it = TensorType::new(DType::I64, x.1.shape.clone());
+    let mut flat: Option<V<'c, 'a>> = None;
+    let mut scale = 1;
+    for k in (rank - n..rank).rev() {
+        let io = e.iota(&it, k, loc)?;
+        let term = e.op("stablehlo.multiply", loc, &[io, e.splat(Scalar::Int(scale), &it, loc)?], &it, &[])?;
+        flat = Some(match flat {
+            None => term,
+            Some(acc) => e.op("stablehlo.add", loc, &[acc, term], &it, &[])?,
+        });
+        scale *= x.1.shape[k];
+    }
+    let idx = flat.ok_or_else(|| e.internal("max pool without spatial dims"))?;
+    let (v, i) = e.arg_reduce_window(x.0, idx, out, &window, &strides, &dil, &pads, loc)?;
+    Ok(vec![v, i])
+}
+
+/// `avg_pool` over the trailing dims, dividing by `divisor_override`, or by the window's
+/// size clipped to the padded input (`count_include_pad`), or by its real elements.
+pub fn avg_pool<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    w: &Window,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    let x = arg(e, operands, 0)?;
+    let rank = x.1.rank();
+    let n = w.kernel.len();
+    let (s, p, _) = window_params(e, w)?;
+    let (window, strides, dil, pads) = windows(x.1, out, rank - n, w.kernel, &s, &p, &vec![1; n]);
+    let work = compute_dtype(x.1.dtype);
+    let xt = TensorType::new(work, x.1.shape.clone());
+    let ot = TensorType::new(work, out.shape.clone());
+    let xv = e.convert(x.0, x.1, work, loc)?;
+    let zero = Scalar::Int(0);
+    let sum = e.reduce_window(xv, &xt, &ot, &window, &strides, &dil, &pads, Combiner::Add, zero, loc)?;
+    let divisor = match divisor_override {
+        Some(dv) => e.splat(Scalar::Int(dv), &ot, loc)?,
+        None => {
+            // Count the window's elements: ones over the input, padded with ones where
+            // the explicit padding counts, then the same window sum (ceil-mode overhang
+            // pads with zeros, so it never counts).
+            let ones = e.splat(Scalar::Int(1), &xt, loc)?;
+            let (src, st, pads2) = if count_include_pad {
+                let lo: Vec<i64> = (0..rank).map(|i| if i + n >= rank { p[i + n - rank] } else { 0 }).collect();
+                let padded: Vec<i64> = (0..rank).map(|i| xt.shape[i] + 2 * lo[i]).collect();
+                let pt = TensorType::new(work, padded);
+                let one = e.splat(Scalar::Int(1), &TensorType::new(work, vec![]), loc)?;
+                let padded_ones = e.pad(ones, one, &lo, &lo, &vec![0; rank], &pt, loc)?;
+                let rest: Vec<(i64, i64)> = pads.iter().zip(&lo).map(|(&(l, h), &q)| (l - q, h - q)).collect();
+                (padded_ones, pt, rest)
+            } else {
+                (ones, xt.clone(), pads.clone())
+            };
+            e.reduce_window(src, &st, &ot, &window, &strides, &dil, &pads2, Combiner::Add, zero, loc)?
+        }
+    };
+    let avg = e.op("stablehlo.divide", loc, &[sum, divisor], &ot, &[])?;
+    e.convert(avg, &ot, out.dtype, loc)
+}
+
+/// `upsample_nearest` to `output_size` over the trailing dims: source index
+/// `floor(dst * in / out)`, one index selection per dim that changes.
+pub fn upsample_nearest<'c, 'a>(e: &Emitter<'c, 'a>, output_size: &[i64], operands: &[Operand<'c, 'a, '_>], loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let x = arg(e, operands, 0)?;
+    let rank = x.1.rank();
+    let n = output_size.len();
+    let mut cur = x.0;
+    let mut cur_t = x.1.clone();
+    for (i, &o) in output_size.iter().enumerate() {
+        let d = rank - n + i;
+        let inp = cur_t.shape[d];
+        if inp == o {
+            continue;
+        }
+        // src = floor(dst * in / out), exactly in integers.
+        let idx: Vec<i64> = (0..o).map(|j| ((j as i128 * inp as i128) / o as i128) as i64).collect();
+        let iv = e.constant_i64(&idx, &TensorType::new(DType::I64, vec![o]), loc)?;
+        cur = index_select(e, (cur, &cur_t), d, iv, o, loc)?;
+        cur_t.shape[d] = o;
+    }
+    Ok(cur)
+}
+
+/// `upsample_bilinear2d` to `output_size`: one product with PyTorch's interpolation matrix
+/// per dim.
+pub fn upsample_bilinear<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    output_size: &[i64],
+    align_corners: bool,
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+) -> Result<V<'c, 'a>> {
+    resample(e, output_size, operands, out, loc, |v, t, d, o| {
+        let a = bilinear_weights(t.shape[d], o, align_corners);
+        contract_dim(e, v, t, d, &a, o, loc)
+    })
+}
+
+/// Operand 0 in the work dtype, taken along each trailing dim `d` that `output_size` names to
+/// its size `o` by `step(v, t, d, o)` (which returns the new value and type), then converted
+/// to `out`'s dtype.
+fn resample<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    output_size: &[i64],
+    operands: &[Operand<'c, 'a, '_>],
+    out: &TensorType,
+    loc: Location<'c>,
+    mut step: impl FnMut(V<'c, 'a>, &TensorType, usize, i64) -> Result<(V<'c, 'a>, TensorType)>,
+) -> Result<V<'c, 'a>> {
+    let x = arg(e, operands, 0)?;
+    let first = x.1.rank() - output_size.len();
+    let work = compute_dtype(x.1.dtype);
+    let mut t = TensorType::new(work, x.1.shape.clone());
+    let mut v = e.convert(x.0, x.1, work, loc)?;
+    for (i, &o) in output_size.iter().enumerate() {
+        (v, t) = step(v, &t, first + i, o)?;
+    }
+    e.convert(v, &t, out.dtype, loc)
 }
 
 /// The `[in, out]` linear-interpolation matrix of PyTorch's bilinear upsampling along one dim:
@@ -168,24 +220,20 @@ fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: us
     let mut next = t.clone();
     next.shape[d] = o;
     let at = TensorType::new(t.dtype, vec![inp, o]);
-    let rows: Vec<String> = a
-        .chunks(o as usize)
-        .map(|r| format!("[{}]", r.iter().map(|v| format!("{v:.17e}")).collect::<Vec<_>>().join(", ")))
-        .collect();
-    let text = format!("dense<[{}]> : {}", rows.join(", "), crate::emit::mlir_type_text(&at));
-    let am = e.op("stablehlo.constant", loc, &[], &at, &[("value", text)])?;
+    let am = e.constant(attr::float_elements(e.ctx, &at, a).map_err(|m| e.internal(m))?, &at, loc)?;
     // dot_general puts the free lhs dims first and the new dim last: transpose back.
     let mut dot_shape: Vec<i64> = (0..rank).filter(|&k| k != d).map(|k| t.shape[k]).collect();
     dot_shape.push(o);
     let dt = TensorType::new(t.dtype, dot_shape);
-    let mut attrs = vec![("dot_dimension_numbers", format!("#stablehlo.dot<lhs_contracting_dimensions = [{d}], rhs_contracting_dimensions = [0]>"))];
+    let dims = DotDimensions { lhs_contracting: vec![d as i64], rhs_contracting: vec![0], ..DotDimensions::default() };
+    let mut attrs = vec![("dot_dimension_numbers", dims.attr(e.ctx))];
     if matches!(t.dtype, DType::F32 | DType::F64) {
-        attrs.push(("precision_config", "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]".into()));
+        attrs.push(("precision_config", attr::precision_config(e.ctx, &[Precision::Highest; 2])));
     }
     let dot = e.op("stablehlo.dot_general", loc, &[v, am], &dt, &attrs)?;
     let mut perm: Vec<i64> = (0..rank as i64 - 1).collect();
     perm.insert(d, rank as i64 - 1);
-    let r = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", i64s(&perm))])?;
+    let r = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", attr::i64s(e.ctx, &perm))])?;
     Ok((r, next))
 }
 
@@ -216,17 +264,11 @@ fn windows(x: &TensorType, out: &TensorType, first: usize, kernel: &[i64], s: &[
 /// Adaptive average pooling: a plain average pool where every input size is a multiple of its
 /// output size, else PyTorch's variable windows, one dim at a time, as a product with a
 /// constant averaging matrix.
-fn adaptive<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, output_size: &[i64], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    let rank = x.1.rank();
-    let n = output_size.len();
-    let work = compute_dtype(x.1.dtype);
-    let mut t = TensorType::new(work, x.1.shape.clone());
-    let mut v = e.convert(x.0, x.1, work, loc)?;
-    for (i, &o) in output_size.iter().enumerate() {
-        let d = rank - n + i;
-        let inp = t.shape[d];
+pub fn adaptive_avg_pool<'c, 'a>(e: &Emitter<'c, 'a>, output_size: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    resample(e, output_size, operands, out, loc, |v, t, d, o| {
+        let (rank, inp) = (t.rank(), t.shape[d]);
         if inp == o {
-            continue;
+            return Ok((v, t.clone()));
         }
         let mut next = t.clone();
         next.shape[d] = o;
@@ -235,21 +277,19 @@ fn adaptive<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, output_size: &[
             let mut window = vec![1; rank];
             window[d] = k;
             let pads = vec![(0, 0); rank];
-            let sum = e.reduce_window(v, &t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
-            v = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
-        } else {
-            // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.
-            let mut a = vec![0.0f64; (inp * o) as usize];
-            for oi in 0..o {
-                let start = (oi * inp) / o;
-                let end = ((oi + 1) * inp + o - 1) / o;
-                for j in start..end {
-                    a[(j * o + oi) as usize] = 1.0 / (end - start) as f64;
-                }
-            }
-            v = contract_dim(e, v, &t, d, &a, o, loc)?.0;
+            let sum = e.reduce_window(v, t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
+            let avg = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
+            return Ok((avg, next));
         }
-        t = next;
-    }
-    e.convert(v, &t, out.dtype, loc)
+        // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.
+        let mut a = vec![0.0f64; (inp * o) as usize];
+        for oi in 0..o {
+            let start = (oi * inp) / o;
+            let end = ((oi + 1) * inp + o - 1) / o;
+            for j in start..end {
+                a[(j * o + oi) as usize] = 1.0 / (end - start) as f64;
+            }
+        }
+        contract_dim(e, v, t, d, &a, o, loc)
+    })
 }

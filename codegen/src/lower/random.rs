@@ -8,6 +8,7 @@ use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{Location, Type, Value};
 
 use super::Operand;
+use crate::attr::RngAlgorithm;
 use crate::emit::Emitter;
 use crate::Result;
 
@@ -34,7 +35,7 @@ pub fn rng_bit_generator<'c, 'a>(
     let state_u = unsigned(e, &state_t.shape, 64);
     let bits_u = unsigned(e, &bits_t.shape, width);
     let seed = e.op_typed("stablehlo.bitcast_convert", loc, &[state], &[state_u], &[], Vec::new())?;
-    let algorithm = [("rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>".to_string())];
+    let algorithm = [("rng_algorithm", RngAlgorithm::ThreeFry.attr(e.ctx))];
     let out = e.op_typed("stablehlo.rng_bit_generator", loc, &seed, &[state_u, bits_u], &algorithm, Vec::new())?;
     let next = e.op("stablehlo.bitcast_convert", loc, &[out[0]], state_t, &[])?;
     let bits = e.op("stablehlo.bitcast_convert", loc, &[out[1]], bits_t, &[])?;

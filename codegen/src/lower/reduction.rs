@@ -10,6 +10,7 @@ use fxhlo_ir::{infer::normalize_dim, DType, ReduceOp, Scalar, TensorType};
 use melior::ir::{Location, Value};
 
 use super::{arg, Operand};
+use crate::attr::ComparisonDirection;
 use crate::emit::Emitter;
 use crate::region::{Combiner, Nan};
 use crate::Result;
@@ -97,7 +98,7 @@ pub fn reduce<'c, 'a>(
     };
     let x = if work == DType::Bool && x.1.dtype != DType::Bool {
         let zero = e.splat(Scalar::Int(0), x.1, loc)?;
-        (e.compare("NE", x.0, zero, &x.1.shape, loc)?, x.1)
+        (e.compare(ComparisonDirection::Ne, x.0, zero, &x.1.shape, loc)?, x.1)
     } else {
         x
     };
@@ -138,19 +139,31 @@ pub fn softmax<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, log: bool, operands: &[Ope
 
 /// An i64 iota of `shape` along `d` (an arg-reduction's candidate indices, row/column numbers).
 pub fn iota_i64<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], d: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    let t = TensorType::new(DType::I64, shape.to_vec());
-    e.op("stablehlo.iota", loc, &[], &t, &[("iota_dimension", format!("{d} : i64"))])
+    e.iota(&TensorType::new(DType::I64, shape.to_vec()), d, loc)
 }
 
-/// `argmax`/`argmin` (i64 result) and `max.dim`/`min.dim` (values and indices). NaN counts as
-/// the extreme and ties pick the first index, as PyTorch does.
-pub fn arg_reduce<'c, 'a>(e: &Emitter<'c, 'a>, op: &fxhlo_ir::Op, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+/// `argmax`/`argmin` over `dim` (the flattened tensor when `None`): the i64 index. NaN counts
+/// as the extreme and ties pick the first index, as PyTorch does.
+pub fn arg_reduce<'c, 'a>(e: &Emitter<'c, 'a>, max: bool, dim: Option<i64>, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let (_, _, i, it) = extreme(e, max, dim, operands, loc)?;
+    Ok(vec![e.reshape(i, &it, &results[0], loc)?])
+}
+
+/// `max.dim`/`min.dim`: the values and their i64 indices, as [`arg_reduce`] picks them.
+pub fn max_min<'c, 'a>(e: &Emitter<'c, 'a>, max: bool, dim: i64, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let (v, vt, i, it) = extreme(e, max, Some(dim), operands, loc)?;
+    Ok(vec![e.reshape(v, &vt, &results[0], loc)?, e.reshape(i, &it, &results[1], loc)?])
+}
+
+/// The max (or min) of operand 0 over `dim` and its index, with their types (the dim dropped).
+fn extreme<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    max: bool,
+    dim: Option<i64>,
+    operands: &[Operand<'c, 'a, '_>],
+    loc: Location<'c>,
+) -> Result<(V<'c, 'a>, TensorType, V<'c, 'a>, TensorType)> {
     let x = arg(e, operands, 0)?;
-    let (max, dim) = match op {
-        fxhlo_ir::Op::ArgReduce { max, dim, .. } => (*max, *dim),
-        fxhlo_ir::Op::MaxMin { max, dim, .. } => (*max, Some(*dim)),
-        _ => return Err(e.internal("not an arg reduction")),
-    };
     // Reduce a flattened copy when no dim is given (or the input is a scalar).
     let (xv, xt, d) = match dim {
         Some(d) if x.1.rank() > 0 => (x.0, x.1.clone(), normalize_dim(d, x.1.rank()).map_err(|m| e.internal(m))?),
@@ -163,11 +176,7 @@ pub fn arg_reduce<'c, 'a>(e: &Emitter<'c, 'a>, op: &fxhlo_ir::Op, operands: &[Op
     let (v, i) = e.arg_reduce(xv, idx, &xt, &[d], max, loc)?;
     let mut reduced = xt.shape.clone();
     reduced.remove(d);
-    let (vt, it) = (TensorType::new(xt.dtype, reduced.clone()), TensorType::new(DType::I64, reduced));
-    match op {
-        fxhlo_ir::Op::ArgReduce { .. } => Ok(vec![e.reshape(i, &it, &results[0], loc)?]),
-        _ => Ok(vec![e.reshape(v, &vt, &results[0], loc)?, e.reshape(i, &it, &results[1], loc)?]),
-    }
+    Ok((v, TensorType::new(xt.dtype, reduced.clone()), i, TensorType::new(DType::I64, reduced)))
 }
 
 /// `var(x, dims, correction)`: `sum((x - mean)^2) / max(0, N - correction)`.

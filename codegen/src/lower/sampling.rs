@@ -21,7 +21,8 @@ use melior::ir::{Location, Value};
 use super::indexing::gather;
 use super::reduction::compute_dtype;
 use super::{arg, Operand};
-use crate::emit::{i64s, Emitter};
+use crate::attr::{self, ComparisonDirection as Dir, GatherDimensions};
+use crate::emit::Emitter;
 use crate::Result;
 
 type V<'c, 'a> = Value<'c, 'a>;
@@ -86,7 +87,7 @@ impl<'c, 'a> Points<'_, 'c, 'a> {
         let extra = self.bin("stablehlo.remainder", c, self.k(span)?)?;
         let flips = self.un("stablehlo.floor", self.mulk(c, 1.0 / span)?)?;
         let parity = self.bin("stablehlo.remainder", flips, self.k(2.0)?)?;
-        let even = self.e.compare("EQ", parity, self.k(0.0)?, &self.t.shape, self.loc)?;
+        let even = self.e.compare(Dir::Eq, parity, self.k(0.0)?, &self.t.shape, self.loc)?;
         let a = self.addk(extra, min)?;
         let b = self.addk(self.sub(self.k(span)?, extra)?, min)?;
         self.e.op("stablehlo.select", self.loc, &[even, a, b], &self.t, &[])
@@ -125,7 +126,7 @@ pub fn grid_sample<'c, 'a>(
     // The input as [N, H*W, C].
     let xv = e.convert(x.0, x.1, work, loc)?;
     let xt = TensorType::new(work, vec![n, h, w, c]);
-    let xv = e.op("stablehlo.transpose", loc, &[xv], &xt, &[("permutation", i64s(&[0, 2, 3, 1]))])?;
+    let xv = e.op("stablehlo.transpose", loc, &[xv], &xt, &[("permutation", attr::i64s(e.ctx, &[0, 2, 3, 1]))])?;
     let flat_t = TensorType::new(work, vec![n, h * w, c]);
     let xv = e.reshape(xv, &xt, &flat_t, loc)?;
 
@@ -134,8 +135,7 @@ pub fn grid_sample<'c, 'a>(
     let gv = e.convert(g.0, g.1, work, loc)?;
     let component = |i: i64| -> Result<V<'c, 'a>> {
         let st = TensorType::new(work, vec![n, ho, wo, 1]);
-        let attrs = [("start_indices", i64s(&[0, 0, 0, i])), ("limit_indices", i64s(&[n, ho, wo, i + 1])), ("strides", i64s(&[1, 1, 1, 1]))];
-        let s = e.op("stablehlo.slice", loc, &[gv], &st, &attrs)?;
+        let s = e.slice(gv, &[0, 0, 0, i], &[n, ho, wo, i + 1], &[1, 1, 1, 1], &st, loc)?;
         e.reshape(s, &st, &p.t, loc)
     };
     let gx = component(0)?;
@@ -143,17 +143,19 @@ pub fn grid_sample<'c, 'a>(
 
     // Batch coordinates of every point, [N, P, 1].
     let it1 = TensorType::new(DType::I64, vec![n, np, 1]);
-    let batch = e.op("stablehlo.iota", loc, &[], &it1, &[("iota_dimension", "0 : i64".into())])?;
+    let batch = e.iota(&it1, 0, loc)?;
     let acc_t = TensorType::new(work, vec![n, np, c]);
     let bool_t = TensorType::new(DType::Bool, p.t.shape.clone());
+    // Each point reads the channel row at its batch coordinates (n, flat pixel).
+    let taps = GatherDimensions { offset_dims: vec![2], collapsed_slice_dims: vec![0, 1], start_index_map: vec![0, 1], index_vector_dim: 2 };
 
     // One tap at integral coordinates (ix, iy) with weight wgt: its weighted, masked values.
     let tap = |ix: V<'c, 'a>, iy: V<'c, 'a>, wgt: V<'c, 'a>| -> Result<V<'c, 'a>> {
         let and = |a, b| e.op("stablehlo.and", loc, &[a, b], &bool_t, &[]);
-        let ge0x = e.compare("GE", ix, p.k(0.0)?, &p.t.shape, loc)?;
-        let lex = e.compare("LE", ix, p.k((w - 1) as f64)?, &p.t.shape, loc)?;
-        let ge0y = e.compare("GE", iy, p.k(0.0)?, &p.t.shape, loc)?;
-        let ley = e.compare("LE", iy, p.k((h - 1) as f64)?, &p.t.shape, loc)?;
+        let ge0x = e.compare(Dir::Ge, ix, p.k(0.0)?, &p.t.shape, loc)?;
+        let lex = e.compare(Dir::Le, ix, p.k((w - 1) as f64)?, &p.t.shape, loc)?;
+        let ge0y = e.compare(Dir::Ge, iy, p.k(0.0)?, &p.t.shape, loc)?;
+        let ley = e.compare(Dir::Le, iy, p.k((h - 1) as f64)?, &p.t.shape, loc)?;
         let valid = and(and(ge0x, lex)?, and(ge0y, ley)?)?;
         let cx = e.convert(p.clip(ix, 0.0, (w - 1) as f64)?, &p.t, DType::I64, loc)?;
         let cy = e.convert(p.clip(iy, 0.0, (h - 1) as f64)?, &p.t, DType::I64, loc)?;
@@ -162,8 +164,8 @@ pub fn grid_sample<'c, 'a>(
         let flat = e.op("stablehlo.add", loc, &[flat, cx], &pi, &[])?;
         let flat = e.reshape(flat, &pi, &it1, loc)?;
         let it2 = TensorType::new(DType::I64, vec![n, np, 2]);
-        let idx = e.op("stablehlo.concatenate", loc, &[batch, flat], &it2, &[("dimension", "2 : i64".into())])?;
-        let vals = gather(e, xv, idx, &acc_t, &[2], &[0, 1], &[0, 1], 2, &[1, 1, c], loc)?;
+        let idx = e.concatenate(&[batch, flat], 2, &it2, loc)?;
+        let vals = gather(e, xv, idx, &acc_t, &taps, &[1, 1, c], loc)?;
         let b1 = TensorType::new(DType::Bool, vec![n, np, 1]);
         let valid = e.reshape(valid, &bool_t, &b1, loc)?;
         let valid = e.broadcast(valid, &b1, &TensorType::new(DType::Bool, acc_t.shape.clone()), loc)?;
@@ -218,7 +220,7 @@ pub fn grid_sample<'c, 'a>(
     let ht = TensorType::new(work, vec![n, ho, wo, c]);
     let acc = e.reshape(acc, &acc_t, &ht, loc)?;
     let rt = TensorType::new(work, vec![n, c, ho, wo]);
-    let r = e.op("stablehlo.transpose", loc, &[acc], &rt, &[("permutation", i64s(&[0, 3, 1, 2]))])?;
+    let r = e.op("stablehlo.transpose", loc, &[acc], &rt, &[("permutation", attr::i64s(e.ctx, &[0, 3, 1, 2]))])?;
     e.convert(r, &rt, out.dtype, loc)
 }
 

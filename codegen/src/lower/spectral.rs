@@ -6,7 +6,8 @@ use fxhlo_ir::{FftKind, TensorType};
 use melior::ir::{Location, Value};
 
 use super::Operand;
-use crate::emit::{i64s, Emitter};
+use crate::attr::{self, FftType};
+use crate::emit::Emitter;
 use crate::Result;
 
 /// `stablehlo.fft` of `kind` with `fft_length = length`.
@@ -19,17 +20,11 @@ pub fn fft<'c, 'a>(
     loc: Location<'c>,
 ) -> Result<Value<'c, 'a>> {
     let x = operands.first().ok_or_else(|| e.internal("aten.fft without an operand"))?;
-    let name = match kind {
-        FftKind::Fft => "FFT",
-        FftKind::Ifft => "IFFT",
-        FftKind::Rfft => "RFFT",
-        FftKind::Irfft => "IRFFT",
+    let fft_type = match kind {
+        FftKind::Fft => FftType::Fft,
+        FftKind::Ifft => FftType::Ifft,
+        FftKind::Rfft => FftType::Rfft,
+        FftKind::Irfft => FftType::Irfft,
     };
-    e.op(
-        "stablehlo.fft",
-        loc,
-        &[x.0],
-        out,
-        &[("fft_type", format!("#stablehlo<fft_type {name}>")), ("fft_length", i64s(length))],
-    )
+    e.op("stablehlo.fft", loc, &[x.0], out, &[("fft_type", fft_type.attr(e.ctx)), ("fft_length", attr::i64s(e.ctx, length))])
 }
