@@ -72,15 +72,6 @@ pub fn lower_with(graph: &Graph, shardings: Option<&InputShardings>) -> Result<S
 /// asked for (frozen weights: hundreds of megabytes of hex otherwise).
 pub const ELIDE_ELEMENTS: usize = 1024;
 
-/// Whether `graph` (or one of its regions) holds a constant over [`ELIDE_ELEMENTS`] elements:
-/// a module that should reach PJRT as bytecode (see [`lower_module`]).
-pub fn has_large_constants(graph: &Graph) -> bool {
-    graph.node_ids().any(|id| {
-        let n = graph.node(id);
-        matches!(n.op, Op::Constant { .. }) && n.results[0].num_elements() > ELIDE_ELEMENTS
-    }) || graph.regions().iter().any(has_large_constants)
-}
-
 /// A lowered module: its text, and (when asked) MLIR bytecode, which is what PJRT compiles.
 #[derive(Debug, Clone)]
 pub struct Module {
