@@ -1,5 +1,5 @@
-//! File-driven golden tests: every fixture's imported IR (insta snapshots), IR text files that
-//! must round-trip, and IR files that the parser or verifier must reject with a given message.
+//! File-driven golden tests: every fixture's imported IR and StableHLO (insta snapshots), IR
+//! text files that must round-trip, and IR files that the parser or verifier must reject with a given message.
 
 use std::fs;
 
@@ -21,6 +21,22 @@ fn fixtures_import_print_and_round_trip() {
         assert_eq!(trace, bundle.trace);
         let via_bin = frontend::import::import(&trace, path).unwrap();
         assert_eq!(fxhlo::ir::print(&via_bin), printed);
+        count += 1;
+    });
+    assert!(count >= 1, "no fixture found");
+}
+
+/// The StableHLO of each model fixture at the default -O1 for the CPU plugin, snapshotted: a
+/// change to codegen or to the pipeline shows as a diff of the module PJRT gets (a refactor
+/// that should change nothing shows none).
+#[test]
+fn fixtures_lower_to_stablehlo_as_snapshotted() {
+    let mut count = 0;
+    insta::glob!("..", "fixtures/*.fxt/graph.json", |path| {
+        let bundle = Bundle::open(path.parent().unwrap()).unwrap_or_else(|e| panic!("{e}"));
+        let pipeline = fxhlo::Pipeline::new(fxhlo::Options::default());
+        let lowered = pipeline.lower(&bundle.graph, &fxhlo::Frozen::new(), None, "cpu").unwrap_or_else(|e| panic!("{e}"));
+        insta::assert_snapshot!(lowered.mlir);
         count += 1;
     });
     assert!(count >= 1, "no fixture found");
