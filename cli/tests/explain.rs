@@ -196,30 +196,8 @@ fn explain_of_a_malformed_trace_names_the_file() {
 fn explain_reads_each_region_nodes_targets_from_its_own_subgraph() {
     let dir = scratch("regions");
     fs::create_dir_all(&dir).unwrap();
-    let meta = |sizes: &[i64], dtype: &str| serde_json::json!({"dtype": dtype, "sizes": sizes, "strides": if sizes.is_empty() { vec![] } else { vec![1] }});
-    let branch = |name: &str, target: &str| {
-        serde_json::json!({
-            "name": name,
-            "inputs": [{"name": "a", "kind": "user_input", "meta": meta(&[3], "f32")}],
-            "nodes": [{"name": "r", "target": target, "args": [{"tensor": "a"}], "meta": [meta(&[3], "f32")]}],
-            "outputs": [{"tensor": "r"}],
-        })
-    };
-    let trace = serde_json::json!({
-        "format": "fxhlo-trace", "version": 1, "name": "gate",
-        "inputs": [{"name": "x", "kind": "user_input", "meta": meta(&[3], "f32")}],
-        "nodes": [
-            {"name": "s", "target": "aten.sum.default", "args": [{"tensor": "x"}], "meta": [meta(&[], "f32")]},
-            {"name": "p", "target": "aten.gt.Scalar", "args": [{"tensor": "s"}, {"int": 0}], "meta": [meta(&[], "bool")]},
-            {"name": "c", "target": "higher_order.cond",
-             "args": [{"tensor": "p"}, {"graph": "then"}, {"graph": "else"}, {"tensors": ["x"]}],
-             "meta": [meta(&[3], "f32")]},
-            {"name": "y", "target": "getitem", "args": [{"tensor": "c"}, {"int": 0}], "meta": [meta(&[3], "f32")]},
-        ],
-        "outputs": [{"tensor": "y"}],
-        "subgraphs": [branch("then", "aten.sin.default"), branch("else", "aten.neg.default")],
-    });
-    fs::write(dir.join("graph.json"), trace.to_string()).unwrap();
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testsuite/filetests/traces/cond_sin_neg.json");
+    fs::copy(trace, dir.join("graph.json")).unwrap();
     let out = fxhlo(&["explain", dir.to_str().unwrap(), "--json"], &[("FXHLO_CACHE", "off")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();

@@ -154,31 +154,12 @@ fn bincode_errors_name_the_part_and_the_byte() {
     assert_eq!(err(&trailing), format!("graph.bin: malformed bincode trace at byte {}: 2 trailing bytes after the trace", bin.len()));
 }
 
-/// A trace with control flow: `cond(x.sum() > 0, sin, neg)` whose branches are subgraphs.
+/// A trace with control flow: `cond(x.sum() > 0, sin, neg)` whose branches are subgraphs, each
+/// with a node `r` (testsuite/filetests/traces/cond_sin_neg.json, shared with `fxhlo explain`'s
+/// test).
 fn control_flow_trace() -> serde_json::Value {
-    let meta = |sizes: &[i64], dtype: &str| serde_json::json!({"dtype": dtype, "sizes": sizes, "strides": if sizes.is_empty() { vec![] } else { vec![1] }});
-    let branch = |name: &str, target: &str| {
-        serde_json::json!({
-            "name": name,
-            "inputs": [{"name": "a", "kind": "user_input", "meta": meta(&[3], "f32")}],
-            "nodes": [{"name": "r", "target": target, "args": [{"tensor": "a"}], "meta": [meta(&[3], "f32")]}],
-            "outputs": [{"tensor": "r"}],
-        })
-    };
-    serde_json::json!({
-        "format": "fxhlo-trace", "version": 1, "name": "gate",
-        "inputs": [{"name": "x", "kind": "user_input", "meta": meta(&[3], "f32")}],
-        "nodes": [
-            {"name": "s", "target": "aten.sum.default", "args": [{"tensor": "x"}], "meta": [meta(&[], "f32")]},
-            {"name": "p", "target": "aten.gt.Scalar", "args": [{"tensor": "s"}, {"int": 0}], "meta": [meta(&[], "bool")]},
-            {"name": "c", "target": "higher_order.cond",
-             "args": [{"tensor": "p"}, {"graph": "then"}, {"graph": "else"}, {"tensors": ["x"]}],
-             "meta": [meta(&[3], "f32")]},
-            {"name": "y", "target": "getitem", "args": [{"tensor": "c"}, {"int": 0}], "meta": [meta(&[3], "f32")]},
-        ],
-        "outputs": [{"tensor": "y"}],
-        "subgraphs": [branch("then", "aten.sin.default"), branch("else", "aten.neg.default")],
-    })
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testsuite/filetests/traces/cond_sin_neg.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 fn import_json(v: &serde_json::Value) -> Result<fxhlo_ir::Graph, String> {
