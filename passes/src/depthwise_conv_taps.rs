@@ -27,6 +27,7 @@
 
 use fxhlo_ir::{BinaryOp, DType, Graph, NodeId, Op, PadMode, Scalar, Shape, TensorType, ValueRef};
 
+use crate::builder::Builder;
 use crate::{Error, Pass, Result};
 
 /// The pass; see the module doc.
@@ -90,7 +91,7 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let (ho, wo) = (out.shape[2], out.shape[3]);
     let work = if matches!(x_t.dtype, DType::F16 | DType::BF16) { DType::F32 } else { x_t.dtype };
     let base = node.name.to_string();
-    let mut b = Builder { graph, base: format!("{base}.taps"), source: node.source.clone(), count: 0 };
+    let mut b = Builder::new(graph, format!("{base}.taps"), node.source.clone());
 
     let mut x = operands[0];
     let mut w = operands[1];
@@ -144,21 +145,4 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     // The sum takes the convolution's name: the graph's later nodes and dumps still say `%c`.
     b.graph.node_mut(result.node).name = node.name;
     Ok(())
-}
-
-/// Adds nodes named `<base>.<what>.<n>` with the convolution's source location.
-struct Builder<'g> {
-    graph: &'g mut Graph,
-    base: String,
-    source: Option<fxhlo_ir::SourceLoc>,
-    count: usize,
-}
-
-impl Builder<'_> {
-    fn add(&mut self, what: &str, op: Op, operands: &[ValueRef], ty: TensorType) -> fxhlo_ir::Result<ValueRef> {
-        self.count += 1;
-        let name = format!("{}.{what}.{}", self.base, self.count);
-        let id = self.graph.add_node(name.as_str(), op, operands, vec![ty], self.source.clone())?;
-        Ok(ValueRef::first(id))
-    }
 }

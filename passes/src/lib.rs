@@ -5,6 +5,7 @@
 //! timing, node counts, logging, and a hook after each pass through which the facade writes
 //! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
+mod builder;
 mod channels_last_pooling;
 mod check_indices;
 mod dce;
@@ -13,6 +14,7 @@ mod device_layout;
 mod fold_constant_layouts;
 mod freeze;
 mod manager;
+mod pointwise_conv_dot;
 mod registry;
 mod unused_results;
 
@@ -23,6 +25,7 @@ pub use depthwise_conv_taps::DepthwiseConvTaps;
 pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use fold_constant_layouts::FoldConstantLayouts;
 pub use freeze::Freeze;
+pub use pointwise_conv_dot::PointwiseConvDot;
 pub use unused_results::UnusedResults;
 pub use manager::{PassManager, PassRun};
 pub use registry::{default_pipeline, lookup, pipeline, Pass, MAX_OPT_LEVEL, PASSES};
