@@ -8,6 +8,16 @@
 //! EfficientNet and ConvNeXt as fast as eager. Other targets have fast grouped convolutions,
 //! so the pipeline runs this pass only for the CPU plugin, and `-O0` never.
 //!
+//! The sum is divided by a per-channel one that XLA cannot fold (`w * 0 + 1`, `w` the first
+//! tap's weights). Without it, XLA fuses the sum of cheap adds and multiplies into every
+//! consumer and computes it once per consumer: ConvNeXt's layer norm after each 7x7 layer
+//! (a mean, a variance and the normalization, three fusions) computed all 49 taps three
+//! times. A divide is one of the ops XLA calls expensive and never duplicates, so the sum is
+//! computed once, in one loop, and its readers load it. XLA's CPU pipeline drops
+//! `optimization_barrier`s before fusion, so a barrier does not do this. Dividing by one is
+//! exact; only a weight that is inf or NaN gives NaN (where the convolution gives inf or NaN).
+//! With frozen weights XLA folds the one and the sum may be duplicated again.
+//!
 //! float16/bfloat16 convolutions are computed in float32 and rounded once, as a convolution
 //! accumulates. Transposed, 1-D/3-D, channel-multiplier (`C_out != C_in`) and very large
 //! (over 11x11) convolutions are left as they are.
@@ -22,7 +32,9 @@
 //!          %c.taps.x.5 = aten.slice ... : f32[1,4,8,8]     (one per tap, rows then columns)
 //!          %c.taps.m.9 = aten.mul %c.taps.x.5, %c.taps.wt.8 : f32[1,4,8,8]
 //!          %c.taps.s.14 = aten.add %c.taps.m.9, %c.taps.m.13 ...
-//!          %c = aten.add %c.taps.s.53, %c.taps.b.55 : f32[1,4,8,8]       (the sum keeps the name)
+//!          %c.taps.bias.56 = aten.add %c.taps.s.53, %c.taps.b.55 : f32[1,4,8,8]
+//!          %c.taps.one.60 = ... %c.taps.w.3's first row * 0 + 1, viewed as f32[4,1,1] ...
+//!          %c = aten.div %c.taps.bias.56, %c.taps.one.60 : f32[1,4,8,8]   (keeps the name)
 //! ```
 
 use fxhlo_ir::{BinaryOp, DType, Graph, NodeId, Op, PadMode, Scalar, Shape, TensorType, ValueRef};
@@ -137,12 +149,21 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
         let bias = b.add("b", Op::View { shape: Shape::from(vec![c, 1, 1]) }, &[bias], TensorType::new(work, vec![c, 1, 1]))?;
         result = b.add("bias", Op::Binary(BinaryOp::Add), &[result, bias], out_w.clone())?;
     }
+    // Computed once, whatever reads it (see the module doc).
+    let vec_c = TensorType::new(work, vec![c]);
+    let first = b.add("w0", Op::Select { dim: 0, index: 0 }, &[wt], vec_c.clone())?;
+    let zero = b.add("zero", Op::Full { value: Scalar::Int(0) }, &[], vec_c.clone())?;
+    let one = b.add("unit", Op::Full { value: Scalar::Int(1) }, &[], vec_c.clone())?;
+    let zeros = b.add("w0x0", Op::Binary(BinaryOp::Mul), &[first, zero], vec_c.clone())?;
+    let ones = b.add("ones", Op::Binary(BinaryOp::Add), &[zeros, one], vec_c)?;
+    let ones = b.add("one", Op::View { shape: Shape::from(vec![c, 1, 1]) }, &[ones], TensorType::new(work, vec![c, 1, 1]))?;
+    result = b.add("once", Op::Binary(BinaryOp::Div), &[result, ones], out_w.clone())?;
     if work != out.dtype {
         result = b.add("out", Op::Convert { dtype: out.dtype }, &[result], out.clone())?;
     }
     b.graph.replace_all_uses(ValueRef::first(id), result)?;
     b.graph.remove_node(id)?;
-    // The sum takes the convolution's name: the graph's later nodes and dumps still say `%c`.
+    // The result takes the convolution's name: the graph's later nodes and dumps still say `%c`.
     b.graph.node_mut(result.node).name = node.name;
     Ok(())
 }
