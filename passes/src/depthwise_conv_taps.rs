@@ -8,6 +8,13 @@
 //! EfficientNet and ConvNeXt as fast as eager. Other targets have fast grouped convolutions,
 //! so the pipeline runs this pass only for the CPU plugin, and `-O0` never.
 //!
+//! A tap that reads no padding (the centre of a `same` convolution) slices the unpadded input.
+//! Then the input has a reader besides the pad, and XLA computes the layer before (a batch
+//! norm and an activation with `exp`, which it will not duplicate) in a loop of its own, which
+//! it vectorizes, instead of inside the pad's loop, which it does not: EfficientNet's
+//! activation-and-pad loops took 28% of its time; a 1x1, batch norm, SiLU and 3x3 stride-2
+//! depthwise block over 96x112x112 went from 9.4 to 3.8 ms.
+//!
 //! The sum is divided by a per-channel one that XLA cannot fold (`w * 0 + 1`, `w` the first
 //! tap's weights). Without it, XLA fuses the sum of cheap adds and multiplies into every
 //! consumer and computes it once per consumer: ConvNeXt's layer norm after each 7x7 layer
@@ -91,6 +98,13 @@ fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
         && out.num_elements() > 0
 }
 
+/// The tap's start in the unpadded input (`start`, per spatial dim) when every one of its
+/// `out` positions, `stride` apart, lies inside `x`.
+fn inside(x: &TensorType, start: [i64; 2], out: [i64; 2], stride: &[i64]) -> Option<[i64; 2]> {
+    let fits = |d: usize| start[d] >= 0 && start[d] + (out[d] - 1) * stride[d] < x.shape[d + 2];
+    (fits(0) && fits(1)).then_some(start)
+}
+
 /// Builds the sum of taps for convolution `id` and makes its users read it.
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
@@ -113,6 +127,7 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     }
     let (ph, pw) = (padding[0], padding[1]);
     let padded = TensorType::new(work, vec![x_t.shape[0], c, x_t.shape[2] + 2 * ph, x_t.shape[3] + 2 * pw]);
+    let unpadded = x;
     if ph != 0 || pw != 0 {
         let pad = Op::Pad { pad: vec![pw, pw, ph, ph], mode: PadMode::Constant(Scalar::Int(0)) };
         x = b.add("pad", pad, &[x], padded.clone())?;
@@ -129,7 +144,16 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
         let rows = b.add("rows", Op::Slice { dim: 2, start: r0, end: r0 + (ho - 1) * stride[0] + 1, step: stride[0] }, &[x], rows_t)?;
         for j in 0..kw {
             let c0 = j * dilation[1];
-            let tap = b.add("x", Op::Slice { dim: 3, start: c0, end: c0 + (wo - 1) * stride[1] + 1, step: stride[1] }, &[rows], out_w.clone())?;
+            let (source, c0) = match inside(&x_t, [r0 - ph, c0 - pw], [ho, wo], stride) {
+                // A tap that reads no padding reads the unpadded input (see the module doc).
+                Some([ri, ci]) if unpadded != x => {
+                    let rows_t = TensorType::new(work, vec![x_t.shape[0], c, ho, x_t.shape[3]]);
+                    let rows = Op::Slice { dim: 2, start: ri, end: ri + (ho - 1) * stride[0] + 1, step: stride[0] };
+                    (b.add("rows", rows, &[unpadded], rows_t)?, ci)
+                }
+                _ => (rows, c0),
+            };
+            let tap = b.add("x", Op::Slice { dim: 3, start: c0, end: c0 + (wo - 1) * stride[1] + 1, step: stride[1] }, &[source], out_w.clone())?;
             let row = b.add("wrow", Op::Select { dim: 0, index: i * kw + j }, &[wt], TensorType::new(work, vec![c]))?;
             let weight = b.add("wt", Op::View { shape: Shape::from(vec![c, 1, 1]) }, &[row], TensorType::new(work, vec![c, 1, 1]))?;
             let prod = b.add("m", Op::Binary(BinaryOp::Mul), &[tap, weight], out_w.clone())?;

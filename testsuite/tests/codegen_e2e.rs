@@ -174,12 +174,14 @@ fn deterministic_args(g: &fxhlo_ir::Graph) -> Vec<HostTensor> {
 
 /// The CPU pipeline's convolution rewrites (at -O1) compute what the convolution (-O0)
 /// computes, for the passes' test files: `depthwise-conv-taps` (padding, bias, stride,
-/// dilation, bfloat16) and `pointwise-conv-dot` (bias, a batch, bfloat16).
+/// dilation, bfloat16, a tap of the unpadded input) and `pointwise-conv-dot` (bias, a batch,
+/// bfloat16).
 #[test]
 fn cpu_convolution_rewrites_match_the_convolution() {
     let files = [
         ("depthwise-conv-taps", "depthwise_3x3.gir"),
         ("depthwise-conv-taps", "strided_bf16.gir"),
+        ("depthwise-conv-taps", "strided_padded.gir"),
         ("pointwise-conv-dot", "batch_1_bias.gir"),
         ("pointwise-conv-dot", "batch_3_bf16.gir"),
     ];
