@@ -1,6 +1,7 @@
-//! A helper for passes that replace one node by several: new nodes named after it.
+//! Helpers for passes that replace nodes: a builder of new nodes named after the one replaced,
+//! and the loop that rewrites every matching node, regions included.
 
-use fxhlo_ir::{Graph, Op, SourceLoc, TensorType, ValueRef};
+use fxhlo_ir::{Graph, NodeId, Op, SourceLoc, TensorType, ValueRef};
 
 /// Adds nodes named `<base>.<what>.<n>` (`n` counting up from 1) with one source location:
 /// the node being rewritten's, so that dumps and errors point at the model's line.
@@ -24,4 +25,23 @@ impl<'g> Builder<'g> {
         let id = self.graph.add_node(name.as_str(), op, operands, vec![ty], self.source.clone())?;
         Ok(ValueRef::first(id))
     }
+}
+
+/// Rewrites every node of `graph` that `matches`, then the same in each region, in order;
+/// returns whether any node was rewritten. A failed rewrite is `pass`'s error.
+pub(crate) fn rewrite_matching(
+    graph: &mut Graph,
+    pass: &'static str,
+    matches: fn(&Graph, NodeId) -> bool,
+    rewrite: fn(&mut Graph, NodeId) -> fxhlo_ir::Result<()>,
+) -> crate::Result<bool> {
+    let found: Vec<NodeId> = graph.node_ids().filter(|&id| matches(graph, id)).collect();
+    for &id in &found {
+        rewrite(graph, id).map_err(|e| crate::Error::Failed { pass, message: e.to_string() })?;
+    }
+    let mut changed = !found.is_empty();
+    for region in graph.regions_mut() {
+        changed |= rewrite_matching(region, pass, matches, rewrite)?;
+    }
+    Ok(changed)
 }

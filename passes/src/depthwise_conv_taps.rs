@@ -46,8 +46,8 @@
 
 use fxhlo_ir::{BinaryOp, DType, Graph, NodeId, Op, PadMode, Scalar, Shape, TensorType, ValueRef};
 
-use crate::builder::Builder;
-use crate::{Error, Pass, Result};
+use crate::builder::{rewrite_matching, Builder};
+use crate::{Pass, Result};
 
 /// The pass; see the module doc.
 pub struct DepthwiseConvTaps;
@@ -58,14 +58,7 @@ impl Pass for DepthwiseConvTaps {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let candidates: Vec<NodeId> = graph.node_ids().filter(|&id| is_depthwise(graph, id)).collect();
-        for &id in &candidates {
-            rewrite(graph, id).map_err(|e| Error::Failed { pass: "depthwise-conv-taps", message: e.to_string() })?;
-        }
-        for region in graph.regions_mut() {
-            self.run(region)?;
-        }
-        Ok(!candidates.is_empty())
+        rewrite_matching(graph, self.name(), is_depthwise, rewrite)
     }
 }
 

@@ -34,8 +34,8 @@
 
 use fxhlo_ir::{BinaryOp, DType, Graph, NodeId, Op, Shape, TensorType, ValueRef};
 
-use crate::builder::Builder;
-use crate::{Error, Pass, Result};
+use crate::builder::{rewrite_matching, Builder};
+use crate::{Pass, Result};
 
 /// The pass; see the module doc.
 pub struct PointwiseConvDot;
@@ -46,15 +46,7 @@ impl Pass for PointwiseConvDot {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let candidates: Vec<NodeId> = graph.node_ids().filter(|&id| is_pointwise(graph, id)).collect();
-        for &id in &candidates {
-            rewrite(graph, id).map_err(|e| Error::Failed { pass: "pointwise-conv-dot", message: e.to_string() })?;
-        }
-        let mut changed = !candidates.is_empty();
-        for region in graph.regions_mut() {
-            changed |= self.run(region)?;
-        }
-        Ok(changed)
+        rewrite_matching(graph, self.name(), is_pointwise, rewrite)
     }
 }
 
