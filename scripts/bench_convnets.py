@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Steady latency of convolutional networks with depthwise convolutions (torchvision's
 MobileNetV3-small, EfficientNet-B0 and ConvNeXt-tiny; random weights, batch 1, 224x224):
-eager PyTorch, fxhlo at -O0 (XLA alone) and at the default -O1 (the `depthwise-conv-taps`
-pass on the CPU plugin), and Inductor, timed in turns in one process (prints a table and
+eager PyTorch, fxhlo at -O0 (XLA alone) and at the default -O1 (on the CPU plugin with the
+`pointwise-conv-dot` and `depthwise-conv-taps` passes), and Inductor, timed in turns in one process (prints a table and
 asserts nothing: the machines are shared and noisy, so compare within one run).
 
 Usage: .venv/bin/python scripts/bench_convnets.py [--runs N] [--skip-inductor] [--models a,b]

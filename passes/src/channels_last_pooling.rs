@@ -29,7 +29,8 @@ use std::collections::HashSet;
 use fxhlo_ir::layout::{inverse, permuted};
 use fxhlo_ir::{Graph, NodeId, Op, Shape, ValueRef};
 
-use crate::{Error, Pass, Result};
+use crate::builder::rewrite_matching;
+use crate::{Pass, Result};
 
 /// The pass; see the module doc.
 pub struct ChannelsLastPooling;
@@ -40,15 +41,7 @@ impl Pass for ChannelsLastPooling {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let pools: Vec<NodeId> = graph.node_ids().filter(|&id| is_candidate(graph, id)).collect();
-        for &id in &pools {
-            rewrite(graph, id).map_err(|e| Error::Failed { pass: "channels-last-pooling", message: e.to_string() })?;
-        }
-        let mut changed = !pools.is_empty();
-        for region in graph.regions_mut() {
-            changed |= self.run(region)?;
-        }
-        Ok(changed)
+        rewrite_matching(graph, self.name(), is_candidate, rewrite)
     }
 }
 

@@ -5,6 +5,7 @@
 //! timing, node counts, logging, and a hook after each pass through which the facade writes
 //! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
+mod builder;
 mod channels_last_pooling;
 mod check_indices;
 mod dce;
@@ -14,6 +15,7 @@ mod fold_constant_layouts;
 mod freeze;
 mod hoist_large_constants;
 mod manager;
+mod pointwise_conv_dot;
 mod registry;
 mod unused_results;
 
@@ -25,6 +27,7 @@ pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use fold_constant_layouts::FoldConstantLayouts;
 pub use freeze::Freeze;
 pub use hoist_large_constants::{HoistLargeConstants, LARGE_CONSTANT_ELEMENTS};
+pub use pointwise_conv_dot::PointwiseConvDot;
 pub use unused_results::UnusedResults;
 pub use manager::{PassManager, PassRun};
 pub use registry::{default_pipeline, lookup, pipeline, Pass, MAX_OPT_LEVEL, PASSES};

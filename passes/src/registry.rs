@@ -23,6 +23,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &crate::FoldConstantLayouts,
     &crate::Freeze,
     &crate::HoistLargeConstants,
+    &crate::PointwiseConvDot,
     &crate::UnusedResults,
 ];
 
@@ -42,6 +43,12 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     // After dce, which removes dead readers: the results nothing reads any more (max pool's
     // indices in inference) are dropped, so that no later pass or codegen computes them.
     passes.push(&crate::UnusedResults);
+    if cpu {
+        // XLA's CPU backend runs convolutions channels-last: 1x1 ones as channels-first
+        // matrix products keep a channels-first chain free of transposes (see the pass's doc).
+        // Before fold-constant-layouts, which folds the views of frozen weights it adds.
+        passes.push(&crate::PointwiseConvDot);
+    }
     // Constants (frozen weights) in the layout their users read, before XLA's slow folding.
     passes.push(&crate::FoldConstantLayouts);
     if cpu {

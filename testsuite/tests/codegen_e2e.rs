@@ -172,19 +172,28 @@ fn deterministic_args(g: &fxhlo_ir::Graph) -> Vec<HostTensor> {
         .collect()
 }
 
-/// `depthwise-conv-taps` (the CPU pipeline at -O1) computes what the convolution (-O0)
-/// computes, for the pass's test files: padding, bias, stride, dilation, bfloat16.
+/// The CPU pipeline's convolution rewrites (at -O1) compute what the convolution (-O0)
+/// computes, for the passes' test files: `depthwise-conv-taps` (padding, bias, stride,
+/// dilation, bfloat16, a tap of the unpadded input) and `pointwise-conv-dot` (bias, a batch,
+/// bfloat16).
 #[test]
-fn depthwise_taps_match_the_convolution() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes/depthwise-conv-taps");
+fn cpu_convolution_rewrites_match_the_convolution() {
+    let files = [
+        ("depthwise-conv-taps", "depthwise_3x3.gir"),
+        ("depthwise-conv-taps", "strided_bf16.gir"),
+        ("depthwise-conv-taps", "strided_padded.gir"),
+        ("pointwise-conv-dot", "batch_1_bias.gir"),
+        ("pointwise-conv-dot", "batch_3_bf16.gir"),
+    ];
     let (o0, o1) = (crate::support::cpu_at(0), crate::support::cpu());
-    for name in ["depthwise_3x3.gir", "strided_bf16.gir"] {
-        let g = fxhlo_ir::parse(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+    for (pass, name) in files {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass).join(name);
+        let g = fxhlo_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
         let args = deterministic_args(&g);
         let run_at = |s: &fxhlo::Session| s.compile(&g).unwrap().run(s, &args).unwrap()[0].to_f32_vec();
-        let (conv, taps) = (run_at(&o0), run_at(&o1));
+        let (conv, rewritten) = (run_at(&o0), run_at(&o1));
         let tol = if name.contains("bf16") { 2e-2 } else { 1e-5 };
-        assert!(max_abs_diff(name, &taps, &conv) <= tol, "{name}");
+        assert!(max_abs_diff(name, &rewritten, &conv) <= tol, "{pass}: {name}");
     }
 }
 
