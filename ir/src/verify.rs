@@ -14,7 +14,7 @@
 //! 9. the bytes of a constant or of an input's bound value (when present: text-parsed data
 //!    has none) are exactly its type's size;
 //! 10. a control-flow node's regions exist and their signatures fit its operands and results
-//!    (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn;
+//!     (see [`Op::Cond`], [`Op::While`]), and every region verifies in turn;
 //! 11. an input's `layout`, when it has one, is a permutation of its type's dims.
 
 use std::collections::HashSet;
