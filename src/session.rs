@@ -259,39 +259,25 @@ pub fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: 
                     sig.name
                 ))
             })?;
-            let element = element_type(sig.ty.dtype);
             let dims = sig.ty.shape.to_vec();
-            let buffer = match &sig.layout {
-                None => client.upload_strided_to(device, element, &dims, None, bytes)?,
-                // Read in the device's order: dim `i` is the logical dim `perm[i]`.
-                Some(perm) => {
-                    let mut strides = vec![element.byte_size() as i64; dims.len()];
-                    for k in (0..dims.len().saturating_sub(1)).rev() {
-                        strides[k] = strides[k + 1] * dims[k + 1];
-                    }
-                    let pd: Vec<i64> = perm.iter().map(|&p| dims[p]).collect();
-                    let ps: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
-                    client.upload_strided_to(device, element, &pd, Some(&ps), bytes)?
-                }
-            };
-            Ok(buffer)
+            Ok(client.upload_bytes_permuted_to(device, element_type(sig.ty.dtype), &dims, bytes, sig.layout.as_deref())?)
         })
         .collect()
 }
 
-/// The executable's parameters in order: `caller`'s in their order, with `bound[j]` placed at
-/// position `positions[j]` (positions ascending, as [`split_bound`] gives them).
-pub fn with_bound<T: Copy>(caller: &[T], positions: impl IntoIterator<Item = usize>, bound: &[T]) -> Vec<T> {
-    let mut out = Vec::with_capacity(caller.len() + bound.len());
+/// The executable's parameters in order: `caller`'s in their order, with each bound `(position,
+/// value)` placed at its position (positions ascending, as [`split_bound`] gives them).
+pub fn with_bound<T: Copy>(caller: &[T], bound: impl IntoIterator<Item = (usize, T)>) -> Vec<T> {
+    let mut out = Vec::with_capacity(caller.len());
     let mut caller = caller.iter();
-    for (position, b) in positions.into_iter().zip(bound) {
+    for (position, b) in bound {
         while out.len() < position {
             match caller.next() {
                 Some(c) => out.push(*c),
                 None => break,
             }
         }
-        out.push(*b);
+        out.push(b);
     }
     out.extend(caller);
     out
@@ -397,8 +383,7 @@ impl Compiled {
         if bound.len() != self.bound.len() {
             return Err(Error::Input(format!("internal: device {device} holds {} of {} bound inputs", bound.len(), self.bound.len())));
         }
-        let bound: Vec<&DeviceBuffer> = bound.iter().collect();
-        Ok(with_bound(caller, self.bound.iter().map(|(p, _)| *p), &bound))
+        Ok(with_bound(caller, self.bound.iter().map(|(p, _)| *p).zip(bound)))
     }
 
     /// The outputs copied to the host, with the index checks taken off (an error if one

@@ -140,7 +140,6 @@ impl Program {
         caller: &[&'b fxhlo::runtime::DeviceBuffer],
         bound: &'b [fxhlo::runtime::DeviceBuffer],
     ) -> Vec<&'b fxhlo::runtime::DeviceBuffer> {
-        let bound: Vec<&fxhlo::runtime::DeviceBuffer> = bound.iter().collect();
-        fxhlo::with_bound(caller, self.bound.iter().map(|(p, _)| *p), &bound)
+        fxhlo::with_bound(caller, self.bound.iter().map(|(p, _)| *p).zip(bound))
     }
 }

@@ -43,11 +43,7 @@ impl HostTensor {
     /// Row-major byte strides of the dense tensor (a dim of size 0 counts as 1, so strides
     /// stay meaningful).
     pub fn byte_strides(&self) -> Vec<i64> {
-        let mut strides = vec![self.element_type.byte_size() as i64; self.dims.len()];
-        for i in (0..self.dims.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * self.dims[i + 1].max(1);
-        }
-        strides
+        row_major_byte_strides(self.element_type, &self.dims)
     }
 
     /// The tensor with its dims permuted (`out.dims[i] = dims[perm[i]]`), data moved to match:
@@ -283,4 +279,13 @@ mod tests {
         assert_eq!(s.to_vec::<i64>().ok(), Some(vec![7]));
         assert_eq!(s.element_count().ok(), Some(1));
     }
+}
+
+/// The byte strides of a dense row-major tensor of `element_type` with `dims`.
+pub(crate) fn row_major_byte_strides(element_type: ElementType, dims: &[i64]) -> Vec<i64> {
+    let mut strides = vec![element_type.byte_size() as i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1].max(1);
+    }
+    strides
 }

@@ -232,16 +232,28 @@ impl Client {
         perm: Option<&[usize]>,
     ) -> Result<DeviceBuffer> {
         t.validate()?;
-        let bytes = device_bytes(t);
+        self.upload_bytes_permuted_to(device, t.element_type, &t.dims, &device_bytes(t), perm)
+    }
+
+    /// [`Client::upload_bytes`] of a dense row-major tensor with `dims`, to the addressable
+    /// device `device`, permuted by `perm` as [`Client::upload_permuted`] does.
+    pub fn upload_bytes_permuted_to(
+        &self,
+        device: usize,
+        element_type: ElementType,
+        dims: &[i64],
+        bytes: &[u8],
+        perm: Option<&[usize]>,
+    ) -> Result<DeviceBuffer> {
         let Some(perm) = perm else {
-            return self.upload_strided_to(device, t.element_type, &t.dims, None, &bytes);
+            return self.upload_strided_to(device, element_type, dims, None, bytes);
         };
-        crate::buffer::check_permutation(perm, t.dims.len())?;
-        // `t`'s row-major byte strides, read in the permuted order.
-        let strides = t.byte_strides();
-        let dims: Vec<i64> = perm.iter().map(|&p| t.dims[p]).collect();
+        crate::buffer::check_permutation(perm, dims.len())?;
+        // The row-major byte strides, read in the permuted order.
+        let strides = crate::buffer::row_major_byte_strides(element_type, dims);
+        let permuted: Vec<i64> = perm.iter().map(|&p| dims[p]).collect();
         let byte_strides: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
-        self.upload_strided_to(device, t.element_type, &dims, Some(&byte_strides), &bytes)
+        self.upload_strided_to(device, element_type, &permuted, Some(&byte_strides), bytes)
     }
 
     /// Slice `index` of `t` split along `dim` into `parts` equal slices (a tensor-parallel
