@@ -188,7 +188,9 @@ impl PipelineRun {
             Ok(())
         });
         if let Err(e) = result {
-            run.error = Some((passes[run.steps.len()].name(), e.to_string()));
+            // The pass after the last one recorded; the last one if it failed after its record.
+            let failed = passes.get(run.steps.len()).or(passes.last()).map_or("(none)", |p| p.name());
+            run.error = Some((failed, e.to_string()));
         }
         run.nodes_after = g.node_count();
         run.unsupported_after = fxhlo::codegen::unsupported_ops(&g)?;
