@@ -2,7 +2,12 @@
 
 Every OpInfo op (``torch.testing._internal.common_methods_invocations.op_db``) with CPU samples
 runs through ``torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False)`` and is
-compared with eager by ``torch.testing.assert_close`` (NaN equal to NaN). An op that fxhlo fails
+compared with eager by ``torch.testing.assert_close`` (NaN equal to NaN), or where that fails on
+floating outputs, by the float64 rule the fixtures use (``fxhlo::compare``): the same sample run
+in eager float64 is the truth, and fxhlo may be at most twice as far from it (root mean square
+over the finite elements) as eager is, plus 1e-5, with NaN and Inf where eager has them. Eager's
+own floats differ from one CPU to another (AVX2, AVX-512) by more than ``assert_close``'s float32
+tolerance for sums and products, so the plain comparison alone passes or fails by machine. An op that fxhlo fails
 is run again through ``aot_eager`` (the same capture with eager kernels): where that fails too,
 the op is *excluded* (PyTorch cannot capture it; not fxhlo's to fix), otherwise it *fails*, with
 the reason: the ATen ops fxhlo does not lower, the error's first line, or the largest error.
@@ -99,6 +104,50 @@ def _close(actual, expected) -> str | None:
     return None
 
 
+def _within_float64_rule(op, sample, actual, expected) -> bool:
+    """Whether ``actual`` (fxhlo) is at most twice as far as ``expected`` (eager) from eager's
+    float64 run of the same sample, plus 1e-5 (root mean square error over the elements all
+    three have finite), and non-finite exactly where eager is; integer and bool outputs equal."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    if torch.float64 not in op.supported_dtypes("cpu"):
+        return False
+    wide = (torch.float32, torch.float16, torch.bfloat16)
+    to64 = lambda t: (torch.float64 if t in wide else t) if isinstance(t, torch.dtype) else (  # noqa: E731
+        t.double() if t.dtype in wide else t)
+    try:
+        with torch.no_grad():
+            truth = _run(op, sample.transform(to64), None)
+    except Exception:  # noqa: BLE001 -- no float64 run: no rule to apply
+        return False
+    outs = [tree_flatten(v)[0] for v in (actual, expected, truth)]
+    if len({len(o) for o in outs}) != 1:
+        return False
+    for a, e, r in zip(*outs):
+        if not all(isinstance(v, torch.Tensor) for v in (a, e, r)):
+            if a != e:
+                return False
+            continue
+        if a.shape != e.shape or e.shape != r.shape:
+            return False
+        if not e.is_floating_point():
+            if not torch.equal(a, e):
+                return False
+            continue
+        a, e, r = a.double(), e.double(), r.double()
+        finite = torch.isfinite(a) & torch.isfinite(e) & torch.isfinite(r)
+        same_non_finite = torch.where(torch.isfinite(e), torch.isfinite(a), (a == e) | (a.isnan() & e.isnan()))
+        if not bool(same_non_finite.all()):
+            return False
+        if not bool(finite.any()):
+            continue
+        rmse = lambda x: float(((x[finite] - r[finite]) ** 2).mean().sqrt())  # noqa: E731
+        if rmse(a) > 2 * rmse(e) + 1e-5:
+            return False
+    return True
+
+
 def _samples(op, dtype, count: int):
     import torch
 
@@ -137,7 +186,10 @@ def check_op(op, dtype: str, count: int) -> dict:
         ran += 1
         reason = None
         try:
-            reason = _close(_run(op, sample, "fxhlo"), expected)
+            actual = _run(op, sample, "fxhlo")
+            reason = _close(actual, expected)
+            if reason is not None and reason.startswith("mismatch") and _within_float64_rule(op, sample, actual, expected):
+                reason = None
         except Exception as e:  # noqa: BLE001
             reason = _reason(e)
         if reason is None:

@@ -66,3 +66,33 @@ def test_opinfo_ops_that_passed_still_pass(run, tmp_path):
     assert not regressions, f"{len(regressions)} OpInfo op(s) that passed now fail:\n" + "\n".join(regressions.values())
     # The committed results are a real sweep, not an empty file.
     assert sum(1 for d in before.values() for r in d.values() if r["status"] == "pass") > 100
+
+
+def test_the_float64_rule_accepts_eagers_own_error_and_rejects_more():
+    """The sweep's fallback comparison: fxhlo may be up to twice as far as eager from eager's
+    float64 run (what another CPU's eager differs by), not further."""
+    import importlib.util
+
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    spec = importlib.util.spec_from_file_location("opinfo_sweep", SWEEP)
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    op = next(o for o in op_db if o.name == "matmul" and o.variant_test_name == "")
+    torch.manual_seed(0)
+    sample = max(op.sample_inputs("cpu", torch.float32), key=lambda s: s.input.numel() * s.args[0].numel())
+    with torch.no_grad():
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        truth = op(sample.input.double(), *(a.double() for a in sample.args), **sample.kwargs)
+    own = expected.double() - truth
+    rmse = lambda x: float((x ** 2).mean().sqrt())  # noqa: E731
+    print(f"matmul {tuple(expected.shape)}: eager float32 is {rmse(own):.2e} (rms) from float64")
+    as_far = (truth + 1.5 * own).float()
+    too_far = expected + 1e-3
+    assert sweep._within_float64_rule(op, sample, expected, expected)
+    assert sweep._within_float64_rule(op, sample, as_far, expected)
+    assert not sweep._within_float64_rule(op, sample, too_far, expected)
+    nan = expected.clone()
+    nan.view(-1)[0] = float("nan")
+    assert not sweep._within_float64_rule(op, sample, nan, expected), "a NaN eager does not have fails"
