@@ -36,8 +36,8 @@
 //! before:  %c = aten.convolution %x, %w {stride = [1, 1], padding = [1, 1], ...} : f32[1,8,6,6]
 //!          %r = aten.relu %c : f32[1,8,6,6]
 //!          return %r
-//! after:   %x.nhwc = aten.permute %x {dims = [0, 2, 3, 1]} : f32[1,6,6,3]
-//!          %c.nhwc = aten.convolution %x.nhwc, %w {..., channels_last = true} : f32[1,6,6,8]
+//! after:   %c.nhwc_in = aten.permute %x {dims = [0, 2, 3, 1]} : f32[1,6,6,3]
+//!          %c.nhwc = aten.convolution %c.nhwc_in, %w {..., channels_last = true} : f32[1,6,6,8]
 //!          %r.nhwc = aten.relu %c.nhwc : f32[1,6,6,8]
 //!          %r = aten.permute %r.nhwc {dims = [0, 3, 1, 2]} : f32[1,8,6,6]
 //!          return %r
