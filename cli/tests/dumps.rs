@@ -74,7 +74,8 @@ fn check_ir_files(dir: &Path) {
     }
 }
 
-/// A depthwise convolution with a dead node: `dce` and then `depthwise-conv-taps` change it.
+/// A depthwise convolution with a dead node: `dce`, `channels-last` and `depthwise-conv-taps`
+/// change it.
 const DEPTHWISE: &str = "graph @depthwise {
   %x = input {kind = user_input} : f32[1,4,6,6]
   %w = input {kind = parameter, weight = \"conv.weight\"} : f32[4,1,3,3]
@@ -130,7 +131,7 @@ fn the_ir_after_each_pass_that_changed_it_is_numbered_in_pipeline_order() {
     // The nodes a pass made are filled; the imported graph has none.
     assert!(!fs::read_to_string(dir.join("01-import.dot")).unwrap().contains("fillcolor"));
     assert!(!fs::read_to_string(dir.join("02-after-dce.dot")).unwrap().contains("fillcolor"));
-    let taps = fs::read_to_string(dir.join("03-after-depthwise-conv-taps.dot")).unwrap();
+    let taps = fs::read_to_string(dir.join("04-after-depthwise-conv-taps.dot")).unwrap();
     assert!(taps.matches("fillcolor").count() >= 9, "{taps}");
     // A filter writes fewer files under the same numbers.
     let some = root.join("some");

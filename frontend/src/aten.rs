@@ -375,6 +375,7 @@ fn map_known<'a>(
                 output_padding: a.ints(7, "output_padding", &[0])?,
                 groups: a.int(8, "groups", 1)?,
                 has_bias,
+                channels_last: false,
             };
             Some(Mapped::Op(op, ops))
         }

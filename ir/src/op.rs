@@ -159,7 +159,9 @@ pub enum Op {
     Bmm,
     /// `aten.addmm(bias, a, b)` with beta = alpha = 1.
     Addmm,
-    /// `aten.convolution(x, w, [bias])` for 1d/2d/3d, plain or transposed.
+    /// `aten.convolution(x, w, [bias])` for 1d/2d/3d, plain or transposed. The input and
+    /// result are `[N, C, spatial...]`, or with `channels_last` (the `channels-last` pass)
+    /// `[N, spatial..., C]`; the weight is PyTorch's `[out, in/groups, k...]` either way.
     Convolution {
         stride: Box<[i64]>,
         padding: Box<[i64]>,
@@ -168,6 +170,7 @@ pub enum Op {
         output_padding: Box<[i64]>,
         groups: i64,
         has_bias: bool,
+        channels_last: bool,
     },
     /// `aten.max_pool{1,2,3}d_with_indices`; results: values and, with `indices`, i64 indices
     /// (as imported; the `unused-results` pass drops them where nothing reads them). The window

@@ -52,15 +52,22 @@ impl Op {
             Op::BatchNorm { eps, has_weight, has_bias } | Op::BatchNormBatchStats { eps, has_weight, has_bias } => {
                 vec![("eps", eps.to_string()), ("has_weight", b(has_weight)), ("has_bias", b(has_bias))]
             }
-            Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } => vec![
-                ("stride", ints(stride)),
-                ("padding", ints(padding)),
-                ("dilation", ints(dilation)),
-                ("transposed", b(transposed)),
-                ("output_padding", ints(output_padding)),
-                ("groups", groups.to_string()),
-                ("has_bias", b(has_bias)),
-            ],
+            Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias, channels_last } => {
+                let mut a = vec![
+                    ("stride", ints(stride)),
+                    ("padding", ints(padding)),
+                    ("dilation", ints(dilation)),
+                    ("transposed", b(transposed)),
+                    ("output_padding", ints(output_padding)),
+                    ("groups", groups.to_string()),
+                    ("has_bias", b(has_bias)),
+                ];
+                // Printed only where it differs from the imported form.
+                if *channels_last {
+                    a.push(("channels_last", b(channels_last)));
+                }
+                a
+            }
             Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices, channels_last } => {
                 let mut a = vec![
                     ("kernel", ints(kernel)),
@@ -272,6 +279,7 @@ impl Op {
                 output_padding: a.ints("output_padding")?.into(),
                 groups: a.int("groups")?,
                 has_bias: a.bool("has_bias")?,
+                channels_last: a.bool_or("channels_last", false)?,
             },
             "aten.max_pool" => Op::MaxPool {
                 kernel: a.ints("kernel")?.into(),

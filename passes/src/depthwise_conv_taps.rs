@@ -25,6 +25,11 @@
 //! exact; only a weight that is inf or NaN gives NaN (where the convolution gives inf or NaN).
 //! With frozen weights XLA folds the one and the sum may be duplicated again.
 //!
+//! A channels-last convolution (`channels_last`, from the `channels-last` pass) is written the
+//! same way over `[N, H, W, C]`: its taps slice dims 1 and 2, and each tap's `[C]` weights
+//! broadcast along the last dim as they are. There XLA's loops run along the channels, which
+//! it vectorizes at any image size (channels-first, a 7x7 image gives rows of 7).
+//!
 //! float16/bfloat16 convolutions are computed in float32 and rounded once, as a convolution
 //! accumulates. Transposed, 1-D/3-D, channel-multiplier (`C_out != C_in`) and very large
 //! (over 11x11) convolutions are left as they are.
@@ -70,21 +75,22 @@ const MAX_TAPS: i64 = 121;
 /// of at most [`MAX_TAPS`] taps.
 fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
     let node = graph.node(id);
-    let Op::Convolution { transposed: false, groups, stride, padding, dilation, .. } = &node.op else { return false };
+    let Op::Convolution { transposed: false, groups, stride, padding, dilation, channels_last, .. } = &node.op else { return false };
     let operands = graph.operands(id);
     let (Some(x), Some(w)) = (graph.value_type(operands[0]), operands.get(1).and_then(|v| graph.value_type(*v))) else {
         return false;
     };
     let out = &node.results[0];
+    let c = if *channels_last { 3 } else { 1 };
     x.rank() == 4
         && w.rank() == 4
         && matches!(x.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
-        && *groups == x.shape[1]
+        && *groups == x.shape[c]
         && *groups > 1
-        && w.shape[0] == x.shape[1]
+        && w.shape[0] == x.shape[c]
         && w.shape[1] == 1
         && w.shape[2] * w.shape[3] <= MAX_TAPS
-        && out.shape[1] == x.shape[1]
+        && out.shape[c] == x.shape[c]
         && stride.len() == 2
         && padding.len() == 2
         && dilation.len() == 2
@@ -92,22 +98,31 @@ fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
 }
 
 /// The tap's start in the unpadded input (`start`, per spatial dim) when every one of its
-/// `out` positions, `stride` apart, lies inside `x`.
-fn inside(x: &TensorType, start: [i64; 2], out: [i64; 2], stride: &[i64]) -> Option<[i64; 2]> {
-    let fits = |d: usize| start[d] >= 0 && start[d] + (out[d] - 1) * stride[d] < x.shape[d + 2];
+/// `out` positions, `stride` apart, lies inside `x` (whose spatial dims are `spatial`).
+fn inside(x: &TensorType, spatial: [usize; 2], start: [i64; 2], out: [i64; 2], stride: &[i64]) -> Option<[i64; 2]> {
+    let fits = |d: usize| start[d] >= 0 && start[d] + (out[d] - 1) * stride[d] < x.shape[spatial[d]];
     (fits(0) && fits(1)).then_some(start)
 }
 
 /// Builds the sum of taps for convolution `id` and makes its users read it.
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
-    let Op::Convolution { stride, padding, dilation, has_bias, .. } = &node.op else { return Ok(()) };
+    let Op::Convolution { stride, padding, dilation, has_bias, channels_last, .. } = &node.op else { return Ok(()) };
     let operands = graph.operands(id);
     let x_t = graph.value_type(operands[0]).cloned().unwrap_or_else(|| node.results[0].clone());
     let w_t = graph.value_type(operands[1]).cloned().unwrap_or_else(|| node.results[0].clone());
     let out = node.results[0].clone();
-    let (c, kh, kw) = (x_t.shape[1], w_t.shape[2], w_t.shape[3]);
-    let (ho, wo) = (out.shape[2], out.shape[3]);
+    // The dims of the rows, the columns and the channels.
+    let (sh, sw, ch) = if *channels_last { (1, 2, 3) } else { (2, 3, 1) };
+    let (c, kh, kw) = (x_t.shape[ch], w_t.shape[2], w_t.shape[3]);
+    let (ho, wo) = (out.shape[sh], out.shape[sw]);
+    // What a tap's `[C]` weights are viewed as to broadcast along the channels.
+    let per_channel = if *channels_last { vec![c] } else { vec![c, 1, 1] };
+    let with = |shape: &[i64], dim: usize, size: i64| -> Vec<i64> {
+        let mut shape = shape.to_vec();
+        shape[dim] = size;
+        shape
+    };
     let work = if matches!(x_t.dtype, DType::F16 | DType::BF16) { DType::F32 } else { x_t.dtype };
     let base = node.name.to_string();
     let mut b = Builder::new(graph, format!("{base}.taps"), node.source.clone());
@@ -119,10 +134,12 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
         w = b.add("w32", Op::Convert { dtype: work }, &[w], TensorType::new(work, w_t.shape.clone()))?;
     }
     let (ph, pw) = (padding[0], padding[1]);
-    let padded = TensorType::new(work, vec![x_t.shape[0], c, x_t.shape[2] + 2 * ph, x_t.shape[3] + 2 * pw]);
+    let padded = TensorType::new(work, with(&with(&x_t.shape, sh, x_t.shape[sh] + 2 * ph), sw, x_t.shape[sw] + 2 * pw));
     let unpadded = x;
     if ph != 0 || pw != 0 {
-        let pad = Op::Pad { pad: vec![pw, pw, ph, ph], mode: PadMode::Constant(Scalar::Int(0)) };
+        // Pairs from the last dim on: channels-last pads no channel.
+        let pad = if *channels_last { vec![0, 0, pw, pw, ph, ph] } else { vec![pw, pw, ph, ph] };
+        let pad = Op::Pad { pad, mode: PadMode::Constant(Scalar::Int(0)) };
         x = b.add("pad", pad, &[x], padded.clone())?;
     }
     // The weights as [kh * kw, C]: tap t's per-channel weights are row t.
@@ -132,23 +149,24 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let mut acc: Option<ValueRef> = None;
     let out_w = TensorType::new(work, out.shape.clone());
     for i in 0..kh {
-        let rows_t = TensorType::new(work, vec![x_t.shape[0], c, ho, padded.shape[3]]);
+        let rows_t = TensorType::new(work, with(&padded.shape, sh, ho));
         let r0 = i * dilation[0];
-        let rows = b.add("rows", Op::Slice { dim: 2, start: r0, end: r0 + (ho - 1) * stride[0] + 1, step: stride[0] }, &[x], rows_t)?;
+        let rows = b.add("rows", Op::Slice { dim: sh as i64, start: r0, end: r0 + (ho - 1) * stride[0] + 1, step: stride[0] }, &[x], rows_t)?;
         for j in 0..kw {
             let c0 = j * dilation[1];
-            let (source, c0) = match inside(&x_t, [r0 - ph, c0 - pw], [ho, wo], stride) {
+            let (source, c0) = match inside(&x_t, [sh, sw], [r0 - ph, c0 - pw], [ho, wo], stride) {
                 // A tap that reads no padding reads the unpadded input (see the module doc).
                 Some([ri, ci]) if unpadded != x => {
-                    let rows_t = TensorType::new(work, vec![x_t.shape[0], c, ho, x_t.shape[3]]);
-                    let rows = Op::Slice { dim: 2, start: ri, end: ri + (ho - 1) * stride[0] + 1, step: stride[0] };
+                    let rows_t = TensorType::new(work, with(&x_t.shape, sh, ho));
+                    let rows = Op::Slice { dim: sh as i64, start: ri, end: ri + (ho - 1) * stride[0] + 1, step: stride[0] };
                     (b.add("rows", rows, &[unpadded], rows_t)?, ci)
                 }
                 _ => (rows, c0),
             };
-            let tap = b.add("x", Op::Slice { dim: 3, start: c0, end: c0 + (wo - 1) * stride[1] + 1, step: stride[1] }, &[source], out_w.clone())?;
+            let cols = Op::Slice { dim: sw as i64, start: c0, end: c0 + (wo - 1) * stride[1] + 1, step: stride[1] };
+            let tap = b.add("x", cols, &[source], out_w.clone())?;
             let row = b.add("wrow", Op::Select { dim: 0, index: i * kw + j }, &[wt], TensorType::new(work, vec![c]))?;
-            let weight = b.add("wt", Op::View { shape: Shape::from(vec![c, 1, 1]) }, &[row], TensorType::new(work, vec![c, 1, 1]))?;
+            let weight = per_channel_view(&mut b, "wt", row, &per_channel, work)?;
             let prod = b.add("m", Op::Binary(BinaryOp::Mul), &[tap, weight], out_w.clone())?;
             acc = Some(match acc {
                 None => prod,
@@ -163,7 +181,7 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
         if bias_t.dtype != work {
             bias = b.add("b32", Op::Convert { dtype: work }, &[bias], TensorType::new(work, vec![c]))?;
         }
-        let bias = b.add("b", Op::View { shape: Shape::from(vec![c, 1, 1]) }, &[bias], TensorType::new(work, vec![c, 1, 1]))?;
+        let bias = per_channel_view(&mut b, "b", bias, &per_channel, work)?;
         result = b.add("bias", Op::Binary(BinaryOp::Add), &[result, bias], out_w.clone())?;
     }
     // Computed once, whatever reads it (see the module doc).
@@ -173,7 +191,7 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let one = b.add("unit", Op::Full { value: Scalar::Int(1) }, &[], vec_c.clone())?;
     let zeros = b.add("w0x0", Op::Binary(BinaryOp::Mul), &[first, zero], vec_c.clone())?;
     let ones = b.add("ones", Op::Binary(BinaryOp::Add), &[zeros, one], vec_c)?;
-    let ones = b.add("one", Op::View { shape: Shape::from(vec![c, 1, 1]) }, &[ones], TensorType::new(work, vec![c, 1, 1]))?;
+    let ones = per_channel_view(&mut b, "one", ones, &per_channel, work)?;
     result = b.add("once", Op::Binary(BinaryOp::Div), &[result, ones], out_w.clone())?;
     if work != out.dtype {
         result = b.add("out", Op::Convert { dtype: out.dtype }, &[result], out.clone())?;
@@ -183,4 +201,13 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     // The result takes the convolution's name: the graph's later nodes and dumps still say `%c`.
     b.graph.node_mut(result.node).name = node.name;
     Ok(())
+}
+
+/// `v` (a `[C]` vector) viewed as `shape` to broadcast along the channels (itself when that is
+/// `[C]`).
+fn per_channel_view(b: &mut Builder<'_>, what: &str, v: ValueRef, shape: &[i64], dtype: DType) -> fxhlo_ir::Result<ValueRef> {
+    if shape.len() == 1 {
+        return Ok(v);
+    }
+    b.add(what, Op::View { shape: Shape::from(shape.to_vec()) }, &[v], TensorType::new(dtype, shape.to_vec()))
 }

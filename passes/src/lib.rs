@@ -6,6 +6,7 @@
 //! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
 mod builder;
+mod channels_last;
 mod channels_last_pooling;
 mod check_indices;
 mod dce;
@@ -19,6 +20,7 @@ mod pointwise_conv_dot;
 mod registry;
 mod unused_results;
 
+pub use channels_last::ChannelsLast;
 pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;

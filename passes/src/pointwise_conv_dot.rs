@@ -15,6 +15,9 @@
 //! and pick kernels their own way, so the pipeline runs this pass only for the CPU plugin, and
 //! `-O0` never.
 //!
+//! A channels-last convolution (`channels_last`, from the `channels-last` pass) becomes
+//! `X[N*H*W, C_in] x W^T[C_in, C_out]`, channels-last as well, whatever the batch.
+//!
 //! Left alone: strided or padded 1x1 convolutions (a strided one reads a subsampled input),
 //! grouped and transposed ones, 1-D and 3-D ones, integer ones and empty results.
 //!
@@ -54,7 +57,7 @@ impl Pass for PointwiseConvDot {
 /// padding (dilation does not matter for a 1x1 kernel).
 fn is_pointwise(graph: &Graph, id: NodeId) -> bool {
     let node = graph.node(id);
-    let Op::Convolution { transposed: false, groups: 1, stride, padding, .. } = &node.op else { return false };
+    let Op::Convolution { transposed: false, groups: 1, stride, padding, channels_last, .. } = &node.op else { return false };
     let operands = graph.operands(id);
     let (Some(x), Some(w)) = (graph.value_type(operands[0]), operands.get(1).and_then(|v| graph.value_type(*v))) else {
         return false;
@@ -64,7 +67,7 @@ fn is_pointwise(graph: &Graph, id: NodeId) -> bool {
         && w.rank() == 4
         && matches!(x.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
         && w.dtype == x.dtype
-        && w.shape[1] == x.shape[1]
+        && w.shape[1] == x.shape[if *channels_last { 3 } else { 1 }]
         && w.shape[2] == 1
         && w.shape[3] == 1
         && stride.len() <= 2
@@ -74,10 +77,13 @@ fn is_pointwise(graph: &Graph, id: NodeId) -> bool {
         && node.results[0].num_elements() > 0
 }
 
-/// Replaces convolution `id` by views around `mm` (batch 1) or `bmm`.
+/// Replaces convolution `id` by views around `mm` (batch 1 or channels-last) or `bmm`.
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
-    let Op::Convolution { has_bias, .. } = node.op else { return Ok(()) };
+    let Op::Convolution { has_bias, channels_last, .. } = node.op else { return Ok(()) };
+    if channels_last {
+        return rewrite_channels_last(graph, id, has_bias);
+    }
     let operands = graph.operands(id);
     let out = node.results[0].clone();
     let dtype = out.dtype;
@@ -107,6 +113,37 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     b.graph.replace_all_uses(ValueRef::first(id), result)?;
     b.graph.remove_node(id)?;
     // The last view takes the convolution's name: later nodes and dumps still say `%c`.
+    b.graph.node_mut(result.node).name = node.name;
+    Ok(())
+}
+
+/// Replaces channels-last convolution `id` by `X[N*H*W, C_in] x W^T`, viewed back.
+fn rewrite_channels_last(graph: &mut Graph, id: NodeId, has_bias: bool) -> fxhlo_ir::Result<()> {
+    let node = graph.node(id).clone();
+    let operands = graph.operands(id);
+    let out = node.results[0].clone();
+    let dtype = out.dtype;
+    let (n, h, w, c_out) = (out.shape[0], out.shape[1], out.shape[2], out.shape[3]);
+    let c_in = graph.value_type(operands[0]).map(|t| t.shape[3]).ok_or(fxhlo_ir::Error::DanglingOutput)?;
+    let ty = |shape: Vec<i64>| TensorType::new(dtype, shape);
+    let view = |shape: &[i64]| Op::View { shape: Shape::from(shape.to_vec()) };
+    let mut b = Builder::new(graph, format!("{}.dot", node.name), node.source.clone());
+
+    // `[out, in, 1, 1]` to `[1, 1, in, out]` first, the layout `device-layout` gives a
+    // convolution's kernel: a resident weight is then uploaded that way once, not transposed
+    // on every call.
+    let kernel = Op::Permute { dims: Shape::from(vec![2, 3, 1, 0]) };
+    let weight = b.add("wt", kernel, &[operands[1]], ty(vec![1, 1, c_in, c_out]))?;
+    let weight = b.add("w", view(&[c_in, c_out]), &[weight], ty(vec![c_in, c_out]))?;
+    let x = b.add("x", view(&[n * h * w, c_in]), &[operands[0]], ty(vec![n * h * w, c_in]))?;
+    let mut result = b.add("mm", Op::Mm, &[x, weight], ty(vec![n * h * w, c_out]))?;
+    if has_bias {
+        // A `[C_out]` bias broadcasts along the rows as it is.
+        result = b.add("bias", Op::Binary(BinaryOp::Add), &[result, operands[2]], ty(vec![n * h * w, c_out]))?;
+    }
+    let result = b.add("out", view(&[n, h, w, c_out]), &[result], out)?;
+    b.graph.replace_all_uses(ValueRef::first(id), result)?;
+    b.graph.remove_node(id)?;
     b.graph.node_mut(result.node).name = node.name;
     Ok(())
 }

@@ -15,6 +15,7 @@ pub trait Pass: Sync {
 
 /// Every registered pass.
 pub static PASSES: &[&dyn Pass] = &[
+    &crate::ChannelsLast,
     &crate::ChannelsLastPooling,
     &crate::CheckIndices,
     &crate::Dce,
@@ -44,8 +45,11 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     // indices in inference) are dropped, so that no later pass or codegen computes them.
     passes.push(&crate::UnusedResults);
     if cpu {
-        // XLA's CPU backend runs convolutions channels-last: 1x1 ones as channels-first
-        // matrix products keep a channels-first chain free of transposes (see the pass's doc).
+        // XLA's CPU backend runs convolutions channels-last and every other op along its
+        // last dim: the convolutions and the ops between them on channels-last tensors (see
+        // the pass's doc). Before the passes that rewrite convolutions, which keep the layout.
+        passes.push(&crate::ChannelsLast);
+        // 1x1 convolutions as matrix products in their own layout (see the pass's doc).
         // Before fold-constant-layouts, which folds the views of frozen weights it adds.
         passes.push(&crate::PointwiseConvDot);
     }

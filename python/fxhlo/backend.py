@@ -67,8 +67,10 @@ OPTIONS = {
                      "to the nearest valid index, as XLA does on every device; see docs/ops.md).",
     "opt_level": "0 to run none of fxhlo's graph passes (XLA alone optimizes: the ablation "
                  "baseline), 1 (default) to run the pipeline for the device: dce, unused-results, "
-                 "pointwise-conv-dot (CPU plugin only: 1x1 convolutions as channels-first matrix "
-                 "products, free of XLA's transposes), fold-constant-layouts, depthwise-conv-taps "
+                 "channels-last (CPU plugin only: convolutions and the ops between them on "
+                 "[N, H, W, C] tensors, the layout of XLA's CPU convolutions), pointwise-conv-dot "
+                 "(CPU plugin only: 1x1 convolutions as matrix products), fold-constant-layouts, "
+                 "depthwise-conv-taps "
                  "(CPU plugin only: XLA's CPU backend runs depthwise convolutions slowly), "
                  "channels-last-pooling, hoist-large-constants, device-layout.",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "

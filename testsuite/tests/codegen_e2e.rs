@@ -174,8 +174,9 @@ fn deterministic_args(g: &fxhlo_ir::Graph) -> Vec<HostTensor> {
 
 /// The CPU pipeline's convolution rewrites (at -O1) compute what the convolution (-O0)
 /// computes, for the passes' test files: `depthwise-conv-taps` (padding, bias, stride,
-/// dilation, bfloat16, a tap of the unpadded input) and `pointwise-conv-dot` (bias, a batch,
-/// bfloat16).
+/// dilation, bfloat16, a tap of the unpadded input, channels-last) and `pointwise-conv-dot`
+/// (bias, a batch, bfloat16, channels-last; at -O0 codegen lowers a channels-last
+/// convolution as it is).
 #[test]
 fn cpu_convolution_rewrites_match_the_convolution() {
     let files = [
@@ -184,6 +185,8 @@ fn cpu_convolution_rewrites_match_the_convolution() {
         ("depthwise-conv-taps", "strided_padded.gir"),
         ("pointwise-conv-dot", "batch_1_bias.gir"),
         ("pointwise-conv-dot", "batch_3_bf16.gir"),
+        ("depthwise-conv-taps", "channels_last.gir"),
+        ("pointwise-conv-dot", "channels_last.gir"),
     ];
     let (o0, o1) = (crate::support::cpu_at(0), crate::support::cpu());
     for (pass, name) in files {
@@ -197,14 +200,14 @@ fn cpu_convolution_rewrites_match_the_convolution() {
     }
 }
 
-/// Each of `unused-results`, `channels-last-pooling` and `device-layout`, run alone, computes
+/// Each of `unused-results`, `channels-last`, `channels-last-pooling` and `device-layout`, run alone, computes
 /// what the graph computes without it, for every one of its test files (so codegen's literal
 /// lowering of each form the passes make is run too: max pools without indices and
 /// channels-last, inputs declared in a layout and uploaded permuted by the runtime).
 #[test]
 fn layout_and_pooling_passes_keep_the_values() {
     let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();
-    for pass in ["unused-results", "channels-last-pooling", "device-layout"] {
+    for pass in ["unused-results", "channels-last", "channels-last-pooling", "device-layout"] {
         let only = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![pass.to_string()]), ..fxhlo::Options::default() }).unwrap();
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass);
         let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();

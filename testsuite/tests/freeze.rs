@@ -136,6 +136,7 @@ fn a_hoisted_convolution_weight_gets_the_device_layout_and_still_computes_the_co
         output_padding: vec![0, 0].into(),
         groups: 1,
         has_bias: false,
+        channels_last: false,
     };
     let y = b.op(conv, &[x, w], None);
     let g = b.finish(&[y]);

@@ -68,17 +68,20 @@ pub struct Conv<'o> {
     pub output_padding: &'o [i64],
     pub groups: i64,
     pub has_bias: bool,
+    pub channels_last: bool,
 }
 
 /// `aten.convolution`.
 pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, conv: &Conv, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
-    let Conv { stride, padding, dilation, transposed, output_padding, groups, has_bias } = *conv;
+    let Conv { stride, padding, dilation, transposed, output_padding, groups, has_bias, channels_last } = *conv;
     let (x, w) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let n = w.1.rank() - 2;
     let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
     let (stride, padding, dilation) = (per_dim(stride, 1, "stride")?, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?);
-    // NCHW-style layouts: batch and feature first, the spatial dims after them in order.
+    // The kernel is PyTorch's [out, in, k...]; the activations are NCHW-style (batch and
+    // feature first, the spatial dims after them in order) or NHWC-style (feature last).
     let spatial: Vec<i64> = (2..2 + n as i64).collect();
+    let (feature, act_spatial): (i64, Vec<i64>) = if channels_last { (1 + n as i64, (1..1 + n as i64).collect()) } else { (1, spatial.clone()) };
     let (weight, pads, lhs_dilation, strides, kernel_input_feature);
     if transposed {
         let out_pad = per_dim(output_padding, 0, "output_padding")?;
@@ -118,14 +121,14 @@ pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, conv: &Conv, operands: &[Operand
     }
     let dims = ConvDimensions {
         input_batch: 0,
-        input_feature: 1,
-        input_spatial: spatial.clone(),
+        input_feature: feature,
+        input_spatial: act_spatial.clone(),
         kernel_input_feature,
         kernel_output_feature: 1 - kernel_input_feature,
-        kernel_spatial: spatial.clone(),
+        kernel_spatial: spatial,
         output_batch: 0,
-        output_feature: 1,
-        output_spatial: spatial,
+        output_feature: feature,
+        output_spatial: act_spatial,
     };
     let ctx = e.ctx;
     let mut attrs = vec![
@@ -143,7 +146,7 @@ pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, conv: &Conv, operands: &[Operand
         return Ok(y);
     }
     let b = arg(e, operands, 2)?;
-    let bb = e.broadcast_in_dim(b.0, &[1], out, loc)?;
+    let bb = e.broadcast_in_dim(b.0, &[feature], out, loc)?;
     e.op("stablehlo.add", loc, &[y, bb], out, &[])
 }
 

@@ -89,8 +89,17 @@ pub fn lower<'c, 'a>(
         Op::Mm => one(linalg::mm(e, operands, out?, loc)),
         Op::Bmm => one(linalg::bmm(e, operands, out?, loc)),
         Op::Addmm => one(linalg::addmm(e, operands, out?, loc)),
-        Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias } => {
-            let conv = linalg::Conv { stride, padding, dilation, transposed: *transposed, output_padding, groups: *groups, has_bias: *has_bias };
+        Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, has_bias, channels_last } => {
+            let conv = linalg::Conv {
+                stride,
+                padding,
+                dilation,
+                transposed: *transposed,
+                output_padding,
+                groups: *groups,
+                has_bias: *has_bias,
+                channels_last: *channels_last,
+            };
             one(linalg::convolution(e, &conv, operands, out?, loc))
         }
         Op::Cholesky { upper } => linalg::cholesky(e, *upper, operands, results, loc),

@@ -184,11 +184,35 @@ pub fn per_dim(v: &[i64], n: usize, default: i64, what: &str) -> Result<Vec<i64>
     }
 }
 
-/// `aten.convolution`, plain or transposed.
+/// `aten.convolution`, plain or transposed, channels-first or (`channels_last`) channels-last.
 pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
-    let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, .. } = op else {
+    let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, channels_last, .. } = op else {
         return Err("not a convolution".into());
     };
+    if *channels_last {
+        // Infer as the channels-first convolution of the same tensor, then move the channels last.
+        let x = operands[0];
+        if x.rank() < 3 {
+            return Err(format!("channels-last convolution needs an [N, spatial..., C] input, found {x}"));
+        }
+        let to_first: Vec<usize> = [0, x.rank() - 1].into_iter().chain(1..x.rank() - 1).collect();
+        let first = crate::layout::permuted(x, &to_first);
+        let mut rest: Vec<&TensorType> = operands.to_vec();
+        rest[0] = &first;
+        let cf = Op::Convolution {
+            stride: stride.clone(),
+            padding: padding.clone(),
+            dilation: dilation.clone(),
+            transposed: *transposed,
+            output_padding: output_padding.clone(),
+            groups: *groups,
+            has_bias: operands.len() > 2,
+            channels_last: false,
+        };
+        let out = convolution(&cf, &rest)?;
+        let to_last: Vec<usize> = [0].into_iter().chain(2..x.rank()).chain([1]).collect();
+        return Ok(out.map(|ts| ts.iter().map(|t| crate::layout::permuted(t, &to_last)).collect()));
+    }
     let (x, w) = (operands[0], operands[1]);
     let n = w.rank().saturating_sub(2);
     if n == 0 || x.rank() != n + 2 || *groups <= 0 {
