@@ -339,6 +339,14 @@ fn pass_names() -> Vec<&'static str> {
     fxhlo::passes::PASSES.iter().map(|p| p.name()).collect()
 }
 
+/// The passes `opt_level` runs, in order, for the CPU plugin (`cpu`) or another target: what
+/// an ablation starts from (`options={"passes": [...]}` without one of them).
+#[pyfunction]
+#[pyo3(signature = (opt_level, cpu = true))]
+fn pipeline_names(opt_level: u8, cpu: bool) -> Vec<&'static str> {
+    fxhlo::passes::pipeline(opt_level, cpu).iter().map(|p| p.name()).collect()
+}
+
 /// A dump filter (`all`, or a comma list of stage and pass names) checked and written in its
 /// normal form; `ValueError` naming the valid names otherwise.
 #[pyfunction]
@@ -565,6 +573,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pass_names, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline_names, m)?)?;
     m.add_function(wrap_pyfunction!(dump_filter, m)?)?;
     m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
     m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
