@@ -81,35 +81,15 @@ fn is_pointwise(graph: &Graph, id: NodeId) -> bool {
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
     let Op::Convolution { has_bias, channels_last, .. } = node.op else { return Ok(()) };
-    if channels_last {
-        return rewrite_channels_last(graph, id, has_bias);
-    }
     let operands = graph.operands(id);
     let out = node.results[0].clone();
-    let dtype = out.dtype;
-    let (n, c_out, h, w) = (out.shape[0], out.shape[1], out.shape[2], out.shape[3]);
-    let c_in = graph.value_type(operands[0]).map(|t| t.shape[1]).ok_or(fxhlo_ir::Error::DanglingOutput)?;
-    let ty = |shape: Vec<i64>| TensorType::new(dtype, shape);
-    let view = |shape: &[i64]| Op::View { shape: Shape::from(shape.to_vec()) };
+    let channels = if channels_last { 3 } else { 1 };
+    let c_in = graph.value_type(operands[0]).map(|t| t.shape[channels]).ok_or(fxhlo_ir::Error::DanglingOutput)?;
+    let bias = has_bias.then(|| operands[2]);
     let mut b = Builder::new(graph, format!("{}.dot", node.name), node.source.clone());
-
-    let weight = b.add("w", view(&[c_out, c_in]), &[operands[1]], ty(vec![c_out, c_in]))?;
-    let product = if n == 1 {
-        let x = b.add("x", view(&[c_in, h * w]), &[operands[0]], ty(vec![c_in, h * w]))?;
-        b.add("mm", Op::Mm, &[weight, x], ty(vec![c_out, h * w]))?
-    } else {
-        let x = b.add("x", view(&[n, c_in, h * w]), &[operands[0]], ty(vec![n, c_in, h * w]))?;
-        let sizes = Shape::from(vec![n, c_out, c_in]);
-        let weights = b.add("wn", Op::Expand { sizes }, &[weight], ty(vec![n, c_out, c_in]))?;
-        b.add("bmm", Op::Bmm, &[weights, x], ty(vec![n, c_out, h * w]))?
-    };
-    let mut result = product;
-    if has_bias {
-        let product_t = b.graph.value_type(product).cloned().ok_or(fxhlo_ir::Error::DanglingOutput)?;
-        let bias = b.add("b", view(&[c_out, 1]), &[operands[2]], ty(vec![c_out, 1]))?;
-        result = b.add("bias", Op::Binary(BinaryOp::Add), &[product, bias], product_t)?;
-    }
-    let result = b.add("out", view(&[n, c_out, h, w]), &[result], out)?;
+    let product = if channels_last { channels_last_product } else { channels_first_product };
+    let result = product(&mut b, operands[0], operands[1], bias, c_in, &out)?;
+    let result = b.add("out", view(&out.shape), &[result], out)?;
     b.graph.replace_all_uses(ValueRef::first(id), result)?;
     b.graph.remove_node(id)?;
     // The last view takes the convolution's name: later nodes and dumps still say `%c`.
@@ -117,33 +97,62 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     Ok(())
 }
 
-/// Replaces channels-last convolution `id` by `X[N*H*W, C_in] x W^T`, viewed back.
-fn rewrite_channels_last(graph: &mut Graph, id: NodeId, has_bias: bool) -> fxhlo_ir::Result<()> {
-    let node = graph.node(id).clone();
-    let operands = graph.operands(id);
-    let out = node.results[0].clone();
-    let dtype = out.dtype;
-    let (n, h, w, c_out) = (out.shape[0], out.shape[1], out.shape[2], out.shape[3]);
-    let c_in = graph.value_type(operands[0]).map(|t| t.shape[3]).ok_or(fxhlo_ir::Error::DanglingOutput)?;
-    let ty = |shape: Vec<i64>| TensorType::new(dtype, shape);
-    let view = |shape: &[i64]| Op::View { shape: Shape::from(shape.to_vec()) };
-    let mut b = Builder::new(graph, format!("{}.dot", node.name), node.source.clone());
+/// A `view` to `shape`.
+fn view(shape: &[i64]) -> Op {
+    Op::View { shape: Shape::from(shape.to_vec()) }
+}
 
+/// `W[C_out, C_in] x X[C_in, H*W]` (a `bmm` with the weight expanded over a batch), plus the
+/// bias: the channels-first result `out` viewed as `[N, C_out, H*W]` (or without `N` for 1).
+fn channels_first_product(
+    b: &mut Builder<'_>,
+    x: ValueRef,
+    w: ValueRef,
+    bias: Option<ValueRef>,
+    c_in: i64,
+    out: &TensorType,
+) -> fxhlo_ir::Result<ValueRef> {
+    let (n, c_out, hw) = (out.shape[0], out.shape[1], out.shape[2] * out.shape[3]);
+    let ty = |shape: Vec<i64>| TensorType::new(out.dtype, shape);
+    let weight = b.add("w", view(&[c_out, c_in]), &[w], ty(vec![c_out, c_in]))?;
+    let product = if n == 1 {
+        let x = b.add("x", view(&[c_in, hw]), &[x], ty(vec![c_in, hw]))?;
+        b.add("mm", Op::Mm, &[weight, x], ty(vec![c_out, hw]))?
+    } else {
+        let x = b.add("x", view(&[n, c_in, hw]), &[x], ty(vec![n, c_in, hw]))?;
+        let sizes = Shape::from(vec![n, c_out, c_in]);
+        let weights = b.add("wn", Op::Expand { sizes }, &[weight], ty(vec![n, c_out, c_in]))?;
+        b.add("bmm", Op::Bmm, &[weights, x], ty(vec![n, c_out, hw]))?
+    };
+    let Some(bias) = bias else { return Ok(product) };
+    let product_t = b.graph.value_type(product).cloned().ok_or(fxhlo_ir::Error::DanglingOutput)?;
+    let bias = b.add("b", view(&[c_out, 1]), &[bias], ty(vec![c_out, 1]))?;
+    b.add("bias", Op::Binary(BinaryOp::Add), &[product, bias], product_t)
+}
+
+/// `X[N*H*W, C_in] x W^T[C_in, C_out]` plus the bias: the channels-last result `out` viewed
+/// as `[N*H*W, C_out]`.
+fn channels_last_product(
+    b: &mut Builder<'_>,
+    x: ValueRef,
+    w: ValueRef,
+    bias: Option<ValueRef>,
+    c_in: i64,
+    out: &TensorType,
+) -> fxhlo_ir::Result<ValueRef> {
+    let (rows, c_out) = (out.shape[0] * out.shape[1] * out.shape[2], out.shape[3]);
+    let ty = |shape: Vec<i64>| TensorType::new(out.dtype, shape);
     // `[out, in, 1, 1]` to `[1, 1, in, out]` first, the layout `device-layout` gives a
     // convolution's kernel: a resident weight is then uploaded that way once, not transposed
     // on every call.
     let kernel = Op::Permute { dims: Shape::from(vec![2, 3, 1, 0]) };
-    let weight = b.add("wt", kernel, &[operands[1]], ty(vec![1, 1, c_in, c_out]))?;
+    let weight = b.add("wt", kernel, &[w], ty(vec![1, 1, c_in, c_out]))?;
     let weight = b.add("w", view(&[c_in, c_out]), &[weight], ty(vec![c_in, c_out]))?;
-    let x = b.add("x", view(&[n * h * w, c_in]), &[operands[0]], ty(vec![n * h * w, c_in]))?;
-    let mut result = b.add("mm", Op::Mm, &[x, weight], ty(vec![n * h * w, c_out]))?;
-    if has_bias {
+    let x = b.add("x", view(&[rows, c_in]), &[x], ty(vec![rows, c_in]))?;
+    let product = b.add("mm", Op::Mm, &[x, weight], ty(vec![rows, c_out]))?;
+    match bias {
         // A `[C_out]` bias broadcasts along the rows as it is.
-        result = b.add("bias", Op::Binary(BinaryOp::Add), &[result, operands[2]], ty(vec![n * h * w, c_out]))?;
+        Some(bias) => b.add("bias", Op::Binary(BinaryOp::Add), &[product, bias], ty(vec![rows, c_out])),
+        None => Ok(product),
     }
-    let result = b.add("out", view(&[n, h, w, c_out]), &[result], out)?;
-    b.graph.replace_all_uses(ValueRef::first(id), result)?;
-    b.graph.remove_node(id)?;
-    b.graph.node_mut(result.node).name = node.name;
-    Ok(())
 }
