@@ -473,6 +473,25 @@ fn cache_verify_names_a_corrupt_entry_and_fix_removes_it() {
     fs::remove_dir_all(dir).ok();
 }
 
+/// An executable the plugin cannot serialize (XLA's CPU XNNPACK fusion, turned on through
+/// `XLA_FLAGS`) compiles and runs; the cache says why it stored nothing, and nothing panics
+/// (the `pjrt` crate's own serialization panics on the plugin's error).
+#[test]
+fn an_executable_the_plugin_cannot_serialize_is_not_cached_and_nothing_panics() {
+    let dir = cache_dir("unserializable");
+    let xnn = ("XLA_FLAGS", "--xla_cpu_experimental_xnn_graph_fusion_mode=XNN_GRAPH_FUSION_MODE_GREEDY");
+    let out = fxhlo(
+        &["compile", fixture().to_str().unwrap(), "--cache"],
+        &[("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", dir.to_str().unwrap()), xnn],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("cannot serialize this executable") && err.contains("not cached"), "{err}");
+    assert!(!dir.exists() || names(&dir).iter().all(|n| !n.ends_with(".fxc")), "nothing stored");
+    fs::remove_dir_all(dir).ok();
+}
+
 /// `cache clear` removes the entries and leftover temporaries, and nothing else of the folder.
 #[test]
 fn cache_clear_removes_entries_only() {

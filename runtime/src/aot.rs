@@ -265,7 +265,7 @@ unsafe fn text(ptr: *const std::ffi::c_char, len: usize) -> String {
 }
 
 /// A compiled, unloaded executable (destroyed on drop).
-struct OwnedExecutable {
+pub(crate) struct OwnedExecutable {
     raw: RawApi,
     ptr: *mut PJRT_Executable,
 }
@@ -282,7 +282,23 @@ impl Drop for OwnedExecutable {
 }
 
 impl OwnedExecutable {
-    fn serialize(&self) -> std::result::Result<Vec<u8>, String> {
+    /// The unloaded executable of the loaded executable `loaded` (a reference of its own,
+    /// destroyed on drop).
+    pub(crate) fn of_loaded(raw: RawApi, loaded: *mut pjrt_sys::PJRT_LoadedExecutable) -> std::result::Result<OwnedExecutable, String> {
+        let f = raw.table().PJRT_LoadedExecutable_GetExecutable.ok_or("no PJRT_LoadedExecutable_GetExecutable")?;
+        let mut args = pjrt_sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
+        args.loaded_executable = loaded;
+        // SAFETY: live loaded executable; the plugin returns a new reference the caller owns.
+        raw.check(unsafe { f(&mut args) })?;
+        if args.executable.is_null() {
+            return Err("the plugin returned no executable".into());
+        }
+        Ok(OwnedExecutable { raw, ptr: args.executable })
+    }
+
+    /// The plugin's serialization (an error, never a panic, where the plugin refuses: the
+    /// `pjrt` crate's `serialize` panics then).
+    pub(crate) fn serialize(&self) -> std::result::Result<Vec<u8>, String> {
         let f = self.raw.table().PJRT_Executable_Serialize.ok_or("no PJRT_Executable_Serialize")?;
         let mut args = pjrt_sys::PJRT_Executable_Serialize_Args::new();
         args.executable = self.ptr;

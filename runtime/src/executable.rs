@@ -346,12 +346,9 @@ impl Executable {
     /// `1`, u32 little-endian length, the signature text, then the plugin's serialized
     /// executable; otherwise the plugin's bytes alone. `load_serialized` accepts both.
     pub fn serialize(&self) -> Result<Vec<u8>> {
-        let payload = guard("serialize", || {
-            self.loaded.executable().serialize().bytes().to_vec()
-        })
-        .map_err(|e| Error::Serialize {
-            message: e.to_string(),
-        })?;
+        let payload = crate::aot::OwnedExecutable::of_loaded(self.raw, self.ptr)
+            .and_then(|exe| exe.serialize())
+            .map_err(|message| Error::Serialize { message })?;
         Ok(match &self.signature {
             Some(signature) => wrap(&signature.encode(), &payload),
             None => payload,
