@@ -93,3 +93,26 @@ def test_passes_and_max_passes_choose_what_runs():
 def test_unknown_pass_names_list_the_valid_ones():
     with pytest.raises(fxhlo.OptionsError, match=r"unknown pass\(es\) 'fold-all'; valid passes: .*depthwise-conv-taps"):
         torch.compile(torch.nn.Linear(2, 2), backend="fxhlo", options={"passes": ["dce", "fold-all"]})
+
+
+@pytest.mark.parametrize("name", ["shufflenet_v2_x0_5", "squeezenet1_1", "regnet_y_400mf"])
+def test_channels_last_models_match_eager_and_convolve_channels_last(name):
+    """`channels-last` on models whose ops between convolutions vary: ShuffleNet's channel
+    shuffle (a view to 5-D, a transpose, a view back) and channel split, SqueezeNet's
+    concatenations and ceil-mode max pools, RegNet's grouped convolutions and squeeze-excite."""
+    torchvision = pytest.importorskip("torchvision", reason="scripts/setup.sh installs torchvision")
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)().eval()
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        want = model(x)
+        for level in (0, 1):
+            before = len(fxhlo.compiled_graphs())
+            got = compile_at(model, level)(x)
+            err = (got - want).abs().max().item()
+            print(f"{name} -O{level}: max abs err {err:.2e} (outputs up to {want.abs().max():.2e})")
+            assert err <= 1e-4 * max(want.abs().max().item(), 1e-30)
+            (graph,) = fxhlo.compiled_graphs()[before:]
+            nhwc = graph.executable.mlir.count("#stablehlo.conv<[b, 0, 1, f]")
+            print(f"  channels-last convolutions in the module: {nhwc}")
+            assert (nhwc > 0) if level == 1 else (nhwc == 0)
