@@ -18,8 +18,10 @@
 //!   permuted);
 //! - an elementwise op with an operand that has a twin is computed on the twins (other 4-D
 //!   operands are permuted, smaller ones broadcast as `[1, 1, 1, C]`-style views);
-//! - inference batch norm is computed as its elementwise formula along the last dim (in
-//!   float32 for 16-bit inputs, as codegen computes it); a reduction or variance maps its dims;
+//! - inference batch norm is computed as its elementwise formula along the last dim, group
+//!   norm over the twin viewed as `[N, H*W, G, C/G]` (both in float32 for 16-bit inputs, as
+//!   codegen computes them); nearest upsampling by whole factors repeats pixels through a
+//!   view and an expand; a reduction or variance maps its dims;
 //!   a 1x1 adaptive average pool is a mean over dims 1 and 2; a max pool without indices runs
 //!   `channels_last`; a slice and a concatenation map their dim;
 //! - a `permute` of a value with a twin is the twin permuted by the composed permutation
@@ -235,6 +237,15 @@ impl Twins<'_> {
                 self.batch_norm(id, &operands, eps, has_weight, has_bias)?;
                 Ok(true)
             }
+            Op::GroupNorm { groups, eps, has_weight, has_bias } if hot && self.only_first_result_read(id) => {
+                let channels = result.as_ref().map_or(0, |t| t.shape.get(1).copied().unwrap_or(0));
+                if groups <= 0 || channels % groups != 0 {
+                    return Ok(false);
+                }
+                self.group_norm(id, &operands, groups, eps, has_weight, has_bias)?;
+                Ok(true)
+            }
+            Op::UpsampleNearest { output_size } if hot && output_size.len() == 2 => self.upsample_nearest(id, operands[0], &output_size),
             Op::Reduce { op, dims: reduced, keepdim, dtype } if hot && single => {
                 let Some(mapped) = twin_dims(&reduced) else { return Ok(false) };
                 let op = Op::Reduce { op, dims: Shape::from(mapped.clone()), keepdim, dtype };
@@ -376,27 +387,21 @@ impl Twins<'_> {
         let c = twin_t.shape[3];
         let big = TensorType::new(work, twin_t.shape.clone());
         let vec_t = TensorType::new(work, vec![c]);
-        let convert = |t: &mut Self, what: &str, v: ValueRef, ty: &TensorType| -> fxhlo_ir::Result<ValueRef> {
-            match t.graph.value_type(v) {
-                Some(have) if have.dtype == work => Ok(v),
-                _ => t.add(id, what, Op::Convert { dtype: work }, &[v], ty.clone()),
-            }
-        };
         let base = 1 + has_weight as usize + has_bias as usize;
-        let xw = convert(self, "x32", x, &big)?;
-        let mean = convert(self, "mean32", operands[base], &vec_t)?;
-        let var = convert(self, "var32", operands[base + 1], &vec_t)?;
+        let xw = self.convert_to(id, "x32", x, &big)?;
+        let mean = self.convert_to(id, "mean32", operands[base], &vec_t)?;
+        let var = self.convert_to(id, "var32", operands[base + 1], &vec_t)?;
         let eps = self.add(id, "eps", Op::Full { value: eps }, &[], vec_t.clone())?;
         let var_eps = self.add(id, "var_eps", Op::Binary(BinaryOp::Add), &[var, eps], vec_t.clone())?;
         let rstd = self.add(id, "rstd", Op::Unary(UnaryOp::Rsqrt), &[var_eps], vec_t.clone())?;
         let centered = self.add(id, "centered", Op::Binary(BinaryOp::Sub), &[xw, mean], big.clone())?;
         let mut y = self.add(id, "normalized", Op::Binary(BinaryOp::Mul), &[centered, rstd], big.clone())?;
         if has_weight {
-            let w = convert(self, "weight32", operands[1], &vec_t)?;
+            let w = self.convert_to(id, "weight32", operands[1], &vec_t)?;
             y = self.add(id, "scaled", Op::Binary(BinaryOp::Mul), &[y, w], big.clone())?;
         }
         if has_bias {
-            let b = convert(self, "bias32", operands[1 + has_weight as usize], &vec_t)?;
+            let b = self.convert_to(id, "bias32", operands[1 + has_weight as usize], &vec_t)?;
             y = self.add(id, "shifted", Op::Binary(BinaryOp::Add), &[y, b], big.clone())?;
         }
         if work != out.dtype {
@@ -405,6 +410,79 @@ impl Twins<'_> {
         self.twin.insert(ValueRef::first(id), y);
         self.replaced.push(id);
         Ok(())
+    }
+}
+
+impl Twins<'_> {
+    /// Group norm of node `id` on `x`'s twin viewed as `[N, H*W, G, C/G]`: the mean and the
+    /// variance over dims 1 and 3 (two passes, as codegen computes them), in float32 for 16-bit
+    /// inputs, then the `[C]` weight and bias along the last dim.
+    fn group_norm(&mut self, id: NodeId, operands: &[ValueRef], groups: i64, eps: Scalar, has_weight: bool, has_bias: bool) -> fxhlo_ir::Result<()> {
+        let out = node_result(self.graph.node(id).results.first().cloned())?;
+        let x = self.channels_last(id, operands[0])?;
+        let work = if matches!(out.dtype, DType::F16 | DType::BF16) { DType::F32 } else { out.dtype };
+        let twin_t = permuted(&out, &TO_LAST);
+        let (n, h, w, c) = (twin_t.shape[0], twin_t.shape[1], twin_t.shape[2], twin_t.shape[3]);
+        let big = TensorType::new(work, twin_t.shape.clone());
+        let grouped = TensorType::new(work, vec![n, h * w, groups, c / groups]);
+        let stat = TensorType::new(work, vec![n, 1, groups, 1]);
+        let vec_t = TensorType::new(work, vec![c]);
+        let mean_op = || Op::Reduce { op: ReduceOp::Mean, dims: Shape::from(vec![1, 3]), keepdim: true, dtype: None };
+        let xw = self.convert_to(id, "x32", x, &big)?;
+        let xg = self.add(id, "grouped", Op::View { shape: grouped.shape.clone() }, &[xw], grouped.clone())?;
+        let mean = self.add(id, "mean", mean_op(), &[xg], stat.clone())?;
+        let centered = self.add(id, "centered", Op::Binary(BinaryOp::Sub), &[xg, mean], grouped.clone())?;
+        let squares = self.add(id, "squares", Op::Binary(BinaryOp::Mul), &[centered, centered], grouped.clone())?;
+        let var = self.add(id, "var", mean_op(), &[squares], stat.clone())?;
+        let eps = self.add(id, "eps", Op::Full { value: eps }, &[], stat.clone())?;
+        let var_eps = self.add(id, "var_eps", Op::Binary(BinaryOp::Add), &[var, eps], stat.clone())?;
+        let rstd = self.add(id, "rstd", Op::Unary(UnaryOp::Rsqrt), &[var_eps], stat)?;
+        let normalized = self.add(id, "normalized", Op::Binary(BinaryOp::Mul), &[centered, rstd], grouped)?;
+        let mut y = self.add(id, "ungrouped", Op::View { shape: big.shape.clone() }, &[normalized], big.clone())?;
+        if has_weight {
+            let weight = self.convert_to(id, "weight32", operands[1], &vec_t)?;
+            y = self.add(id, "scaled", Op::Binary(BinaryOp::Mul), &[y, weight], big.clone())?;
+        }
+        if has_bias {
+            let bias = self.convert_to(id, "bias32", operands[1 + has_weight as usize], &vec_t)?;
+            y = self.add(id, "shifted", Op::Binary(BinaryOp::Add), &[y, bias], big)?;
+        }
+        if work != out.dtype {
+            y = self.add(id, "out", Op::Convert { dtype: out.dtype }, &[y], twin_t)?;
+        }
+        self.twin.insert(ValueRef::first(id), y);
+        self.replaced.push(id);
+        Ok(())
+    }
+
+    /// Nearest upsampling of node `id` by whole factors: each pixel of `x`'s twin repeated as
+    /// `[N, H, 1, W, 1, C]` expanded to `[N, H, fh, W, fw, C]`. Other sizes keep the node.
+    fn upsample_nearest(&mut self, id: NodeId, x: ValueRef, output_size: &[i64]) -> fxhlo_ir::Result<bool> {
+        let out = node_result(self.graph.node(id).results.first().cloned())?;
+        let Some(x_t) = self.graph.value_type(x).cloned() else { return Ok(false) };
+        let (n, c, h, w) = (x_t.shape[0], x_t.shape[1], x_t.shape[2], x_t.shape[3]);
+        let [oh, ow] = [output_size[0], output_size[1]];
+        if h <= 0 || w <= 0 || oh % h != 0 || ow % w != 0 || out.shape.as_slice() != [n, c, oh, ow] {
+            return Ok(false);
+        }
+        let (fh, fw) = (oh / h, ow / w);
+        let t = self.channels_last(id, x)?;
+        let dtype = x_t.dtype;
+        let six = vec![n, h, 1, w, 1, c];
+        let spread = self.add(id, "spread", Op::View { shape: Shape::from(six.clone()) }, &[t], TensorType::new(dtype, six))?;
+        let repeated = vec![n, h, fh, w, fw, c];
+        let op = Op::Expand { sizes: Shape::from(repeated.clone()) };
+        let repeated = self.add(id, "repeated", op, &[spread], TensorType::new(dtype, repeated))?;
+        let twin_t = permuted(&out, &TO_LAST);
+        self.set_twin(id, "nhwc", Op::View { shape: twin_t.shape.clone() }, &[repeated], twin_t)
+    }
+
+    /// `v` converted to `ty`'s dtype by a new node, or `v` when it has that dtype.
+    fn convert_to(&mut self, of: NodeId, what: &str, v: ValueRef, ty: &TensorType) -> fxhlo_ir::Result<ValueRef> {
+        match self.graph.value_type(v) {
+            Some(have) if have.dtype == ty.dtype => Ok(v),
+            _ => self.add(of, what, Op::Convert { dtype: ty.dtype }, &[v], ty.clone()),
+        }
     }
 }
 
