@@ -395,6 +395,7 @@ fn map_known<'a>(
             ceil_mode: a.bool(4, "ceil_mode", false)?,
             count_include_pad: a.bool(5, "count_include_pad", true)?,
             divisor_override: if name == "avg_pool1d" { None } else { a.opt_int(6, "divisor_override")? },
+            channels_last: false,
         }),
         "_adaptive_avg_pool1d" | "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" | "adaptive_avg_pool1d" => {
             op1(Op::AdaptiveAvgPool { output_size: a.ints(1, "output_size", &[])? })

@@ -185,7 +185,8 @@ pub enum Op {
         indices: bool,
         channels_last: bool,
     },
-    /// `aten.avg_pool{1,2,3}d`.
+    /// `aten.avg_pool{1,2,3}d`, over the trailing dims, or with `channels_last` (the
+    /// `channels-last` pass) over the middle ones of `[N, spatial..., C]`.
     AvgPool {
         kernel: Box<[i64]>,
         stride: Box<[i64]>,
@@ -193,6 +194,7 @@ pub enum Op {
         ceil_mode: bool,
         count_include_pad: bool,
         divisor_override: Option<i64>,
+        channels_last: bool,
     },
     /// `aten._adaptive_avg_pool{1,2,3}d`.
     AdaptiveAvgPool { output_size: Vec<i64> },

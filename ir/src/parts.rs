@@ -85,14 +85,21 @@ impl Op {
                 }
                 a
             }
-            Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override } => vec![
-                ("kernel", ints(kernel)),
-                ("stride", ints(stride)),
-                ("padding", ints(padding)),
-                ("ceil_mode", b(ceil_mode)),
-                ("count_include_pad", b(count_include_pad)),
-                ("divisor_override", divisor_override.map(|d| d.to_string()).unwrap_or_else(|| "none".into())),
-            ],
+            Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last } => {
+                let mut a = vec![
+                    ("kernel", ints(kernel)),
+                    ("stride", ints(stride)),
+                    ("padding", ints(padding)),
+                    ("ceil_mode", b(ceil_mode)),
+                    ("count_include_pad", b(count_include_pad)),
+                    ("divisor_override", divisor_override.map(|d| d.to_string()).unwrap_or_else(|| "none".into())),
+                ];
+                // Printed only where it differs from the imported form.
+                if *channels_last {
+                    a.push(("channels_last", b(channels_last)));
+                }
+                a
+            }
             Op::AdaptiveAvgPool { output_size } | Op::UpsampleNearest { output_size } => {
                 vec![("output_size", ints(output_size))]
             }
@@ -297,6 +304,7 @@ impl Op {
                 ceil_mode: a.bool("ceil_mode")?,
                 count_include_pad: a.bool("count_include_pad")?,
                 divisor_override: a.opt_int("divisor_override")?,
+                channels_last: a.bool_or("channels_last", false)?,
             },
             "aten.adaptive_avg_pool" => Op::AdaptiveAvgPool { output_size: a.ints("output_size")? },
             "aten.upsample_nearest" => Op::UpsampleNearest { output_size: a.ints("output_size")? },

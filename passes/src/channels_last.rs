@@ -22,8 +22,8 @@
 //!   norm over the twin viewed as `[N, H*W, G, C/G]` (both in float32 for 16-bit inputs, as
 //!   codegen computes them); nearest upsampling by whole factors repeats pixels through a
 //!   view and an expand; a reduction or variance maps its dims;
-//!   a 1x1 adaptive average pool is a mean over dims 1 and 2; a max pool without indices runs
-//!   `channels_last`; a slice and a concatenation map their dim;
+//!   a 1x1 adaptive average pool is a mean over dims 1 and 2; an average pool and a max pool
+//!   without indices run `channels_last`; a slice and a concatenation map their dim;
 //! - a `permute` of a value with a twin is the twin permuted by the composed permutation
 //!   (nothing, when it is the identity: ConvNeXt's `permute(x, [0, 2, 3, 1])`), and a
 //!   `permute` by `[0, 3, 1, 2]` has its own operand as twin.
@@ -269,6 +269,12 @@ impl Twins<'_> {
             }
             Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: false } if hot && kernel.len() == 2 => {
                 let op = Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: true };
+                let x = self.channels_last(id, operands[0])?;
+                let ty = permuted(&node_result(result)?, &TO_LAST);
+                self.set_twin(id, "nhwc", op, &[x], ty)
+            }
+            Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last: false } if hot && kernel.len() == 2 => {
+                let op = Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last: true };
                 let x = self.channels_last(id, operands[0])?;
                 let ty = permuted(&node_result(result)?, &TO_LAST);
                 self.set_twin(id, "nhwc", op, &[x], ty)

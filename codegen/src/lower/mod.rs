@@ -113,9 +113,10 @@ pub fn lower<'c, 'a>(
             let window = pooling::Window { kernel, stride, padding, dilation };
             pooling::max_pool(e, &window, *indices, *channels_last, operands, out?, loc)
         }
-        Op::AvgPool { kernel, stride, padding, ceil_mode: _, count_include_pad, divisor_override } => {
+        Op::AvgPool { kernel, stride, padding, ceil_mode: _, count_include_pad, divisor_override, channels_last } => {
             let window = pooling::Window { kernel, stride, padding, dilation: &[] };
-            one(pooling::avg_pool(e, &window, *count_include_pad, *divisor_override, operands, out?, loc))
+            let count = pooling::Count { include_pad: *count_include_pad, divisor_override: *divisor_override };
+            one(pooling::avg_pool(e, &window, count, *channels_last, operands, out?, loc))
         }
         Op::AdaptiveAvgPool { output_size } => one(pooling::adaptive_avg_pool(e, output_size, operands, out?, loc)),
         Op::UpsampleNearest { output_size } => one(pooling::upsample_nearest(e, output_size, operands, loc)),

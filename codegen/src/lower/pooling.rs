@@ -85,22 +85,33 @@ pub fn max_pool<'c, 'a>(
     Ok(vec![v, i])
 }
 
-/// `avg_pool` over the trailing dims, dividing by `divisor_override`, or by the window's
-/// size clipped to the padded input (`count_include_pad`), or by its real elements.
+/// What an average pool divides by: `divisor_override`, or the window's size clipped to the
+/// padded input (`include_pad`), or its real elements.
+#[derive(Clone, Copy, Debug)]
+pub struct Count {
+    pub include_pad: bool,
+    pub divisor_override: Option<i64>,
+}
+
+/// `avg_pool` over the trailing dims (or, `channels_last`, the middle ones of
+/// `[N, spatial..., C]`), dividing as `count` says.
 pub fn avg_pool<'c, 'a>(
     e: &Emitter<'c, 'a>,
     w: &Window,
-    count_include_pad: bool,
-    divisor_override: Option<i64>,
+    count: Count,
+    channels_last: bool,
     operands: &[Operand<'c, 'a, '_>],
     out: &TensorType,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
+    let Count { include_pad: count_include_pad, divisor_override } = count;
     let x = arg(e, operands, 0)?;
     let rank = x.1.rank();
     let n = w.kernel.len();
     let (s, p, _) = window_params(e, w)?;
-    let (window, strides, dil, pads) = windows(x.1, out, rank - n, w.kernel, &s, &p, &vec![1; n]);
+    // Channels-last (`[N, spatial..., C]`): the spatial dims start at 1, one dim after them.
+    let first = if channels_last { 1 } else { rank - n };
+    let (window, strides, dil, pads) = windows(x.1, out, first, w.kernel, &s, &p, &vec![1; n]);
     let work = compute_dtype(x.1.dtype);
     let xt = TensorType::new(work, x.1.shape.clone());
     let ot = TensorType::new(work, out.shape.clone());
@@ -115,7 +126,7 @@ pub fn avg_pool<'c, 'a>(
             // pads with zeros, so it never counts).
             let ones = e.splat(Scalar::Int(1), &xt, loc)?;
             let (src, st, pads2) = if count_include_pad {
-                let lo: Vec<i64> = (0..rank).map(|i| if i + n >= rank { p[i + n - rank] } else { 0 }).collect();
+                let lo: Vec<i64> = (0..rank).map(|i| if (first..first + n).contains(&i) { p[i - first] } else { 0 }).collect();
                 let padded: Vec<i64> = (0..rank).map(|i| xt.shape[i] + 2 * lo[i]).collect();
                 let pt = TensorType::new(work, padded);
                 let one = e.splat(Scalar::Int(1), &TensorType::new(work, vec![]), loc)?;

@@ -279,16 +279,10 @@ pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
             let n = kernel.len();
             let (s, p, d) = (per_dim(stride, n, 0, "stride")?, per_dim(padding, n, 0, "padding")?, per_dim(dilation, n, 1, "dilation")?);
             let shape = if *channels_last {
-                // [N, spatial..., C]: the window runs over the middle dims.
-                if *indices || x.rank() != n + 2 {
-                    return Err(format!("a channels-last max pool takes [N, spatial..., C] ({n} spatial dims) and gives no indices, found {x}"));
+                if *indices {
+                    return Err(format!("a channels-last max pool takes [N, spatial..., C] ({n} spatial dims) and gives no indices, found {x} with indices"));
                 }
-                // [N, spatial...] has the spatial dims trailing, as `spatial` reads them.
-                let out = spatial(&TensorType::new(x.dtype, x.shape[..n + 1].to_vec()), kernel, &s, &p, &d, *ceil_mode)?;
-                let mut shape = Shape::from(&x.shape[..1]);
-                shape.extend_from_slice(&out);
-                shape.push(x.shape[n + 1]);
-                shape
+                channels_last_pool(x, kernel, &s, &p, &d, *ceil_mode)?
             } else {
                 replace_tail(&spatial(x, kernel, &s, &p, &d, *ceil_mode)?)?
             };
@@ -297,14 +291,32 @@ pub fn pool(op: &Op, operands: &[&TensorType]) -> InferResult {
                 false => one(TensorType::new(x.dtype, shape)),
             }
         }
-        Op::AvgPool { kernel, stride, padding, ceil_mode, .. } => {
+        Op::AvgPool { kernel, stride, padding, ceil_mode, channels_last, .. } => {
             let n = kernel.len();
             let (s, p) = (per_dim(stride, n, 0, "stride")?, per_dim(padding, n, 0, "padding")?);
-            let out = spatial(x, kernel, &s, &p, &vec![1; n], *ceil_mode)?;
-            one(TensorType::new(x.dtype, replace_tail(&out)?))
+            let shape = if *channels_last {
+                channels_last_pool(x, kernel, &s, &p, &vec![1; n], *ceil_mode)?
+            } else {
+                replace_tail(&spatial(x, kernel, &s, &p, &vec![1; n], *ceil_mode)?)?
+            };
+            one(TensorType::new(x.dtype, shape))
         }
         _ => Err(format!("{} is not a pooling op", op.name())),
     }
+}
+
+/// The result shape of a pool over the middle dims of a channels-last `[N, spatial..., C]`.
+fn channels_last_pool(x: &TensorType, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64], ceil: bool) -> Result<Shape, String> {
+    let n = kernel.len();
+    if x.rank() != n + 2 {
+        return Err(format!("a channels-last pool takes [N, spatial..., C] ({n} spatial dims), found {x}"));
+    }
+    // [N, spatial...] has the spatial dims trailing, as `spatial` reads them.
+    let out = spatial(&TensorType::new(x.dtype, x.shape[..n + 1].to_vec()), kernel, s, p, d, ceil)?;
+    let mut shape = Shape::from(&x.shape[..1]);
+    shape.extend_from_slice(&out);
+    shape.push(x.shape[n + 1]);
+    Ok(shape)
 }
 
 fn spatial(x: &TensorType, kernel: &[i64], stride: &[i64], pad: &[i64], dil: &[i64], ceil: bool) -> Result<Vec<i64>, String> {
