@@ -19,24 +19,30 @@ def grouped_convolutions(mlir: str) -> int:
     return len([g for g in re.findall(r"feature_group_count = (\d+)", mlir) if int(g) > 1])
 
 
-def test_mobilenet_matches_eager_at_both_levels_and_o1_has_no_grouped_convolution():
-    torchvision = pytest.importorskip("torchvision", reason="scripts/setup.sh installs torchvision")
-    torch.manual_seed(0)
-    model = torchvision.models.mobilenet_v3_small().eval()
-    x = torch.randn(1, 3, 96, 96)
+def matching_eager_at_both_levels(name, model, x):
+    """Compiles ``model`` at -O0 and -O1, checks each against eager on ``x`` and yields
+    ``(level, StableHLO module)``."""
     with torch.no_grad():
         want = model(x)
         for level in (0, 1):
             before = len(fxhlo.compiled_graphs())
             got = compile_at(model, level)(x)
             err = (got - want).abs().max().item()
-            print(f"mobilenet_v3_small -O{level}: max abs err {err:.2e} (outputs up to {want.abs().max():.2e})")
+            print(f"{name} -O{level}: max abs err {err:.2e} (outputs up to {want.abs().max():.2e})")
             # Random weights give logits near 1e-9: compare relative to their size.
-            assert err <= 1e-4 * want.abs().max().item()
+            assert err <= 1e-4 * max(want.abs().max().item(), 1e-30)
             (graph,) = fxhlo.compiled_graphs()[before:]
-            grouped = grouped_convolutions(graph.executable.mlir)
-            print(f"  grouped convolutions in the module: {grouped}")
-            assert (grouped > 0) if level == 0 else (grouped == 0)
+            yield level, graph.executable.mlir
+
+
+def test_mobilenet_matches_eager_at_both_levels_and_o1_has_no_grouped_convolution():
+    torchvision = pytest.importorskip("torchvision", reason="scripts/setup.sh installs torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v3_small().eval()
+    for level, mlir in matching_eager_at_both_levels("mobilenet_v3_small", model, torch.randn(1, 3, 96, 96)):
+        grouped = grouped_convolutions(mlir)
+        print(f"  grouped convolutions in the module: {grouped}")
+        assert (grouped > 0) if level == 0 else (grouped == 0)
 
 
 def test_depthwise_layers_match_eager_in_every_form():
@@ -103,16 +109,7 @@ def test_channels_last_models_match_eager_and_convolve_channels_last(name):
     torchvision = pytest.importorskip("torchvision", reason="scripts/setup.sh installs torchvision")
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)().eval()
-    x = torch.randn(2, 3, 64, 64)
-    with torch.no_grad():
-        want = model(x)
-        for level in (0, 1):
-            before = len(fxhlo.compiled_graphs())
-            got = compile_at(model, level)(x)
-            err = (got - want).abs().max().item()
-            print(f"{name} -O{level}: max abs err {err:.2e} (outputs up to {want.abs().max():.2e})")
-            assert err <= 1e-4 * max(want.abs().max().item(), 1e-30)
-            (graph,) = fxhlo.compiled_graphs()[before:]
-            nhwc = graph.executable.mlir.count("#stablehlo.conv<[b, 0, 1, f]")
-            print(f"  channels-last convolutions in the module: {nhwc}")
-            assert (nhwc > 0) if level == 1 else (nhwc == 0)
+    for level, mlir in matching_eager_at_both_levels(name, model, torch.randn(2, 3, 64, 64)):
+        nhwc = mlir.count("#stablehlo.conv<[b, 0, 1, f]")
+        print(f"  channels-last convolutions in the module: {nhwc}")
+        assert (nhwc > 0) if level == 1 else (nhwc == 0)
