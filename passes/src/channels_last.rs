@@ -89,25 +89,25 @@ fn rewrite(graph: &mut Graph) -> fxhlo_ir::Result<bool> {
     for id in order {
         changed |= t.visit(id)?;
     }
-    let Twins { graph, twin, replaced, .. } = t;
     // Readers first, so that a replaced node read only by replaced nodes goes without a
     // permute back.
-    for &id in replaced.iter().rev() {
+    for id in std::mem::take(&mut t.replaced).into_iter().rev() {
         let value = ValueRef::first(id);
-        let name = graph.node(id).name.to_string();
-        if graph.has_uses(id) {
-            let ty = graph.node(id).results[0].clone();
-            let source = graph.node(id).source.clone();
-            let back = graph.add_node(format!("{name}.nchw").as_str(), dims(&TO_FIRST), &[twin[&value]], vec![ty], source)?;
-            graph.replace_all_uses(value, ValueRef::first(back))?;
-            if !graph.has_uses(id) {
-                graph.remove_node(id)?;
-                graph.node_mut(back).name = name.into();
+        let Some(&twin) = t.twin.get(&value) else { continue };
+        if t.graph.has_uses(id) {
+            let ty = t.graph.node(id).results[0].clone();
+            let back = t.add(id, "nchw", dims(&TO_FIRST), &[twin], ty)?;
+            t.graph.replace_all_uses(value, back)?;
+            if !t.graph.has_uses(id) {
+                // The permute back takes the node's name: its readers still say `%name`.
+                let name = t.graph.remove_node(id)?.name;
+                t.graph.node_mut(back.node).name = name;
             }
         } else {
-            graph.remove_node(id)?;
+            t.graph.remove_node(id)?;
         }
     }
+    let graph = t.graph;
     // The permutes nothing ended up reading, and the nodes only they read.
     for id in graph.topo_order()?.into_iter().rev() {
         if !matches!(graph.node(id).op, Op::Input { .. }) && !graph.has_uses(id) {
