@@ -1,7 +1,7 @@
 //! Helpers for passes that replace nodes: a builder of new nodes named after the one replaced,
 //! and the loop that rewrites every matching node, regions included.
 
-use fxhlo_ir::{Graph, NodeId, Op, SourceLoc, TensorType, ValueRef};
+use fxhlo_ir::{DType, Graph, NodeId, Op, SourceLoc, TensorType, ValueRef};
 
 /// Adds nodes named `<base>.<what>.<n>` (`n` counting up from 1) with one source location:
 /// the node being rewritten's, so that dumps and errors point at the model's line.
@@ -44,4 +44,13 @@ pub(crate) fn rewrite_matching(
         changed |= rewrite_matching(region, pass, matches, rewrite)?;
     }
     Ok(changed)
+}
+
+/// The dtype a rewrite computes a `dtype` value in: float32 for 16-bit floats (rounded once at
+/// the end, as codegen computes convolutions and normalizations), else `dtype` itself.
+pub(crate) fn work_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    }
 }

@@ -50,6 +50,7 @@ use std::collections::{HashMap, HashSet};
 use fxhlo_ir::layout::{is_identity, permuted};
 use fxhlo_ir::{BinaryOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, Shape, TensorType, UnaryOp, ValueRef};
 
+use crate::builder::work_dtype;
 use crate::{Error, Pass, Result};
 
 /// The pass; see the module doc.
@@ -61,7 +62,9 @@ impl Pass for ChannelsLast {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        rewrite(graph).map_err(|e| Error::Failed { pass: self.name(), message: e.to_string() })
+        let changed = rewrite(graph).map_err(|e| Error::Failed { pass: self.name(), message: e.to_string() })?;
+        // The input permutes nothing ended up reading, and the nodes only they read.
+        Ok(crate::dce::eliminate(graph)? || changed)
     }
 }
 
@@ -105,14 +108,6 @@ fn rewrite(graph: &mut Graph) -> fxhlo_ir::Result<bool> {
             }
         } else {
             t.graph.remove_node(id)?;
-        }
-    }
-    let graph = t.graph;
-    // The permutes nothing ended up reading, and the nodes only they read.
-    for id in graph.topo_order()?.into_iter().rev() {
-        if !matches!(graph.node(id).op, Op::Input { .. }) && !graph.has_uses(id) {
-            graph.remove_node(id)?;
-            changed = true;
         }
     }
     Ok(changed)
@@ -264,27 +259,20 @@ impl Twins<'_> {
                     return Ok(false);
                 }
                 let op = Op::Reduce { op: ReduceOp::Mean, dims: Shape::from(vec![1, 2]), keepdim: true, dtype: None };
-                let x = self.channels_last(id, operands[0])?;
-                self.set_twin(id, "nhwc", op, &[x], permuted(&ty, &TO_LAST))
+                self.on_twin(id, op, operands[0], &ty)
             }
             Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: false } if hot && kernel.len() == 2 => {
                 let op = Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: true };
-                let x = self.channels_last(id, operands[0])?;
-                let ty = permuted(&node_result(result)?, &TO_LAST);
-                self.set_twin(id, "nhwc", op, &[x], ty)
+                self.on_twin(id, op, operands[0], &node_result(result)?)
             }
             Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last: false } if hot && kernel.len() == 2 => {
                 let op = Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last: true };
-                let x = self.channels_last(id, operands[0])?;
-                let ty = permuted(&node_result(result)?, &TO_LAST);
-                self.set_twin(id, "nhwc", op, &[x], ty)
+                self.on_twin(id, op, operands[0], &node_result(result)?)
             }
             Op::Slice { dim, start, end, step } if hot => {
                 let Some(mapped) = twin_dims(&[dim]) else { return Ok(false) };
                 let op = Op::Slice { dim: mapped[0], start, end, step };
-                let x = self.channels_last(id, operands[0])?;
-                let ty = permuted(&node_result(result)?, &TO_LAST);
-                self.set_twin(id, "nhwc", op, &[x], ty)
+                self.on_twin(id, op, operands[0], &node_result(result)?)
             }
             Op::Cat { dim } if hot && self.all_images(&operands) => {
                 let Some(mapped) = twin_dims(&[dim]) else { return Ok(false) };
@@ -315,6 +303,12 @@ impl Twins<'_> {
             let v = ValueRef { node: id, result: r };
             self.graph.users(v).is_empty() && !self.graph.outputs().contains(&v)
         })
+    }
+
+    /// The twin of node `id` (result type `out`) as `op` over `x`'s twin.
+    fn on_twin(&mut self, id: NodeId, op: Op, x: ValueRef, out: &TensorType) -> fxhlo_ir::Result<bool> {
+        let x = self.channels_last(id, x)?;
+        self.set_twin(id, "nhwc", op, &[x], permuted(out, &TO_LAST))
     }
 
     /// Adds the twin of node `id` and records `id` as replaced.
@@ -388,7 +382,7 @@ impl Twins<'_> {
     fn batch_norm(&mut self, id: NodeId, operands: &[ValueRef], eps: Scalar, has_weight: bool, has_bias: bool) -> fxhlo_ir::Result<()> {
         let out = node_result(self.graph.node(id).results.first().cloned())?;
         let x = self.channels_last(id, operands[0])?;
-        let work = if matches!(out.dtype, DType::F16 | DType::BF16) { DType::F32 } else { out.dtype };
+        let work = work_dtype(out.dtype);
         let twin_t = permuted(&out, &TO_LAST);
         let c = twin_t.shape[3];
         let big = TensorType::new(work, twin_t.shape.clone());
@@ -401,14 +395,25 @@ impl Twins<'_> {
         let var_eps = self.add(id, "var_eps", Op::Binary(BinaryOp::Add), &[var, eps], vec_t.clone())?;
         let rstd = self.add(id, "rstd", Op::Unary(UnaryOp::Rsqrt), &[var_eps], vec_t.clone())?;
         let centered = self.add(id, "centered", Op::Binary(BinaryOp::Sub), &[xw, mean], big.clone())?;
-        let mut y = self.add(id, "normalized", Op::Binary(BinaryOp::Mul), &[centered, rstd], big.clone())?;
+        let y = self.add(id, "normalized", Op::Binary(BinaryOp::Mul), &[centered, rstd], big)?;
+        self.affine_twin(id, y, &operands[1..], has_weight, has_bias, &out)
+    }
+
+    /// Ends a normalization of node `id` whose normalized twin (in the work dtype) is `y`:
+    /// times the `[C]` weight and plus the `[C]` bias (the first of `params` each, where the
+    /// node has them) along the last dim, rounded to `out`'s dtype; `y` becomes the twin.
+    fn affine_twin(&mut self, id: NodeId, mut y: ValueRef, params: &[ValueRef], has_weight: bool, has_bias: bool, out: &TensorType) -> fxhlo_ir::Result<()> {
+        let twin_t = permuted(out, &TO_LAST);
+        let work = work_dtype(out.dtype);
+        let big = TensorType::new(work, twin_t.shape.clone());
+        let vec_t = TensorType::new(work, vec![twin_t.shape[3]]);
         if has_weight {
-            let w = self.convert_to(id, "weight32", operands[1], &vec_t)?;
+            let w = self.convert_to(id, "weight32", params[0], &vec_t)?;
             y = self.add(id, "scaled", Op::Binary(BinaryOp::Mul), &[y, w], big.clone())?;
         }
         if has_bias {
-            let b = self.convert_to(id, "bias32", operands[1 + has_weight as usize], &vec_t)?;
-            y = self.add(id, "shifted", Op::Binary(BinaryOp::Add), &[y, b], big.clone())?;
+            let b = self.convert_to(id, "bias32", params[has_weight as usize], &vec_t)?;
+            y = self.add(id, "shifted", Op::Binary(BinaryOp::Add), &[y, b], big)?;
         }
         if work != out.dtype {
             y = self.add(id, "out", Op::Convert { dtype: out.dtype }, &[y], twin_t)?;
@@ -417,22 +422,19 @@ impl Twins<'_> {
         self.replaced.push(id);
         Ok(())
     }
-}
 
-impl Twins<'_> {
     /// Group norm of node `id` on `x`'s twin viewed as `[N, H*W, G, C/G]`: the mean and the
     /// variance over dims 1 and 3 (two passes, as codegen computes them), in float32 for 16-bit
     /// inputs, then the `[C]` weight and bias along the last dim.
     fn group_norm(&mut self, id: NodeId, operands: &[ValueRef], groups: i64, eps: Scalar, has_weight: bool, has_bias: bool) -> fxhlo_ir::Result<()> {
         let out = node_result(self.graph.node(id).results.first().cloned())?;
         let x = self.channels_last(id, operands[0])?;
-        let work = if matches!(out.dtype, DType::F16 | DType::BF16) { DType::F32 } else { out.dtype };
+        let work = work_dtype(out.dtype);
         let twin_t = permuted(&out, &TO_LAST);
         let (n, h, w, c) = (twin_t.shape[0], twin_t.shape[1], twin_t.shape[2], twin_t.shape[3]);
         let big = TensorType::new(work, twin_t.shape.clone());
         let grouped = TensorType::new(work, vec![n, h * w, groups, c / groups]);
         let stat = TensorType::new(work, vec![n, 1, groups, 1]);
-        let vec_t = TensorType::new(work, vec![c]);
         let mean_op = || Op::Reduce { op: ReduceOp::Mean, dims: Shape::from(vec![1, 3]), keepdim: true, dtype: None };
         let xw = self.convert_to(id, "x32", x, &big)?;
         let xg = self.add(id, "grouped", Op::View { shape: grouped.shape.clone() }, &[xw], grouped.clone())?;
@@ -444,21 +446,8 @@ impl Twins<'_> {
         let var_eps = self.add(id, "var_eps", Op::Binary(BinaryOp::Add), &[var, eps], stat.clone())?;
         let rstd = self.add(id, "rstd", Op::Unary(UnaryOp::Rsqrt), &[var_eps], stat)?;
         let normalized = self.add(id, "normalized", Op::Binary(BinaryOp::Mul), &[centered, rstd], grouped)?;
-        let mut y = self.add(id, "ungrouped", Op::View { shape: big.shape.clone() }, &[normalized], big.clone())?;
-        if has_weight {
-            let weight = self.convert_to(id, "weight32", operands[1], &vec_t)?;
-            y = self.add(id, "scaled", Op::Binary(BinaryOp::Mul), &[y, weight], big.clone())?;
-        }
-        if has_bias {
-            let bias = self.convert_to(id, "bias32", operands[1 + has_weight as usize], &vec_t)?;
-            y = self.add(id, "shifted", Op::Binary(BinaryOp::Add), &[y, bias], big)?;
-        }
-        if work != out.dtype {
-            y = self.add(id, "out", Op::Convert { dtype: out.dtype }, &[y], twin_t)?;
-        }
-        self.twin.insert(ValueRef::first(id), y);
-        self.replaced.push(id);
-        Ok(())
+        let y = self.add(id, "ungrouped", Op::View { shape: big.shape.clone() }, &[normalized], big)?;
+        self.affine_twin(id, y, &operands[1..], has_weight, has_bias, &out)
     }
 
     /// Nearest upsampling of node `id` by whole factors: each pixel of `x`'s twin repeated as

@@ -51,7 +51,7 @@
 
 use fxhlo_ir::{BinaryOp, DType, Graph, NodeId, Op, PadMode, Scalar, Shape, TensorType, ValueRef};
 
-use crate::builder::{rewrite_matching, Builder};
+use crate::builder::{rewrite_matching, work_dtype, Builder};
 use crate::{Pass, Result};
 
 /// The pass; see the module doc.
@@ -123,7 +123,7 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
         shape[dim] = size;
         shape
     };
-    let work = if matches!(x_t.dtype, DType::F16 | DType::BF16) { DType::F32 } else { x_t.dtype };
+    let work = work_dtype(x_t.dtype);
     let base = node.name.to_string();
     let mut b = Builder::new(graph, format!("{base}.taps"), node.source.clone());
 
