@@ -199,16 +199,10 @@ pub fn convolution(op: &Op, operands: &[&TensorType]) -> InferResult {
         let first = crate::layout::permuted(x, &to_first);
         let mut rest: Vec<&TensorType> = operands.to_vec();
         rest[0] = &first;
-        let cf = Op::Convolution {
-            stride: stride.clone(),
-            padding: padding.clone(),
-            dilation: dilation.clone(),
-            transposed: *transposed,
-            output_padding: output_padding.clone(),
-            groups: *groups,
-            has_bias: operands.len() > 2,
-            channels_last: false,
-        };
+        let mut cf = op.clone();
+        if let Op::Convolution { channels_last, .. } = &mut cf {
+            *channels_last = false;
+        }
         let out = convolution(&cf, &rest)?;
         let to_last: Vec<usize> = [0].into_iter().chain(2..x.rank()).chain([1]).collect();
         return Ok(out.map(|ts| ts.iter().map(|t| crate::layout::permuted(t, &to_last)).collect()));
