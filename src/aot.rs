@@ -12,12 +12,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fxhlo_runtime::aot::{ALLOW_MULTIPLE_LIBTPU_LOAD, TPU_SKIP_MDS_QUERY};
 use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName};
 
 use crate::cache::{CacheKey, CompileCache, Tier};
+use crate::compile::{get_or_compile, Compiler, Origin};
 use crate::dump::file_safe;
 use crate::env::FXHLO_AOT_WORKER;
 use crate::pipeline::{Lowered, Pipeline};
@@ -126,55 +127,43 @@ pub struct AotCompiled {
     pub compile_time: Duration,
 }
 
-impl Pipeline {
-    /// Compiles `lowered` (lowered for `target.id`) for an ahead-of-time target through
-    /// `cache`: a hit returns the cached bytes; a miss runs the worker and fills the cache.
-    /// With `fresh`, the cache is not read (to get a cost analysis), only written. With
-    /// `xla_dump_to`, the target's XLA dumps what it compiles there (its own dump options:
-    /// the executable is the same).
-    #[allow(clippy::too_many_arguments)]
-    pub fn compile_ahead_of_time(
-        &self,
-        graph: &str,
-        lowered: &Lowered,
-        target: &AotTarget,
-        cache: &CompileCache,
-        worker: &Worker,
-        fresh: bool,
-        xla_dump_to: Option<&Path>,
-    ) -> Result<AotCompiled> {
-        let start = Instant::now();
-        let key = &lowered.key;
-        if !fresh {
-            if let Some((bytes, tier)) = cache.get(key) {
-                return Ok(AotCompiled {
-                    graph: graph.to_string(),
-                    bytes: bytes.to_vec(),
-                    cost: None,
-                    key: key.clone(),
-                    cached: Some(tier),
-                    compile_time: start.elapsed(),
-                });
-            }
-        }
-        if cache.config().error_on_compile && !fresh {
-            let (_, detail) = cache.explain_miss(key);
-            return Err(Error::CompileRefused { graph: graph.to_string(), detail });
-        }
-        let partitions = self.options().devices();
-        let (bytes, cost) = run_worker(graph, lowered.program().code, target, worker, partitions, xla_dump_to)?;
-        cache.count_compile();
-        cache.put(key, bytes.clone());
-        tracing::info!(graph, target = %target.name, elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "compiled ahead of time");
-        Ok(AotCompiled { graph: graph.to_string(), bytes, cost: Some(cost), key: key.clone(), cached: None, compile_time: start.elapsed() })
+/// The worker process as the [`Compiler`] of an ahead-of-time target's misses: its output is
+/// the serialized executable, with XLA's cost analysis when compiled now.
+struct WorkerCompiler<'a> {
+    target: &'a AotTarget,
+    worker: &'a Worker,
+    partitions: usize,
+}
+
+impl Compiler for WorkerCompiler<'_> {
+    type Output = (Vec<u8>, Option<CostAnalysis>);
+
+    fn load(&self, bytes: &[u8]) -> Result<Self::Output> {
+        Ok((bytes.to_vec(), None))
+    }
+
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)> {
+        let (bytes, cost) = run_worker(&lowered.graph, lowered.program().code, self.target, self.worker, self.partitions, xla_dump_to)?;
+        Ok(((bytes.clone(), Some(cost)), Ok(bytes)))
+    }
+
+    fn rejected(&self, error: &Error) -> bool {
+        // A crash keeps its module already.
+        matches!(error, Error::AotCompile { .. })
+    }
+
+    fn how(&self) -> &'static str {
+        " (compiled ahead of time in the worker process)"
     }
 }
 
 /// Lowers `graph` for `options.device` (a target with a topology) and compiles it ahead of
 /// time through the process's compile cache (with `fresh`, not read from it: a cost analysis
-/// comes only from a compile). Returns the lowered module too. `frozen` and `dump` as in
-/// [`crate::Session::compile_dumped`]; `env` says where to find the plugin.
-pub fn compile_graph(
+/// comes only from a compile), in the worker process `worker` starts. Returns the lowered
+/// module too. `frozen` and `dump` as in [`crate::Session::compile`]; `env` says where to find
+/// the plugin. A module the target's compiler rejects comes with a reproduction (`fxhlo
+/// compile <module> --target ..` runs the same compile).
+pub fn compile(
     graph: &fxhlo_ir::Graph,
     frozen: &crate::Frozen,
     dump: Option<&crate::Dump>,
@@ -186,51 +175,15 @@ pub fn compile_graph(
     let target = AotTarget::resolve(&options.device, env)?;
     let pipeline = Pipeline::new(options);
     let lowered = pipeline.lower(graph, frozen, dump, &target.id)?;
-    let xla_dir = match dump {
-        Some(d) => d.xla_dir()?,
-        None => None,
-    };
-    let compiled = pipeline
-        .compile_ahead_of_time(&graph.name, &lowered, &target, &CompileCache::global(), worker, fresh, xla_dir.as_deref())
-        .map_err(|e| match e {
-            // The target's compiler rejected the module: `fxhlo compile <module> --target ..`
-            // runs the same compile. (A crash keeps its module already.)
-            Error::AotCompile { .. } => {
-                let failed = crate::repro::Failed::Compile { mlir: &lowered.mlir };
-                let root = dump.map(|d| d.config().dir.as_path());
-                crate::repro::wrap(e, failed, graph, pipeline.options(), &lowered.key, frozen, root)
-            }
-            other => other,
-        });
-    if let (Some(d), Ok(c)) = (dump, &compiled) {
-        let outcome = match c.cached {
-            Some(_) => "hit: nothing compiled, so XLA dumped nothing".to_string(),
-            None => "miss (compiled ahead of time in the worker process)".to_string(),
-        };
-        if let (Some(dir), Some(_)) = (&xla_dir, c.cached) {
-            // Nothing was compiled: leave no empty folder behind.
-            let _ = std::fs::remove_dir(dir);
-        }
-        d.executable(outcome, c.compile_time, xla_dir.as_deref().filter(|_| c.cached.is_none()))?;
+    let compiler = WorkerCompiler { target: &target, worker, partitions: pipeline.options().devices() };
+    let origin = Origin { graph, frozen, options: pipeline.options() };
+    let got = get_or_compile(&compiler, &CompileCache::global(), &lowered, Some(origin), dump, fresh)?;
+    if got.cached.is_none() {
+        tracing::info!(graph = %graph.name, target = %target.name, elapsed_ms = got.time.as_secs_f64() * 1e3, "compiled ahead of time");
     }
-    crate::dump::finish(dump, &compiled)?;
-    Ok((lowered, compiled?))
-}
-
-/// [`compile_graph`] of a trace (the exporter's JSON, as the Python backend hands it over),
-/// dumped as `dump` says (else as `FXHLO_DUMP` says).
-pub fn compile_json_ahead_of_time(
-    json: &[u8],
-    origin: &Path,
-    dump: Option<&crate::DumpConfig>,
-    frozen: &crate::Frozen,
-    options: crate::Options,
-    env: &EnvConfig,
-    worker: &Worker,
-) -> Result<AotCompiled> {
-    let from_env = crate::DumpConfig::from_env()?;
-    let (graph, dump) = crate::session::import_json(json, origin, dump.or(from_env.as_ref()))?;
-    compile_graph(&graph, frozen, dump.as_ref(), options, env, worker, false).map(|(_, compiled)| compiled)
+    let ((bytes, cost), key) = (got.output, lowered.key.clone());
+    let compiled = AotCompiled { graph: graph.name.clone(), bytes, cost, key, cached: got.cached, compile_time: got.time };
+    Ok((lowered, compiled))
 }
 
 /// Compiles a StableHLO module (text) for an ahead-of-time target in the worker, bypassing the
@@ -443,7 +396,7 @@ pub fn worker_main(args: &[String]) -> i32 {
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
         let options = CompileOptions { xla_dump_to: get("--xla-dump-to").map(PathBuf::from), ..CompileOptions::partitioned(partitions) };
         let exe = compiler
-            .compile(fxhlo_runtime::Program { code: &mlir, text: "" }, &options)
+            .compile(fxhlo_runtime::Program { code: &mlir, signature: fxhlo_runtime::ProgramSignature::Unknown }, &options)
             .map_err(|e| e.to_string())?;
         fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes)
             .map_err(|e| format!("{out}: {e}"))?;

@@ -10,7 +10,7 @@
 //! # fn main() -> Result<(), fxhlo::Error> {
 //! let bundle = fxhlo::frontend::Bundle::open("model.fxt".as_ref())?;
 //! let session = Session::new(Options::default())?;
-//! let compiled = session.compile(&bundle.graph)?;   // from the cache when it has it
+//! let compiled = session.compile(&bundle.graph, &Default::default(), None)?;   // from the cache when it has it
 //! let outputs = compiled.run_bundle(&session, &bundle)?;
 //! let report = fxhlo::check(&outputs, &bundle)?;
 //! println!("{report}");
@@ -19,7 +19,9 @@
 
 pub mod aot;
 pub mod cache;
+mod call;
 mod check;
+mod compile;
 mod dump;
 pub mod env;
 mod error;
@@ -37,7 +39,8 @@ pub use error::{Error, Result};
 pub use repro::Repro;
 pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
-pub use session::{split_bound, upload_bound, with_bound, Compiled, Session};
+pub use call::{split_bound, with_bound, Arg, Call, CallArgs, Compiled, Keep};
+pub use session::{import_trace, Session};
 pub use sharding::{SplitRule, TensorParallel};
 pub use tensor::{element_type, host_tensor};
 

@@ -229,6 +229,12 @@ impl Pipeline {
         if let Some(d) = dump {
             d.stablehlo(&mlir, start.elapsed())?;
         }
+        // `@main`'s parameters as the device takes them (each input's declared type, in its
+        // layout): the runtime checks every run against them.
+        let signature = fxhlo_runtime::Signature::of_tensors(optimized.inputs().iter().map(|&id| {
+            let ty = &optimized.node(id).results[0];
+            (crate::tensor::element_type(ty.dtype), ty.shape.to_vec())
+        }));
         let inputs = optimized
             .inputs()
             .iter()
@@ -247,7 +253,7 @@ impl Pipeline {
                 InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id), value }
             })
             .collect();
-        Ok(Lowered { mlir, bytecode, inputs, checks, key })
+        Ok(Lowered { graph: graph.name.clone(), mlir, bytecode, inputs, checks, key, signature })
     }
 
     /// The inputs of `graph` the `device-layout` pass must leave in their logical layout,
@@ -311,6 +317,8 @@ const _: fn() = || {
 /// its cache key.
 #[derive(Debug, Clone)]
 pub struct Lowered {
+    /// The graph's name (for messages and logs).
+    pub graph: String,
     /// The StableHLO module text, for reading: its large constants are elided
     /// (`dense_resource<__elided__>`): compile [`Lowered::program`], not this.
     pub mlir: String,
@@ -325,15 +333,16 @@ pub struct Lowered {
     /// With `check_indices`: the nodes whose index checks follow the graph's own outputs, one
     /// bool scalar output each, in this order (see [`Checks`]).
     pub checks: Checks,
+    /// `@main`'s parameter types as the device takes them, known from the graph rather than
+    /// read back from the text.
+    pub signature: fxhlo_runtime::Signature,
 }
 
 impl Lowered {
     /// What PJRT compiles: the bytecode when there is some, else the text.
     pub fn program(&self) -> fxhlo_runtime::Program<'_> {
-        match &self.bytecode {
-            Some(b) => fxhlo_runtime::Program { code: b, text: &self.mlir },
-            None => fxhlo_runtime::Program::from(self.mlir.as_str()),
-        }
+        let code = self.bytecode.as_deref().unwrap_or(self.mlir.as_bytes());
+        fxhlo_runtime::Program::typed(code, &self.signature)
     }
 }
 

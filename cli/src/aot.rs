@@ -20,7 +20,7 @@ pub(crate) fn compile(
     fresh: bool,
 ) -> anyhow::Result<(Lowered, AotCompiled)> {
     let env = EnvConfig::from_env();
-    Ok(fxhlo::aot::compile_graph(graph, frozen, dump, options.clone(), &env, &Worker::from_env(), fresh)?)
+    Ok(fxhlo::aot::compile(graph, frozen, dump, options.clone(), &env, &Worker::from_env(), fresh)?)
 }
 
 /// A StableHLO file compiled as it is (no cache): its name (the file stem), the executable, its
@@ -63,9 +63,9 @@ pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option
     let written = output.map(|p| format!(", written to {}", p.display())).unwrap_or_default();
     Ok(format!(
         "`{}` for {target}: {how}; TPU executable {} bytes{written}; cache key {}",
-        compiled.graph,
+        compiled.graph(),
         compiled.bytes.len(),
-        compiled.key.hex()
+        compiled.lowered.key.hex()
     ))
 }
 
@@ -129,7 +129,7 @@ pub(crate) fn cost(
     };
     let (_, compiled) = compile(&bundle.graph, &Frozen::new(), &options, None, true)?;
     Ok(cost_report(
-        &compiled.graph,
+        &compiled.graph(),
         &compiled.cost.unwrap_or_default(),
         compiled.compile_time,
         target,

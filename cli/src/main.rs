@@ -341,7 +341,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..Options::default()
             }))?;
             let dump = dump.map(|config| bundle_dump(config, &bundle, import));
-            let compiled = session.compile_dumped(&bundle.graph, dump.as_ref(), &frozen)?;
+            let compiled = session.compile(&bundle.graph, &frozen, dump.as_ref())?;
             say_dumped(dump.as_ref());
             println!(
                 "compiled `{}` for {} ({}): codegen {:.1} ms, {}",
@@ -402,12 +402,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (mut codegen, mut compile) = (Vec::new(), Vec::new());
             for _ in 0..compiles.max(1) {
                 session.cache().forget(&key);
-                let c = session.compile_frozen(&b.graph, &frozen)?;
+                let c = session.compile(&b.graph, &frozen, None)?;
                 codegen.push(c.codegen_time.as_secs_f64());
                 compile.push(c.compile_time.as_secs_f64());
             }
             // Once more, from the cache the last compile filled: what a cache hit costs.
-            let compiled = session.compile_frozen(&b.graph, &frozen)?;
+            let compiled = session.compile(&b.graph, &frozen, None)?;
             let load = compiled.cached.map(|_| compiled.compile_time);
             let mut latency = Vec::new();
             for _ in 0..runs.max(1) + 1 {
@@ -492,7 +492,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if cache {
                 let session = Session::new(options)?;
-                let compiled = session.compile_dumped(&graph, dump.as_ref(), &frozen)?;
+                let compiled = session.compile(&graph, &frozen, dump.as_ref())?;
                 say_dumped(dump.as_ref());
                 let line = cache_line(&session, &compiled);
                 match emit {
@@ -500,7 +500,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     Some(emit) => {
                         eprintln!("{line}");
                         match emit {
-                            Emit::Mlir => println!("{}", compiled.mlir),
+                            Emit::Mlir => println!("{}", compiled.lowered.mlir),
                             Emit::Ir => print!("{}", fxhlo::ir::print(&graph)),
                         }
                     }
@@ -592,9 +592,9 @@ fn provenance(compiled: &Compiled) -> String {
 fn cache_line(session: &Session, compiled: &Compiled) -> String {
     let device = &session.options().device;
     let platform = session.client().platform_name();
-    let digest = compiled.key.hex();
+    let digest = compiled.lowered.key.hex();
     let config = session.cache().config();
-    let entry = config.dir.as_deref().map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.key));
+    let entry = config.dir.as_deref().map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.lowered.key));
     let stored = match (config.mode, &entry) {
         (CacheMode::Off, _) => format!("not stored on disk ({}=off)", fxhlo::env::FXHLO_CACHE),
         (_, None) => format!("not stored on disk (no cache folder: set {})", fxhlo::env::FXHLO_CACHE_DIR),
@@ -608,8 +608,8 @@ fn cache_line(session: &Session, compiled: &Compiled) -> String {
         ),
     };
     match compiled.cached {
-        None => format!("compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}", compiled.graph, provenance(compiled)),
-        Some(_) => format!("`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}", compiled.graph, provenance(compiled)),
+        None => format!("compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}", compiled.graph(), provenance(compiled)),
+        Some(_) => format!("`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}", compiled.graph(), provenance(compiled)),
     }
 }
 

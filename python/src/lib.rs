@@ -15,6 +15,7 @@
 //! Parameters and buffers stay on the device between calls and are uploaded again only when
 //! their tensor object, storage pointer or version counter changed.
 
+mod args;
 mod dlpack;
 mod errors;
 mod state;
@@ -29,14 +30,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use fxhlo::runtime::DeviceBuffer;
-use fxhlo::WeightStamp;
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use fxhlo::CallArgs;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use errors::{compile_error, error};
-use state::{insert_loaded, session, Arg, Program, ThreadExec, LOADED, RELEASE_GIL_AFTER};
-use torch::{data_ptr, dense_cpu, dtypes, host_view, tensor_bytes, version};
+use args::TorchArgs;
+use errors::{call_error, compile_error, error, Class};
+use state::{insert_loaded, session, CallerInput, Program, ThreadExec, LOADED, RELEASE_GIL_AFTER};
+use torch::{data_ptr, dtypes};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
@@ -60,17 +62,37 @@ struct Executable {
 }
 
 impl Executable {
-    /// This thread's loaded copy, compiling the StableHLO on this thread's client if needed.
+    /// This thread's loaded copy: the facade loads the program's module on this thread's
+    /// client (from the compile cache, or compiling its bytecode when the cache cannot have it).
     fn loaded(&self, py: Python<'_>) -> PyResult<Rc<RefCell<ThreadExec>>> {
         let p = &self.program;
         if let Some(t) = LOADED.with_borrow(|m| m.get(&p.id).cloned()) {
             return Ok(t);
         }
         let session = session(py, &p.options)?;
-        // Another thread compiled it: the cache's memory tier has it, loaded in a few ms.
-        let (exe, _) = session.executable(&p.graph, &p.key, &p.mlir).map_err(|e| compile_error(py, &e))?;
-        let bound = fxhlo::upload_bound(session.client(), &p.bound, 0).map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
-        Ok(insert_loaded(p, session, exe, bound))
+        let compiled = session.load(p.lowered.clone()).map_err(|e| compile_error(py, &e))?;
+        Ok(insert_loaded(p, session, compiled))
+    }
+
+    /// `args` (every graph input, in the graph's order) as the executable's arguments: the
+    /// frozen ones dropped, the rest in the executable's input order.
+    fn arguments<'a, 'py>(&self, args: &Bound<'py, PyList>, dt: &'a torch::Dtypes) -> PyResult<TorchArgs<'a, 'py>> {
+        let p = &self.program;
+        if args.len() != p.caller.len() {
+            return Err(PyValueError::new_err(format!("graph `{}` takes {} inputs, got {}", p.lowered.graph, p.caller.len(), args.len())));
+        }
+        let passed = p.caller.iter().filter(|c| c.position.is_some()).count();
+        let mut tensors: Vec<Option<(usize, Bound<'py, PyAny>)>> = (0..passed).map(|_| None).collect();
+        for (graph_position, (input, t)) in p.caller.iter().zip(args.iter()).enumerate() {
+            if let Some(slot) = input.position.and_then(|i| tensors.get_mut(i)) {
+                *slot = Some((graph_position, t));
+            }
+        }
+        let tensors = tensors
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| error(args.py(), Class::Execution, "internal: an executable input has no graph input"))?;
+        Ok(TorchArgs { tensors, dt, raised: RefCell::new(None) })
     }
 }
 
@@ -80,127 +102,28 @@ impl Executable {
     /// outputs as new contiguous CPU tensors.
     fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
         let p = &self.program;
-        if args.len() != p.inputs.len() {
-            return Err(PyValueError::new_err(format!(
-                "graph `{}` takes {} inputs, got {}",
-                p.graph,
-                p.inputs.len(),
-                args.len()
-            )));
-        }
         let dt = dtypes(py)?;
+        let args = self.arguments(args, dt)?;
         let state = self.loaded(py)?;
         let mut st = state.borrow_mut();
         let st = &mut *st;
-        // Per-call uploads of user inputs; weights stay in `st.resident`.
-        let mut fresh: Vec<Option<DeviceBuffer>> = Vec::with_capacity(args.len());
-        for (i, (arg, t)) in p.inputs.iter().zip(args.iter()).enumerate() {
-            // For a weight: the stamp it will be kept under; `None` for user inputs and for
-            // tensors without a version counter (uploaded every call).
-            let mut keep = None;
-            if arg.frozen {
-                fresh.push(None);
-                continue;
-            }
-            if arg.resident {
-                let ptr = data_ptr(&t)?;
-                let stamp = version(&t).map(|version| WeightStamp { identity: t.as_ptr() as usize, data_ptr: ptr, version });
-                if st.resident.hit(i, stamp).is_some() {
-                    fresh.push(None);
-                    continue;
-                }
-                keep = stamp;
-            }
-            let view = host_view(arg, i, &t, dt)?;
-            // SAFETY: `view.tensor` is a live contiguous CPU tensor of `arg.bytes` bytes (the
-            // input's dtype and shape, checked), held here; strides only reorder its elements.
-            let bytes = unsafe { tensor_bytes(data_ptr(&view.tensor)?, arg.bytes) };
-            let buffer = st
-                .session
-                .client()
-                .upload_strided(arg.element, &arg.device_dims, view.byte_strides.as_deref(), bytes)
-                .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
-            let counter = if arg.resident { &p.weight_uploads } else { &p.input_uploads };
-            counter.fetch_add(1, Ordering::Relaxed);
-            match keep {
-                Some(stamp) => {
-                    // The tensor object stays alive with the slot, so its identity is unique.
-                    st.resident.keep(i, stamp, buffer, Box::new(t.clone().unbind()));
-                    fresh.push(None);
-                }
-                None => fresh.push(Some(buffer)),
-            }
-        }
-        let refs: Vec<&DeviceBuffer> = p
-            .inputs
-            .iter()
-            .zip(fresh.iter())
-            .enumerate()
-            .filter(|(_, (a, _))| !a.frozen)
-            .map(|(i, (_, f))| f.as_ref().or(st.resident.buffer(i)))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                error(
-                    py,
-                    "ExecutionError",
-                    "internal: an input has no device buffer",
-                )
-            })?;
-        let refs = p.parameters(&refs, &st.bound);
+        let raise = |e: fxhlo::Error| args.raised.borrow_mut().take().unwrap_or_else(|| call_error(py, &e));
+        // The facade's call path: uploads what the device does not hold, then runs.
+        let call = st.compiled.prepare(&st.session, &mut st.resident, &args).map_err(raise)?;
+        p.weight_uploads.fetch_add(call.weight_uploads, Ordering::Relaxed);
+        p.input_uploads.fetch_add(call.input_uploads, Ordering::Relaxed);
         let start = Instant::now();
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
-            let exe = SameThread((&st.exe, refs));
-            py.detach(move || {
-                // A method call, so the closure captures the whole wrapper, not its fields.
-                let (exe, refs) = exe.into_inner();
-                SameThread(exe.run(&refs))
-            })
-            .0
+            let call = SameThread(call);
+            // A method call, so the closure captures the whole wrapper, not its fields.
+            py.detach(move || SameThread(call.into_inner().execute())).into_inner()
         } else {
-            st.exe.run(&refs)
+            call.execute()
         }
-        .map_err(|e| error(py, "ExecutionError", &e.to_string()))?;
+        .map_err(raise)?;
         st.last_run = start.elapsed();
-        let mut outputs = outputs;
-        if !p.checks.0.is_empty() {
-            let flag = |b: &DeviceBuffer| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0));
-            p.checks.strip(&p.graph, &mut outputs, flag).map_err(|e| match e {
-                fxhlo::Error::IndexOutOfRange { .. } => PyIndexError::new_err(e.to_string()),
-                e => error(py, "ExecutionError", &e.to_string()),
-            })?;
-        }
         p.calls.fetch_add(1, Ordering::Relaxed);
-        let list = PyList::empty(py);
-        let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
-        for out in outputs {
-            let (element, dims) = (out.element_type(), out.dims().to_vec());
-            let len = out.byte_size().map_err(rt)?;
-            // In host memory (the CPU plugin): the tensor adopts the buffer, no copy.
-            let out = if len > 0 {
-                match out.into_host_resident().map_err(rt)? {
-                    Ok(host) => {
-                        let capsule = dlpack::capsule(py, host, element, &dims)?;
-                        list.append(dt.from_dlpack.bind(py).call1((capsule,))?)?;
-                        continue;
-                    }
-                    Err(out) => out,
-                }
-            } else {
-                out
-            };
-            let kwargs = PyDict::new(py);
-            kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(element).bind(py))?;
-            let tensor = dt.torch_empty.bind(py).call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
-            if len > 0 {
-                let ptr = data_ptr(&tensor)?;
-                // SAFETY: `tensor` is a fresh contiguous CPU tensor of exactly `len` bytes that
-                // nothing else references yet.
-                let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
-                out.copy_into(dst).map_err(rt)?;
-            }
-            list.append(tensor)?;
-        }
-        Ok(list)
+        outputs_to_torch(py, dt, outputs)
     }
 
     /// Counters since compilation: `calls`, `weight_uploads` (parameters, buffers and
@@ -215,10 +138,10 @@ impl Executable {
         Ok(d)
     }
 
-    /// The StableHLO module that was compiled.
+    /// The StableHLO module that was compiled (large constants elided).
     #[getter]
     fn mlir(&self) -> &str {
-        &self.program.mlir
+        &self.program.lowered.mlir
     }
 
     /// The device it runs on (`cpu`, `cuda`, `tpu`).
@@ -232,27 +155,19 @@ impl Executable {
     /// passes as parameters instead of constants): uploaded once per thread, never passed.
     #[getter]
     fn bound(&self) -> Vec<String> {
-        self.program.bound.iter().map(|(_, s)| s.name.clone()).collect()
+        self.program.lowered.inputs.iter().filter(|s| s.value.is_some()).map(|s| s.name.clone()).collect()
     }
 
     /// The graph's inputs in calling order: `(name, how)`, `how` being `"input"` (uploaded
     /// every call), `"resident"` (a weight kept on the device) or `"frozen"` (compiled in).
     #[getter]
     fn inputs(&self) -> Vec<(String, &'static str)> {
-        let how = |a: &Arg| {
-            if a.frozen {
-                "frozen"
-            } else if a.resident {
-                "resident"
-            } else {
-                "input"
-            }
+        let how = |a: &CallerInput| match (a.position, a.resident) {
+            (None, _) => "frozen",
+            (Some(_), true) => "resident",
+            (Some(_), false) => "input",
         };
-        self.program
-            .inputs
-            .iter()
-            .map(|a| (a.name.clone(), how(a)))
-            .collect()
+        self.program.caller.iter().map(|a| (a.name.clone(), how(a))).collect()
     }
 
     /// Times, measured in Rust on this executable, of the raw PJRT work of one call over
@@ -263,32 +178,34 @@ impl Executable {
     /// download). Medians in nanoseconds. The reference for fxhlo's per-call
     /// overhead: a Python call costs this plus what the bridge adds.
     fn bench_raw<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>, iters: usize) -> PyResult<Bound<'py, PyDict>> {
-        let p = &self.program;
         let dt = dtypes(py)?;
+        let args = self.arguments(args, dt)?;
         let state = self.loaded(py)?;
         let st = state.borrow();
+        let c = &st.compiled;
         let client = st.session.client();
-        let rt = |e: fxhlo::runtime::Error| error(py, "ExecutionError", &e.to_string());
-        let mut hosts = Vec::new();
-        let params: Vec<&Arg> = p.inputs.iter().filter(|a| !a.frozen).collect();
-        for (i, (arg, t)) in p.inputs.iter().zip(args.iter()).enumerate() {
-            if !arg.frozen {
-                let dense = dense_cpu(arg, i, &t, dt)?;
-                // SAFETY: as in `run`; copied at once.
-                hosts.push(unsafe { tensor_bytes(data_ptr(&dense)?, arg.bytes) }.to_vec());
-            }
-        }
-        let upload = || -> Result<Vec<DeviceBuffer>, fxhlo::runtime::Error> {
-            params.iter().zip(&hosts).map(|(a, h)| client.upload_bytes(a.element, &a.device_dims, h)).collect()
+        let rt = |e: fxhlo::Error| args.raised.borrow_mut().take().unwrap_or_else(|| call_error(py, &e));
+        let views = c.inputs.iter().enumerate().map(|(i, sig)| args.view(i, sig)).collect::<fxhlo::Result<Vec<_>>>().map_err(rt)?;
+        // Every input in the layout the device takes, as host bytes read once here.
+        let views = views
+            .iter()
+            .zip(&c.inputs)
+            .map(|(a, sig)| match &sig.layout {
+                Some(perm) => a.view.clone().permuted(perm),
+                None => Ok(a.view.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| rt(e.into()))?;
+        let upload = || -> fxhlo::Result<Vec<DeviceBuffer>> { views.iter().map(|v| Ok(client.upload_view_to(0, v)?)).collect() };
+        let run = |bufs: &[DeviceBuffer]| -> fxhlo::Result<Vec<DeviceBuffer>> {
+            Ok(c.executable.run(&c.parameters(&bufs.iter().collect::<Vec<_>>(), 0)?)?)
         };
         let bufs = upload().map_err(rt)?;
-        let refs = p.parameters(&bufs.iter().collect::<Vec<_>>(), &st.bound);
-        let first = st.exe.run(&refs).map_err(rt)?;
-        let mut sinks: Vec<Vec<u8>> =
-            first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(rt)?;
+        let first = run(&bufs).map_err(rt)?;
+        let mut sinks: Vec<Vec<u8>> = first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(|e| rt(e.into()))?;
         let iters = iters.max(1);
         // The median time of `iters` runs of `f`, in nanoseconds.
-        let median = |f: &mut dyn FnMut() -> Result<(), fxhlo::runtime::Error>| -> PyResult<u128> {
+        let median = |f: &mut dyn FnMut() -> fxhlo::Result<()>| -> PyResult<u128> {
             let mut times = Vec::with_capacity(iters);
             for _ in 0..iters {
                 let start = Instant::now();
@@ -298,22 +215,13 @@ impl Executable {
             times.sort_unstable();
             Ok(times[times.len() / 2])
         };
-        let execute = median(&mut || st.exe.run(&refs).map(drop))?;
+        let execute = median(&mut || run(&bufs).map(drop))?;
         let uploads = median(&mut || upload().map(drop))?;
-        let downloads = median(&mut || {
-            first
-                .iter()
-                .zip(sinks.iter_mut())
-                .try_for_each(|(o, sink)| o.copy_into(sink))
-        })?;
-        let upload_execute = median(&mut || {
-            let bufs = upload()?;
-            st.exe.run(&p.parameters(&bufs.iter().collect::<Vec<_>>(), &st.bound)).map(drop)
-        })?;
+        let downloads = median(&mut || Ok(first.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))?))?;
+        let upload_execute = median(&mut || run(&upload()?).map(drop))?;
         let roundtrip = median(&mut || {
-            let bufs = upload()?;
-            let outs = st.exe.run(&p.parameters(&bufs.iter().collect::<Vec<_>>(), &st.bound))?;
-            outs.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))
+            let outs = run(&upload()?)?;
+            Ok(outs.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))?)
         })?;
         let d = PyDict::new(py);
         d.set_item("execute_ns", execute)?;
@@ -323,6 +231,41 @@ impl Executable {
         d.set_item("roundtrip_ns", roundtrip)?;
         Ok(d)
     }
+}
+
+/// A call's outputs as torch tensors: in host memory (the CPU plugin) the tensor adopts the
+/// PJRT buffer (DLPack, no copy); elsewhere each is copied into a fresh `torch.empty` tensor.
+fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<DeviceBuffer>) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    let rt = |e: fxhlo::runtime::Error| call_error(py, &e.into());
+    for out in outputs {
+        let (element, dims) = (out.element_type(), out.dims().to_vec());
+        let len = out.byte_size().map_err(rt)?;
+        let out = if len > 0 {
+            match out.into_host_resident().map_err(rt)? {
+                Ok(host) => {
+                    let capsule = dlpack::capsule(py, host, element, &dims)?;
+                    list.append(dt.from_dlpack.bind(py).call1((capsule,))?)?;
+                    continue;
+                }
+                Err(out) => out,
+            }
+        } else {
+            out
+        };
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(element).bind(py))?;
+        let tensor = dt.torch_empty.bind(py).call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
+        if len > 0 {
+            let ptr = data_ptr(&tensor)?;
+            // SAFETY: `tensor` is a fresh contiguous CPU tensor of exactly `len` bytes that
+            // nothing else references yet.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            out.copy_into(dst).map_err(rt)?;
+        }
+        list.append(tensor)?;
+    }
+    Ok(list)
 }
 
 impl Drop for Executable {
@@ -371,10 +314,10 @@ fn dump_config(dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option
 /// compiled in as constants (`freeze`); those inputs are then ignored by `run`. With
 /// `check_indices`, `run` raises `IndexError` when an index was out of range.
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, options = "{}", dump = None, frozen = None, dump_dir = None))]
+#[pyo3(signature = (trace, origin, options = "{}", dump = None, frozen = None, dump_dir = None))]
 fn compile(
     py: Python<'_>,
-    trace_json: &[u8],
+    trace: &[u8],
     origin: &str,
     options: &str,
     dump: Option<&str>,
@@ -385,61 +328,40 @@ fn compile(
     let dump = dump_config(dump, dump_dir)?;
     let session = session(py, &options)?;
     let values = frozen_values(frozen)?;
-    let (graph, compiled) = session
-        .compile_json(trace_json, origin.as_ref(), dump.as_ref(), &values)
-        .map_err(|e| compile_error(py, &e))?;
-    let layouts: HashMap<&str, &Vec<usize>> =
-        compiled.inputs.iter().filter_map(|s| Some((s.name.as_str(), s.layout.as_ref()?))).collect();
-    // Every graph input the caller passes is a parameter, in the graph's order, unless frozen.
-    let expected = graph.inputs().iter().filter(|&&id| !values.contains_key(&*graph.node(id).name)).count();
-    if expected != compiled.inputs.len() {
-        return Err(error(
-            py,
-            "CompileError",
-            &format!("internal: graph `{}` has {expected} unfrozen inputs but compiled to {}", graph.name, compiled.inputs.len()),
-        ));
-    }
-    let inputs = graph
+    let from_env = session.dump_config().cloned();
+    let (graph, dump) = fxhlo::import_trace(trace, origin.as_ref(), dump.as_ref().or(from_env.as_ref())).map_err(|e| compile_error(py, &e))?;
+    let compiled = session.compile(&graph, &values, dump.as_ref()).map_err(|e| compile_error(py, &e))?;
+    // What the caller passes: every graph input, in the graph's order; the executable takes
+    // the unfrozen ones, which the compile kept in that order.
+    let mut positions = compiled.inputs.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect::<HashMap<_, _>>();
+    let caller = graph
         .inputs()
         .iter()
         .map(|&id| {
             let node = graph.node(id);
-            let ty = &node.results[0];
-            let kind = match &node.op {
-                fxhlo::ir::Op::Input { kind, .. } => *kind,
-                _ => fxhlo::ir::InputKind::UserInput,
-            };
-            let layout = layouts.get(&*node.name).map(|p| p.to_vec());
-            Arg {
-                name: node.name.to_string(),
-                element: fxhlo::element_type(ty.dtype),
-                dims: ty.shape.to_vec(),
-                device_dims: match &layout {
-                    Some(perm) => perm.iter().map(|&p| ty.shape[p]).collect(),
-                    None => ty.shape.to_vec(),
-                },
-                layout,
-                bytes: ty.size_bytes(),
-                resident: kind != fxhlo::ir::InputKind::UserInput,
-                frozen: values.contains_key(&*node.name),
-            }
+            let resident = !matches!(&node.op, fxhlo::ir::Op::Input { kind: fxhlo::ir::InputKind::UserInput, .. });
+            let position = if values.contains_key(&*node.name) { None } else { positions.remove(&*node.name) };
+            CallerInput { name: node.name.to_string(), position, resident }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let passed = caller.iter().filter(|c| c.position.is_some()).count();
+    if passed != compiled.inputs.len() {
+        return Err(error(
+            py,
+            Class::Compile,
+            &format!("internal: graph `{}` has {passed} unfrozen inputs but compiled to {}", graph.name, compiled.inputs.len()),
+        ));
+    }
     let program = Arc::new(Program {
         id: NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed),
         options,
-        checks: compiled.checks,
-        key: compiled.key,
-        graph: graph.name.clone(),
-        mlir: compiled.mlir,
-        inputs,
-        bound: compiled.bound,
+        lowered: compiled.lowered.clone(),
+        caller,
         calls: AtomicU64::new(0),
         weight_uploads: AtomicU64::new(0),
         input_uploads: AtomicU64::new(0),
     });
-    let bound = compiled.bound_buffers.into_iter().next().unwrap_or_default();
-    insert_loaded(&program, session, compiled.executable, bound);
+    insert_loaded(&program, session, compiled);
     Ok(Executable { program })
 }
 
@@ -468,11 +390,11 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
 /// `key` (hex), `size` (bytes of the executable), `seconds`, `cached` (`"memory"`, `"disk"`
 /// or None when compiled now) and, when compiled now, `cost` (XLA's cost analysis, a dict).
 #[pyfunction]
-#[pyo3(signature = (trace_json, origin, options, worker, dump = None, frozen = None, dump_dir = None))]
+#[pyo3(signature = (trace, origin, options, worker, dump = None, frozen = None, dump_dir = None))]
 #[allow(clippy::too_many_arguments)]
 fn compile_ahead_of_time<'py>(
     py: Python<'py>,
-    trace_json: &[u8],
+    trace: &[u8],
     origin: &str,
     options: &str,
     worker: Vec<String>,
@@ -495,19 +417,14 @@ fn compile_ahead_of_time<'py>(
     let values = frozen_values(frozen)?;
     let env = state::plugin_env(py, options.device.device)?;
     let target = options.device.to_string();
+    let from_env = fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let compiled = py
         .detach(|| {
-            fxhlo::aot::compile_json_ahead_of_time(
-                trace_json,
-                origin.as_ref(),
-                dump.as_ref(),
-                &values,
-                options,
-                &env,
-                &worker,
-            )
+            let (graph, dump) = fxhlo::import_trace(trace, origin.as_ref(), dump.as_ref().or(from_env.as_ref()))?;
+            fxhlo::aot::compile(&graph, &values, dump.as_ref(), options, &env, &worker, false)
         })
-        .map_err(|e| compile_error(py, &e))?;
+        .map_err(|e| compile_error(py, &e))?
+        .1;
     let d = PyDict::new(py);
     d.set_item("graph", &compiled.graph)?;
     d.set_item("target", target)?;

@@ -1,52 +1,39 @@
 //! Per-thread state: one session (PJRT client) per device, and each program loaded on this
 //! thread with its resident weights. PJRT clients are not `Send`, so nothing here crosses
-//! threads; `Program` (the `Send` part) says how to load a graph anywhere.
+//! threads; `Program` (the `Send` part) is the lowered module, which any thread loads through
+//! the facade ([`fxhlo::Session::load`]: the cache, or a compile of the module's bytecode).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
-use fxhlo::runtime::{ElementType, EnvConfig, Executable as Loaded};
-use fxhlo::{Options, ResidentWeights, Session};
+use fxhlo::runtime::EnvConfig;
+use fxhlo::{Compiled, Lowered, Options, ResidentWeights, Session};
 use pyo3::prelude::*;
 
-use crate::errors::error;
+use crate::errors::{error, Class};
 
-/// One input of a compiled graph, in calling order.
-pub(crate) struct Arg {
+/// One input of the graph as the Python caller passes it, in the graph's order.
+pub(crate) struct CallerInput {
     pub(crate) name: String,
-    pub(crate) element: ElementType,
-    /// The dims the graph sees.
-    pub(crate) dims: Vec<i64>,
-    /// The dims uploaded (`dims` permuted by `layout`).
-    pub(crate) device_dims: Vec<i64>,
-    /// Dense byte size.
-    pub(crate) bytes: usize,
+    /// Its position among the executable's inputs ([`Compiled::inputs`]); `None` when it was
+    /// compiled in as a constant (`freeze`) and is not passed at all.
+    pub(crate) position: Option<usize>,
     /// A parameter, buffer or constant: kept on the device between calls.
     pub(crate) resident: bool,
-    /// Compiled into the executable as a constant (`freeze`): not passed at all.
-    pub(crate) frozen: bool,
-    /// Uploaded permuted (`t.permute(layout)`, giving `device_dims`): the layout the device's
-    /// kernels want.
-    pub(crate) layout: Option<Vec<usize>>,
 }
 
 /// What a compiled graph is, independent of any thread: enough to load it anywhere.
 pub(crate) struct Program {
     pub(crate) id: u64,
-    /// The device and compile options (`check_indices`) it was compiled with.
+    /// The device and compile options it was compiled with (which session loads it).
     pub(crate) options: Options,
-    /// The index checks that follow the graph's outputs (`check_indices`).
-    pub(crate) checks: fxhlo::Checks,
-    /// The compile cache's key: another thread loads the executable from the cache with it.
-    pub(crate) key: fxhlo::CacheKey,
-    pub(crate) graph: String,
-    pub(crate) mlir: String,
-    pub(crate) inputs: Vec<Arg>,
-    /// The executable's parameters whose values the compile bound (large frozen weights), with
-    /// their positions: uploaded once per thread's client, never passed by the caller.
-    pub(crate) bound: Vec<(usize, fxhlo::InputSignature)>,
+    /// The lowered module: its key, signature and bytecode.
+    pub(crate) lowered: Arc<Lowered>,
+    /// The graph's inputs in the order the caller passes them.
+    pub(crate) caller: Vec<CallerInput>,
     pub(crate) calls: AtomicU64,
     pub(crate) weight_uploads: AtomicU64,
     pub(crate) input_uploads: AtomicU64,
@@ -55,11 +42,9 @@ pub(crate) struct Program {
 /// A program loaded on this thread's client for its device.
 pub(crate) struct ThreadExec {
     pub(crate) session: Rc<Session>,
-    pub(crate) exe: Loaded,
+    pub(crate) compiled: Compiled,
     /// Parameters, buffers and constants kept on the device between calls.
     pub(crate) resident: ResidentWeights,
-    /// The values of [`Program::bound`] on this thread's device.
-    pub(crate) bound: Vec<fxhlo::runtime::DeviceBuffer>,
     /// How long the last execution took: long ones release the GIL while they run.
     pub(crate) last_run: std::time::Duration,
 }
@@ -82,20 +67,14 @@ pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>
         return Ok(c);
     }
     let env = plugin_env(py, options.device.device)?;
-    let c = Rc::new(
-        Session::new_in(options.clone(), &env)
-            .map_err(|e| error(py, "DeviceError", &e.to_string()))?,
-    );
+    let c = Rc::new(Session::new_in(options.clone(), &env).map_err(|e| error(py, Class::Device, &e.to_string()))?);
     SESSIONS.with_borrow_mut(|cs| cs.push(c.clone()));
     Ok(c)
 }
 
 /// The environment in which to look for `device`'s plugin: the process's, with the plugin this
 /// interpreter imports when the environment does not choose one.
-pub(crate) fn plugin_env(
-    py: Python<'_>,
-    device: fxhlo::runtime::DeviceKind,
-) -> PyResult<EnvConfig> {
+pub(crate) fn plugin_env(py: Python<'_>, device: fxhlo::runtime::DeviceKind) -> PyResult<EnvConfig> {
     let mut env = EnvConfig::from_env();
     if env.plugin.is_none() && env.venv.is_none() {
         // The plugin this interpreter imports: the one pip installed with fxhlo, in whatever
@@ -112,34 +91,15 @@ pub(crate) fn plugin_env(
     Ok(env)
 }
 
-/// Records `exe` as loaded on this thread, with the values of the program's bound parameters
-/// on the session's device (`bound`: already uploaded, as a compile does).
-pub(crate) fn insert_loaded(
-    p: &Program,
-    session: Rc<Session>,
-    exe: Loaded,
-    bound: Vec<fxhlo::runtime::DeviceBuffer>,
-) -> Rc<RefCell<ThreadExec>> {
+/// Records `compiled` as `p` loaded on this thread.
+pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, compiled: Compiled) -> Rc<RefCell<ThreadExec>> {
     let t = Rc::new(RefCell::new(ThreadExec {
         session,
-        exe,
-        resident: ResidentWeights::new(p.inputs.len()),
-        bound,
+        resident: ResidentWeights::new(compiled.inputs.len()),
+        compiled,
         // Unknown until the first run: assume long.
         last_run: RELEASE_GIL_AFTER,
     }));
     LOADED.with_borrow_mut(|m| m.insert(p.id, t.clone()));
     t
-}
-
-impl Program {
-    /// The executable's parameters in order: `caller`'s buffers (the unfrozen inputs, in order)
-    /// with `bound`, this thread's buffers of [`Program::bound`], at their positions.
-    pub(crate) fn parameters<'b>(
-        &self,
-        caller: &[&'b fxhlo::runtime::DeviceBuffer],
-        bound: &'b [fxhlo::runtime::DeviceBuffer],
-    ) -> Vec<&'b fxhlo::runtime::DeviceBuffer> {
-        fxhlo::with_bound(caller, self.bound.iter().map(|(p, _)| *p).zip(bound))
-    }
 }

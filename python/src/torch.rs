@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use crate::state::Arg;
+use fxhlo::InputSignature;
 
 /// The torch dtype objects, by [`ElementType`], looked up once.
 pub(crate) struct Dtypes {
@@ -59,60 +59,31 @@ pub(crate) fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
     t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
 }
 
-/// What an upload reads: a CPU tensor holding the input's bytes and, for an input the device
-/// takes permuted, the byte strides under which those bytes are its device layout (`None`:
-/// dense row-major in the device layout).
-pub(crate) struct HostView<'py> {
-    pub(crate) tensor: Bound<'py, PyAny>,
-    pub(crate) byte_strides: Option<Vec<i64>>,
-}
-
-/// [`dense_cpu`], except that a contiguous CPU tensor the device takes permuted (a resident
-/// weight in its kernel layout) is not copied into that layout here: the plugin gathers it
-/// with the permuted strides while uploading (one pass instead of two; ResNet-18's weights:
-/// 30-45 ms of torch permute-and-copy on the first call).
-pub(crate) fn host_view<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<HostView<'py>> {
-    let py = t.py();
-    if let Some(perm) = &arg.layout {
-        check_signature(arg, index, t, dt)?;
-        let on_cpu = t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()?;
-        if on_cpu && t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
-            let strides: Vec<i64> = t.call_method0(pyo3::intern!(py, "stride"))?.extract()?;
-            let size = arg.element.byte_size() as i64;
-            let byte_strides = perm.iter().map(|&p| strides.get(p).copied().unwrap_or(0) * size).collect();
-            return Ok(HostView { tensor: t.clone(), byte_strides: Some(byte_strides) });
-        }
-    }
-    Ok(HostView { tensor: dense_cpu(arg, index, t, dt)?, byte_strides: None })
-}
-
-/// An error unless `t` has the dtype and shape the graph was compiled for.
-fn check_signature(arg: &Arg, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -> PyResult<()> {
+/// An error unless `t` has the dtype and shape of the graph's input `index` (`sig`).
+fn check_signature(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -> PyResult<()> {
     let py = t.py();
     let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
-    let want = dt.torch(arg.element).bind(py);
+    let want = dt.torch(fxhlo::element_type(sig.ty.dtype)).bind(py);
     let shape: Vec<i64> = t.getattr(pyo3::intern!(py, "shape"))?.extract()?;
-    if !dtype.is(want) || shape != arg.dims {
+    if !dtype.is(want) || shape != sig.ty.shape.as_slice() {
         return Err(PyValueError::new_err(format!(
             "input {index} (`{}`) is {dtype} {shape:?} but the graph was compiled for {want} {:?}",
-            arg.name, arg.dims
+            sig.name,
+            sig.ty.shape.as_slice()
         )));
     }
     Ok(())
 }
 
-/// The tensor as a dense CPU tensor of the input's dtype and shape, in its device layout (a
-/// copy only when it is not contiguous, not on the CPU or permuted), checked against the
-/// signature.
-pub(crate) fn dense_cpu<'py>(arg: &Arg, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
+/// The tensor as a dense CPU tensor of the input's dtype and shape (a copy only when it is not
+/// contiguous or not on the CPU), checked against the signature of the graph's input `index`.
+/// A device layout is not applied here: the upload reads the tensor through permuted strides.
+pub(crate) fn dense_cpu<'py>(sig: &InputSignature, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
     let py = t.py();
-    check_signature(arg, index, t, dt)?;
+    check_signature(sig, index, t, dt)?;
     let mut t = t.clone();
     if !t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "cpu"))?;
-    }
-    if let Some(perm) = &arg.layout {
-        t = t.call_method1(pyo3::intern!(py, "permute"), (perm.clone(),))?;
     }
     if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "contiguous"))?;

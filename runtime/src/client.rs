@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::buffer::HostTensor;
+use crate::view::HostView;
 use crate::device::{cuda_preflight, tpu_preflight, DeviceKind, Target};
 use crate::device_buffer::DeviceBuffer;
 use crate::element::ElementType;
@@ -11,7 +12,6 @@ use crate::env::EnvConfig;
 use crate::error::{guard, Error, Result};
 use crate::executable::{self, CompileOptions, Executable, Program};
 use crate::plugin::{self, RawApi};
-use crate::signature::Signature;
 
 /// Source of [`Client`] ids, so buffers and executables can be checked against their owner.
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
@@ -187,11 +187,7 @@ impl Client {
         );
         // With several partitions/replicas the parameters are per-shard shapes, not `@main`'s.
         let single_device = options.num_partitions == 1 && options.num_replicas == 1;
-        let signature = if single_device {
-            Signature::from_mlir(program.text)
-        } else {
-            None
-        };
+        let signature = if single_device { program.resolve_signature() } else { None };
         Executable::new(&self.client, loaded, self.raw, self.id, signature)
     }
 
@@ -225,56 +221,26 @@ impl Client {
     }
 
     /// [`Client::upload_permuted`] to the addressable device `device` (0 is the first).
-    pub fn upload_permuted_to(
-        &self,
-        device: usize,
-        t: &HostTensor,
-        perm: Option<&[usize]>,
-    ) -> Result<DeviceBuffer> {
-        t.validate()?;
-        self.upload_bytes_permuted_to(device, t.element_type, &t.dims, &device_bytes(t), perm)
-    }
-
-    /// [`Client::upload_bytes`] of a dense row-major tensor with `dims`, to the addressable
-    /// device `device`, permuted by `perm` as [`Client::upload_permuted`] does.
-    pub fn upload_bytes_permuted_to(
-        &self,
-        device: usize,
-        element_type: ElementType,
-        dims: &[i64],
-        bytes: &[u8],
-        perm: Option<&[usize]>,
-    ) -> Result<DeviceBuffer> {
-        let Some(perm) = perm else {
-            return self.upload_strided_to(device, element_type, dims, None, bytes);
+    pub fn upload_permuted_to(&self, device: usize, t: &HostTensor, perm: Option<&[usize]>) -> Result<DeviceBuffer> {
+        let view = t.view()?;
+        let view = match perm {
+            Some(perm) => view.permuted(perm)?,
+            None => view,
         };
-        crate::buffer::check_permutation(perm, dims.len())?;
-        // The row-major byte strides, read in the permuted order.
-        let strides = crate::buffer::row_major_byte_strides(element_type, dims);
-        let permuted: Vec<i64> = perm.iter().map(|&p| dims[p]).collect();
-        let byte_strides: Vec<i64> = perm.iter().map(|&p| strides[p]).collect();
-        self.upload_strided_to(device, element_type, &permuted, Some(&byte_strides), bytes)
+        self.upload_view_to(device, &view)
     }
 
     /// Slice `index` of `t` split along `dim` into `parts` equal slices (a tensor-parallel
     /// shard), to the addressable device `device`: a strided view of `t`, so the plugin reads
     /// the slice while copying and nothing is copied on the host first.
     pub fn upload_shard_to(&self, device: usize, t: &HostTensor, dim: usize, parts: usize, index: usize) -> Result<DeviceBuffer> {
-        t.validate()?;
-        let size = t.dims.get(dim).copied().unwrap_or(0);
-        if parts == 0 || index >= parts || size % parts as i64 != 0 {
-            return Err(Error::InvalidTensor(format!(
-                "slice {index} of {parts} along dim {dim} of a tensor with dims {:?}: the dim must exist and split evenly",
-                t.dims
-            )));
-        }
-        let bytes = device_bytes(t);
-        let strides = t.byte_strides();
-        let part = size / parts as i64;
-        let mut dims = t.dims.clone();
-        dims[dim] = part;
-        let start = (index as i64 * part * strides[dim]) as usize;
-        self.upload_strided_to(device, t.element_type, &dims, Some(&strides), &bytes[start..])
+        self.upload_view_to(device, &t.view()?.shard(dim, parts, index)?)
+    }
+
+    /// Copies a strided view of host memory to the addressable device `device`; the plugin
+    /// gathers the elements into its own layout as it copies (see [`HostView`]).
+    pub fn upload_view_to(&self, device: usize, view: &HostView<'_>) -> Result<DeviceBuffer> {
+        self.upload_strided_to(device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
     }
 
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.
@@ -330,15 +296,5 @@ impl Client {
             self.raw,
             self.id,
         ))
-    }
-}
-
-/// `t`'s bytes as the device takes them: booleans as 0/1 (any non-zero byte means true), the
-/// rest as they are.
-fn device_bytes(t: &HostTensor) -> std::borrow::Cow<'_, [u8]> {
-    if t.element_type == ElementType::Bool && t.bytes.iter().any(|&b| b > 1) {
-        t.bytes.iter().map(|&b| u8::from(b != 0)).collect::<Vec<u8>>().into()
-    } else {
-        (&t.bytes[..]).into()
     }
 }

@@ -98,20 +98,46 @@ impl std::fmt::Debug for Executable {
 }
 
 /// A program for the PJRT compiler: MLIR as text or as bytecode (PJRT's `mlir` format takes
-/// either), and its text for reading `@main`'s signature.
+/// either), and where `@main`'s parameter types come from, so that runs are checked against them.
 #[derive(Debug, Clone, Copy)]
 pub struct Program<'a> {
     /// What the plugin parses: MLIR text or bytecode.
     pub code: &'a [u8],
-    /// The module as text (large constants may be elided): only `@main`'s signature is read
-    /// from it.
-    pub text: &'a str,
+    /// `@main`'s parameters.
+    pub signature: ProgramSignature<'a>,
+}
+
+/// Where a [`Program`]'s parameter types come from.
+#[derive(Debug, Clone, Copy)]
+pub enum ProgramSignature<'a> {
+    /// Given by the caller, who built the module and knows its types (fxhlo's own lowering).
+    Typed(&'a Signature),
+    /// Read from custom-form MLIR text (a module from a file); unreadable text is not checked.
+    FromText(&'a str),
+    /// Not known: only the plugin checks the arguments.
+    Unknown,
+}
+
+impl<'a> Program<'a> {
+    /// Bytecode (or text) whose parameter types the caller gives.
+    pub fn typed(code: &'a [u8], signature: &'a Signature) -> Program<'a> {
+        Program { code, signature: ProgramSignature::Typed(signature) }
+    }
+
+    /// The signature to check runs against, when known.
+    pub(crate) fn resolve_signature(&self) -> Option<Signature> {
+        match self.signature {
+            ProgramSignature::Typed(s) => Some(s.clone()),
+            ProgramSignature::FromText(text) => Signature::from_mlir(text),
+            ProgramSignature::Unknown => None,
+        }
+    }
 }
 
 impl<'a> From<&'a str> for Program<'a> {
-    /// A program of MLIR text.
+    /// A program of MLIR text (its `@main` signature read from it).
     fn from(text: &'a str) -> Program<'a> {
-        Program { code: text.as_bytes(), text }
+        Program { code: text.as_bytes(), signature: ProgramSignature::FromText(text) }
     }
 }
 

@@ -34,6 +34,7 @@ pub mod executable;
 pub mod plugin;
 pub mod signature;
 mod transfer;
+pub mod view;
 
 pub use aot::{AotCompiler, AotExecutable, CostAnalysis};
 pub use buffer::HostTensor;
@@ -43,10 +44,12 @@ pub use device_buffer::DeviceBuffer;
 pub use element::{Element, ElementType};
 pub use env::EnvConfig;
 pub use error::{Error, Result};
-pub use executable::{CompileOptions, Executable, Program};
+pub use executable::{CompileOptions, Executable, Program, ProgramSignature};
+pub use signature::Signature;
 /// The half-precision types [`HostTensor::from_f16`] / [`HostTensor::from_bf16`] take.
 pub use half::{bf16, f16};
 pub use transfer::HostResidentBuffer;
+pub use view::HostView;
 
 #[cfg(test)]
 pub(crate) mod test_util {

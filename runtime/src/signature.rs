@@ -1,11 +1,12 @@
-//! Parameter signatures of executables, read from the MLIR `@main`, checked before each run.
+//! Parameter signatures of executables, checked before each run.
 //!
 //! The XLA CPU plugin checks only the argument count and byte size at execution: an i32
 //! buffer passed for an f32 parameter (or `[3,2]` for `[2,3]`) runs and silently computes
-//! garbage. [`crate::Client::compile`] therefore records the parameter types of `@main` from the
-//! MLIR text (custom form: `func.func @main(%a: tensor<2x3xf32>, ...)`), and
-//! [`crate::Executable::run`] checks arguments against them. A signature that cannot be read
-//! (generic-form MLIR, exotic types) is simply not checked. Serialized executables carry it in
+//! garbage. [`crate::Client::compile`] therefore records the parameter types of `@main`, and
+//! [`crate::Executable::run`] checks arguments against them. They are given typed by the
+//! caller that built the module ([`Signature::of_tensors`]), or, for a module read from a file,
+//! read from its custom-form text (`func.func @main(%a: tensor<2x3xf32>, ...)`); a text that
+//! cannot be read (generic-form MLIR, exotic types) is simply not checked. Serialized executables carry it in
 //! a small envelope (see [`crate::Executable::serialize`]).
 
 use crate::device_buffer::DeviceBuffer;
@@ -26,11 +27,21 @@ pub(crate) enum Param {
 
 /// The parameters of an executable's `@main`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Signature {
+pub struct Signature {
     params: Vec<Param>,
 }
 
 impl Signature {
+    /// The signature of a `@main` taking tensors of these element types and static dims, in
+    /// order (what the module's builder knows without reading it back).
+    pub fn of_tensors(params: impl IntoIterator<Item = (ElementType, Vec<i64>)>) -> Signature {
+        let params = params
+            .into_iter()
+            .map(|(element, dims)| Param::Tensor { element: element.mlir_name().to_string(), dims: dims.into_iter().map(Some).collect() })
+            .collect();
+        Signature { params }
+    }
+
     /// Reads `@main`'s parameter types from custom-form MLIR; `None` if there is no
     /// `func.func ... @main(` or its argument list does not parse.
     pub(crate) fn from_mlir(mlir: &str) -> Option<Signature> {

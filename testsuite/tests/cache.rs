@@ -112,22 +112,22 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     let cache = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
     let c = session(&cache);
     let g = graph(2, "");
-    let first = c.compile(&g).unwrap();
+    let first = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
     assert_eq!(first.cached, None);
     let want = first.run(&c, &args(2)).unwrap();
-    let second = c.compile(&graph(2, "renamed_")).unwrap();
+    let second = c.compile(&graph(2, "renamed_"), &fxhlo::Frozen::new(), None).unwrap();
     assert_eq!(second.cached, Some(Tier::Memory));
     let s = cache.stats();
     assert_eq!((s.compiles, s.memory_hits, s.entries_on_disk), (1, 1, 1), "{s:?}");
 
     let fresh = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
     let c2 = session(&fresh);
-    let third = c2.compile(&g).unwrap();
+    let third = c2.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
     assert_eq!(third.cached, Some(Tier::Disk));
     assert_eq!(third.run(&c2, &args(2)).unwrap(), want);
     assert_eq!(fresh.stats().compiles, 0);
     // Another shape misses, and says which field differs from the entry of the same graph.
-    c2.compile(&graph(3, "")).unwrap();
+    c2.compile(&graph(3, ""), &fxhlo::Frozen::new(), None).unwrap();
     let s = fresh.stats();
     println!("{s:?}");
     assert_eq!(s.compiles, 1);
@@ -166,7 +166,7 @@ fn damaged_entries_are_detected_removed_and_recompiled() {
         let dir = scratch(&format!("damage-{}", what.replace(' ', "-")));
         let warm = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
         let c = session(&warm);
-        let want = c.compile(&g).unwrap().run(&c, &args(2)).unwrap();
+        let want = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(&c, &args(2)).unwrap();
         let k = c.key(&g, &Frozen::new());
         let path = disk::entry_path(&dir, &k);
         let original = fs::read(&path).unwrap();
@@ -176,7 +176,7 @@ fn damaged_entries_are_detected_removed_and_recompiled() {
         assert!(cache.get(&k).is_none(), "{what}: a damaged entry was served");
         assert!(!path.exists(), "{what}: the damaged entry was not removed");
         let c = session(&cache);
-        let again = c.compile(&g).unwrap();
+        let again = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
         assert_eq!(again.cached, None, "{what}");
         assert_eq!(again.run(&c, &args(2)).unwrap(), want, "{what}");
         let s = cache.stats();
@@ -228,11 +228,11 @@ fn read_only_never_writes_and_an_unwritable_folder_degrades_to_memory() {
 fn error_on_compile_refuses_a_miss_and_says_why() {
     let dir = scratch("refuse");
     let c = session(&Arc::new(CompileCache::new(CacheConfig::in_dir(&dir))));
-    c.compile(&graph(2, "")).unwrap();
+    c.compile(&graph(2, ""), &fxhlo::Frozen::new(), None).unwrap();
     let strict = Arc::new(CompileCache::new(CacheConfig { error_on_compile: true, ..CacheConfig::in_dir(&dir) }));
     let c = session(&strict);
-    assert_eq!(c.compile(&graph(2, "")).unwrap().cached, Some(Tier::Disk));
-    let err = c.compile(&graph(6, "")).err().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(c.compile(&graph(2, ""), &fxhlo::Frozen::new(), None).unwrap().cached, Some(Tier::Disk));
+    let err = c.compile(&graph(6, ""), &fxhlo::Frozen::new(), None).err().map(|e| e.to_string()).unwrap_or_default();
     println!("{err}");
     assert!(err.contains("FXHLO_ERROR_ON_COMPILE") && err.contains("vs user_input f32[6,4]"), "{err}");
     let _ = fs::remove_dir_all(&dir);

@@ -193,7 +193,7 @@ fn cpu_convolution_rewrites_match_the_convolution() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass).join(name);
         let g = fxhlo_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
         let args = deterministic_args(&g);
-        let run_at = |s: &fxhlo::Session| s.compile(&g).unwrap().run(s, &args).unwrap()[0].to_f32_vec();
+        let run_at = |s: &fxhlo::Session| s.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(s, &args).unwrap()[0].to_f32_vec();
         let (conv, rewritten) = (run_at(&o0), run_at(&o1));
         let tol = if name.contains("bf16") { 2e-2 } else { 1e-5 };
         assert!(max_abs_diff(name, &rewritten, &conv) <= tol, "{pass}: {name}");
@@ -216,7 +216,7 @@ fn layout_and_pooling_passes_keep_the_values() {
         for path in files {
             let g = fxhlo_ir::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
             let args = deterministic_args(&g);
-            let run_with = |s: &fxhlo::Session| s.compile(&g).unwrap().run(s, &args).unwrap();
+            let run_with = |s: &fxhlo::Session| s.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(s, &args).unwrap();
             let (before, after) = (run_with(&none), run_with(&only));
             assert_eq!(before.len(), after.len());
             for (k, (b, a)) in before.iter().zip(&after).enumerate() {

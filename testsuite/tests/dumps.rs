@@ -19,13 +19,13 @@ fn dumping_every_stage_changes_neither_the_key_nor_the_outputs() {
     let session = Session::with_cache(Options::default(), &EnvConfig::from_env(), Arc::new(CompileCache::new(config))).unwrap();
     let key = session.key(&bundle.graph, &Frozen::new());
     session.cache().forget(&key);
-    let plain = session.compile_dumped(&bundle.graph, None, &Frozen::new()).unwrap();
+    let plain = session.compile(&bundle.graph, &Frozen::new(), None).unwrap();
     session.cache().forget(&key);
     let dump = Dump::new(DumpConfig::new("all", Some(root.clone())).unwrap(), &bundle.graph.name);
-    let dumped = session.compile_dumped(&bundle.graph, Some(&dump), &Frozen::new()).unwrap();
+    let dumped = session.compile(&bundle.graph, &Frozen::new(), Some(&dump)).unwrap();
     assert!(plain.cached.is_none() && dumped.cached.is_none());
-    assert_eq!(dumped.key, plain.key);
-    assert_eq!(dumped.mlir, plain.mlir);
+    assert_eq!(dumped.lowered.key, plain.lowered.key);
+    assert_eq!(dumped.lowered.mlir, plain.lowered.mlir);
     let a = plain.run_bundle(&session, &bundle).unwrap();
     let b = dumped.run_bundle(&session, &bundle).unwrap();
     assert_eq!(a.len(), b.len());

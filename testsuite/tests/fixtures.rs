@@ -21,7 +21,7 @@ fn every_fixture_matches_pytorch() {
         let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
         for session in &sessions {
             let level = session.options().opt_level;
-            let compiled = session.compile(&bundle.graph).unwrap_or_else(|e| panic!("{} -O{level}: {e}", dir.display()));
+            let compiled = session.compile(&bundle.graph, &fxhlo::Frozen::new(), None).unwrap_or_else(|e| panic!("{} -O{level}: {e}", dir.display()));
             let outputs = compiled.run_bundle(session, &bundle).unwrap();
             let report = fxhlo::check(&outputs, &bundle).unwrap();
             println!("{} -O{level}: {report}", bundle.graph.name);
@@ -63,7 +63,7 @@ fn a_reference_that_does_not_match_fails_the_check() {
 
     let bundle = Bundle::open(&dir).unwrap();
     let session = cpu();
-    let outputs = session.compile(&bundle.graph).unwrap().run_bundle(&session, &bundle).unwrap();
+    let outputs = session.compile(&bundle.graph, &fxhlo::Frozen::new(), None).unwrap().run_bundle(&session, &bundle).unwrap();
     let report = fxhlo::check(&outputs, &bundle).unwrap();
     println!("{report}");
     assert!(!report.passed());

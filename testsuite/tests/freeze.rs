@@ -64,7 +64,7 @@ fn frozen_weights_become_constants_and_large_ones_bound_parameters() {
             assert_eq!(lowered.mlir.contains("__elided__"), large && !hoisted, "{case}: the text elides a large constant");
 
             let session = cpu_at(opt_level);
-            let compiled = session.compile_dumped(&g, None, &frozen).unwrap();
+            let compiled = session.compile(&g, &frozen, None).unwrap();
             let callers: Vec<&str> = compiled.inputs.iter().map(|i| i.name.as_str()).collect();
             assert_eq!(callers, ["x"], "{case}: the caller passes only x");
             assert_eq!(compiled.bound.len(), hoisted as usize, "{case}");
@@ -149,7 +149,7 @@ fn a_hoisted_convolution_weight_gets_the_device_layout_and_still_computes_the_co
     assert!(w_sig.value.is_some() && w_sig.layout.is_some(), "bound and laid out: {w_sig:?}");
 
     let session = cpu_at(1);
-    let compiled = session.compile_dumped(&g, None, &frozen).unwrap();
+    let compiled = session.compile(&g, &frozen, None).unwrap();
     let out = compiled.run(&session, &[HostTensor::from_f32([1, c as i64, h as i64, h as i64], &xs).unwrap()]).unwrap();
     let got = out[0].to_vec::<f32>().unwrap();
     let mut worst = 0f32;

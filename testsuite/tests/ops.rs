@@ -34,7 +34,7 @@ fn every_op_matches_pytorch() {
             if !fxhlo::codegen::unsupported_ops(&b.graph).map_err(|e| e.to_string())?.is_empty() {
                 return Ok(String::new());
             }
-            let compiled = session.compile(&b.graph).map_err(|e| e.to_string())?;
+            let compiled = session.compile(&b.graph, &fxhlo::Frozen::new(), None).map_err(|e| e.to_string())?;
             let outputs = compiled.run_bundle(&session, &b).map_err(|e| e.to_string())?;
             let report = fxhlo::check(&outputs, &b).map_err(|e| e.to_string())?;
             let line = report.to_string();

@@ -16,7 +16,7 @@ fn weights_are_uploaded_once_and_again_when_their_stamp_changes() {
     let y = b.op(Op::Mm, &[x, w], None);
     let g = b.finish(&[y]);
     let session = cpu();
-    let compiled = session.compile(&g).unwrap();
+    let compiled = session.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
     let mut weights = ResidentWeights::new(2);
     let x = HostTensor::from_f32([1, 2], &[1.0, 2.0]).unwrap();
     let w1 = HostTensor::from_f32([2, 2], &[1.0, 0.0, 0.0, 1.0]).unwrap();

@@ -23,7 +23,7 @@ fn serialized_executable_runs_with_the_same_result() {
     // again with its kernels.
     let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
     let session = Session::with_cache(Options::default(), &EnvConfig::from_env(), Arc::new(CompileCache::new(private))).unwrap();
-    let compiled = session.compile(&g).unwrap();
+    let compiled = session.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
     assert!(compiled.cached.is_none(), "compiled now, not loaded");
     let args = [
         HostTensor::from_f32([2, 2], &[1.0, -2.0, 3.0, 4.0]).unwrap(),

@@ -52,7 +52,7 @@ impl Builder {
 /// Compiles and runs `graph` on the CPU plugin.
 pub fn run(graph: &Graph, args: &[HostTensor]) -> Vec<HostTensor> {
     let session = cpu();
-    let compiled = session.compile(graph).unwrap_or_else(|e| panic!("compile {}: {e}", graph.name));
+    let compiled = session.compile(graph, &fxhlo::Frozen::new(), None).unwrap_or_else(|e| panic!("compile {}: {e}", graph.name));
     compiled.run(&session, args).unwrap()
 }
 

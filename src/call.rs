@@ -1,0 +1,291 @@
+//! Calling a [`Compiled`] graph: the one call path of the CLI, Rust users and the Python bridge.
+//! A call checks its arguments against the signature, uploads the user inputs, keeps weights
+//! resident on the device (uploaded again only when their [`WeightStamp`] changes), adds the
+//! bound parameters, runs, and takes the index checks off the outputs. The caller says where
+//! each argument's memory is through [`CallArgs`], read lazily: a resident weight is not read at
+//! all. The two halves, [`Compiled::prepare`] (uploads) and [`Call::execute`] (runs), are
+//! separate so that a caller can run without holding a lock it needs for reading (Python's GIL).
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fxhlo_frontend::Bundle;
+use fxhlo_ir::InputKind;
+use fxhlo_runtime::{DeviceBuffer, Executable, HostTensor, HostView};
+
+use crate::cache::Tier;
+use crate::pipeline::{InputSignature, Lowered};
+use crate::resident::{ResidentWeights, WeightStamp};
+use crate::session::Session;
+use crate::tensor::{element_type, host_tensor};
+use crate::{Error, Result};
+
+/// A compiled graph loaded on one session's device: the executable, the module it came from
+/// (shared: another thread loads the same module from it) and its signature.
+pub struct Compiled {
+    /// What was lowered: the module, its key, its parameters and index checks. Any thread may
+    /// hold it; [`Session::load`] makes a `Compiled` of it on another session.
+    pub lowered: Arc<Lowered>,
+    /// The executable, loaded on the session's client.
+    pub executable: Executable,
+    /// The inputs the caller passes, in calling order.
+    pub inputs: Vec<InputSignature>,
+    /// The executable's parameters whose values the compile bound (large frozen weights the
+    /// `hoist-large-constants` pass made parameters), with their positions among its
+    /// parameters.
+    pub bound: Vec<(usize, InputSignature)>,
+    /// The bound values on the device, one list per device: uploaded once, when loaded.
+    pub bound_buffers: Vec<Vec<DeviceBuffer>>,
+    /// Where the executable came from: `None` when PJRT compiled it, else the cache tier.
+    pub cached: Option<Tier>,
+    /// Time spent in the passes and codegen (zero when loaded from a [`Lowered`]).
+    pub codegen_time: Duration,
+    /// Time spent in the PJRT compiler, or loading the executable from the cache.
+    pub compile_time: Duration,
+}
+
+/// The arguments of one call, in the order of [`Compiled::inputs`], read only when needed.
+pub trait CallArgs {
+    /// How many there are.
+    fn count(&self) -> usize;
+
+    /// Input `i`'s stamp when the session may keep it on the device (a weight): while the
+    /// stamp stays the same it is not read again. `None`: uploaded on every call.
+    fn stamp(&self, i: usize, sig: &InputSignature) -> Result<Option<WeightStamp>>;
+
+    /// Input `i`'s memory, for an upload (checked against `sig` by the call).
+    fn view(&self, i: usize, sig: &InputSignature) -> Result<Arg<'_>>;
+
+    /// What keeps input `i`'s source alive while the session keeps its buffer, so that the
+    /// identity in its stamp cannot be reused by another object.
+    fn owner(&self, _i: usize) -> Box<dyn Any> {
+        Box::new(())
+    }
+}
+
+/// One argument's memory: a view, and whatever must live while it is read.
+pub struct Arg<'a> {
+    /// The view of the input as the graph sees it (its logical dims).
+    pub view: HostView<'a>,
+    /// Keeps the memory of `view` alive (a temporary copy of the caller's tensor, say).
+    pub keep: Option<Box<dyn Keep + 'a>>,
+}
+
+/// Anything an [`Arg`] holds only to keep it alive until its upload is done.
+pub trait Keep {}
+impl<T> Keep for T {}
+
+impl CallArgs for &[(&HostTensor, Option<WeightStamp>)] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn stamp(&self, i: usize, _sig: &InputSignature) -> Result<Option<WeightStamp>> {
+        Ok(self.get(i).and_then(|(_, s)| *s))
+    }
+
+    fn view(&self, i: usize, sig: &InputSignature) -> Result<Arg<'_>> {
+        let (t, _) = self.get(i).ok_or_else(|| Error::Input(format!("no argument for input `{}`", sig.name)))?;
+        Ok(Arg { view: t.view()?, keep: None })
+    }
+}
+
+/// A call whose inputs are on the device, ready to run ([`Compiled::prepare`]).
+pub struct Call<'c> {
+    compiled: &'c Compiled,
+    weights: &'c ResidentWeights,
+    /// Per device, per input: the buffer uploaded for this call (`None`: a kept weight).
+    fresh: Vec<Vec<Option<DeviceBuffer>>>,
+    /// Parameters, buffers and constants uploaded by this call (kept for the next ones when
+    /// they have a stamp).
+    pub weight_uploads: u64,
+    /// User inputs uploaded by this call.
+    pub input_uploads: u64,
+}
+
+impl Compiled {
+    /// The graph's name.
+    pub fn graph(&self) -> &str {
+        &self.lowered.graph
+    }
+
+    /// Checks `args` against the signature and uploads what the device does not hold: user
+    /// inputs every call, weights (with a stamp) when `weights` holds no buffer of that
+    /// stamp. With a tensor-parallel plan, device `d` gets the `d`-th slice of each split input
+    /// and all of the others, uploaded every call (no residency across devices yet).
+    pub fn prepare<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &dyn CallArgs) -> Result<Call<'c>> {
+        if args.count() != self.inputs.len() {
+            return Err(Error::Input(format!(
+                "graph `{}` takes {} inputs, got {}",
+                self.graph(),
+                self.inputs.len(),
+                args.count()
+            )));
+        }
+        let devices = self.bound_buffers.len().max(1);
+        let client = session.client();
+        let mut fresh: Vec<Vec<Option<DeviceBuffer>>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
+        let (mut weight_uploads, mut input_uploads) = (0, 0);
+        for (i, sig) in self.inputs.iter().enumerate() {
+            let stamp = if devices == 1 { args.stamp(i, sig)? } else { None };
+            if weights.hit(i, stamp).is_some() {
+                fresh[0].push(None);
+                continue;
+            }
+            let arg = args.view(i, sig)?;
+            check(sig, &arg.view)?;
+            for (d, list) in fresh.iter_mut().enumerate() {
+                let view = match sig.split {
+                    Some(dim) => arg.view.clone().shard(dim, devices, d)?,
+                    None => arg.view.clone(),
+                };
+                let view = match &sig.layout {
+                    Some(perm) => view.permuted(perm)?,
+                    None => view,
+                };
+                list.push(Some(client.upload_view_to(d, &view)?));
+            }
+            if sig.kind == InputKind::UserInput {
+                input_uploads += 1;
+            } else {
+                weight_uploads += 1;
+            }
+            if let Some(stamp) = stamp {
+                let buffer = fresh[0].pop().flatten().ok_or_else(|| Error::Input("internal: no buffer uploaded".into()))?;
+                weights.keep(i, stamp, buffer, args.owner(i));
+                fresh[0].push(None);
+            }
+        }
+        Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads })
+    }
+
+    /// [`Compiled::prepare`] and [`Call::execute`]: the outputs on the device.
+    pub fn call(&self, session: &Session, weights: &mut ResidentWeights, args: &dyn CallArgs) -> Result<Vec<DeviceBuffer>> {
+        self.prepare(session, weights, args)?.execute()
+    }
+
+    /// Runs on host tensors given in calling order (every input of [`Compiled::inputs`],
+    /// weights included; not the bound ones), the outputs copied to the host.
+    pub fn run(&self, session: &Session, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> = args.iter().map(|a| (a, None)).collect();
+        self.run_resident(session, &mut ResidentWeights::new(args.len()), &unkept)
+    }
+
+    /// [`Compiled::run`] keeping weights on the device: each argument comes with the
+    /// [`WeightStamp`] of the tensor it was read from (`None`: a user input, or a weight without
+    /// a version, uploaded every call). The stamps' identities are the caller's to choose: the
+    /// address of a tensor it keeps alive while `weights` lives, for instance.
+    pub fn run_resident(
+        &self,
+        session: &Session,
+        weights: &mut ResidentWeights,
+        args: &[(&HostTensor, Option<WeightStamp>)],
+    ) -> Result<Vec<HostTensor>> {
+        let outputs = self.call(session, weights, &args)?;
+        outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect()
+    }
+
+    /// Runs with inputs from a bundle: weights from `weights.safetensors`, user inputs from the
+    /// reference file (`input.<name>`).
+    pub fn run_bundle(&self, session: &Session, bundle: &Bundle) -> Result<Vec<HostTensor>> {
+        let mut args = Vec::with_capacity(self.inputs.len());
+        for sig in &self.inputs {
+            let view = match &sig.weight {
+                Some(key) => bundle.weights.as_ref().and_then(|w| w.get(key)),
+                None => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
+            };
+            let view = view.ok_or_else(|| {
+                Error::Input(format!(
+                    "{}: no tensor for input `{}` (user inputs come from reference.safetensors as `input.{}`)",
+                    bundle.dir.display(),
+                    sig.name,
+                    sig.name
+                ))
+            })?;
+            args.push(host_tensor(&view)?);
+        }
+        self.run(session, &args)
+    }
+
+    /// The executable's parameters on `device`: the caller's buffers with the bound ones at
+    /// their positions.
+    pub fn parameters<'b>(&'b self, caller: &[&'b DeviceBuffer], device: usize) -> Result<Vec<&'b DeviceBuffer>> {
+        let bound = self.bound_buffers.get(device).map(Vec::as_slice).unwrap_or_default();
+        if bound.len() != self.bound.len() {
+            return Err(Error::Input(format!("internal: device {device} holds {} of {} bound inputs", bound.len(), self.bound.len())));
+        }
+        Ok(with_bound(caller, self.bound.iter().map(|(p, _)| *p).zip(bound)))
+    }
+}
+
+impl Call<'_> {
+    /// Runs the executable and takes the index checks off its outputs (an error naming the
+    /// node if one failed). With several devices, device 0's (replicated) outputs.
+    pub fn execute(self) -> Result<Vec<DeviceBuffer>> {
+        let c = self.compiled;
+        let per_device = self
+            .fresh
+            .iter()
+            .enumerate()
+            .map(|(d, list)| {
+                let refs = list
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| f.as_ref().or(self.weights.buffer(i)))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
+                c.parameters(&refs, d)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut outputs = match per_device.as_slice() {
+            [one] => c.executable.run(one)?,
+            all => c.executable.run_partitioned(all)?.into_iter().next().unwrap_or_default(),
+        };
+        c.lowered.checks.strip(c.graph(), &mut outputs, |b| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0)))?;
+        Ok(outputs)
+    }
+}
+
+/// An error unless `view` has the element type and dims `sig` says the caller passes.
+fn check(sig: &InputSignature, view: &HostView<'_>) -> Result<()> {
+    if view.element_type != element_type(sig.ty.dtype) || view.dims != sig.ty.shape.as_slice() {
+        return Err(Error::Input(format!(
+            "input `{}` expects {} but got {}{:?}",
+            sig.name, sig.ty, view.element_type, view.dims
+        )));
+    }
+    Ok(())
+}
+
+/// Splits an executable's parameters into the caller's inputs and the bound ones (those with
+/// a [`InputSignature::value`]), each bound one with its position among the parameters.
+pub fn split_bound(parameters: Vec<InputSignature>) -> (Vec<InputSignature>, Vec<(usize, InputSignature)>) {
+    let mut inputs = Vec::with_capacity(parameters.len());
+    let mut bound = Vec::new();
+    for (i, p) in parameters.into_iter().enumerate() {
+        match p.value {
+            Some(_) => bound.push((i, p)),
+            None => inputs.push(p),
+        }
+    }
+    (inputs, bound)
+}
+
+/// The executable's parameters in order: `caller`'s in their order, with each bound `(position,
+/// value)` placed at its position (positions ascending, as [`split_bound`] gives them).
+pub fn with_bound<T: Copy>(caller: &[T], bound: impl IntoIterator<Item = (usize, T)>) -> Vec<T> {
+    let mut out = Vec::with_capacity(caller.len());
+    let mut caller = caller.iter();
+    for (position, b) in bound {
+        while out.len() < position {
+            match caller.next() {
+                Some(c) => out.push(*c),
+                None => break,
+            }
+        }
+        out.push(b);
+    }
+    out.extend(caller);
+    out
+}
