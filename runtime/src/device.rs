@@ -1,4 +1,5 @@
-//! Device kinds, compile/run targets (device + plugin), and the TPU preflight.
+//! Device kinds (their parsing; the enum is in the leaf module `kinds`), compile/run targets
+//! (device + plugin), and the TPU and GPU preflights.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -6,39 +7,8 @@ use std::str::FromStr;
 
 use crate::env::{EnvConfig, FXHLO_TPU_FORCE};
 use crate::error::{Error, Result};
+pub use crate::kinds::DeviceKind;
 use crate::plugin;
-
-/// The kind of accelerator a PJRT plugin drives (serialized as its lowercase name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceKind {
-    /// The XLA CPU plugin (`xla-cpu-pjrt`).
-    Cpu,
-    /// An NVIDIA GPU through JAX's CUDA plugin (`jax-cuda13-pjrt` / `jax-cuda12-pjrt`).
-    Cuda,
-    /// A Cloud TPU through `libtpu`.
-    Tpu,
-}
-
-impl DeviceKind {
-    /// Every device kind, in the order error messages list them.
-    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Cuda, DeviceKind::Tpu];
-
-    /// The lowercase name (`cpu`, `cuda`, `tpu`), as parsed by [`FromStr`].
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceKind::Cpu => "cpu",
-            DeviceKind::Cuda => "cuda",
-            DeviceKind::Tpu => "tpu",
-        }
-    }
-}
-
-impl fmt::Display for DeviceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 impl FromStr for DeviceKind {
     type Err = Error;

@@ -1,10 +1,10 @@
-//! Element types: the [`ElementType`] enum, the Rust types that hold them ([`Element`]), and
-//! their mapping to PJRT buffer types.
+//! Element types: the [`ElementType`] enum (defined in the leaf module `kinds`, so that errors
+//! can name it), the Rust types that hold them ([`Element`]), their parsing, and their mapping
+//! to PJRT buffer types.
 //!
 //! Transfers go through the C API with raw bytes (see `transfer.rs`), so every element type,
 //! f16 and bf16 included, moves the same way.
 
-use std::fmt;
 use std::str::FromStr;
 
 use half::{bf16, f16};
@@ -12,93 +12,10 @@ use pjrt::PrimitiveType;
 use pjrt_sys::PJRT_Buffer_Type;
 
 use crate::error::{Error, Result};
+pub use crate::kinds::ElementType;
 
-/// The element types the runtime moves between host and device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ElementType {
-    /// `i1` / PRED, stored as one byte (0 or 1).
-    Bool,
-    /// Signed 8-bit integer.
-    I8,
-    /// Signed 16-bit integer.
-    I16,
-    /// Signed 32-bit integer.
-    I32,
-    /// Signed 64-bit integer.
-    I64,
-    /// Unsigned 8-bit integer.
-    U8,
-    /// IEEE half precision.
-    F16,
-    /// bfloat16.
-    BF16,
-    /// IEEE single precision.
-    F32,
-    /// IEEE double precision.
-    F64,
-    /// Complex of two `f32` (real first), as `std::complex<float>`.
-    C64,
-    /// Complex of two `f64` (real first).
-    C128,
-}
-
+/// The element types' PJRT side: buffer type codes and the `pjrt` crate's primitive types.
 impl ElementType {
-    /// Every element type.
-    pub const ALL: [ElementType; 12] = [
-        ElementType::Bool,
-        ElementType::I8,
-        ElementType::I16,
-        ElementType::I32,
-        ElementType::I64,
-        ElementType::U8,
-        ElementType::F16,
-        ElementType::BF16,
-        ElementType::F32,
-        ElementType::F64,
-        ElementType::C64,
-        ElementType::C128,
-    ];
-
-    /// Bytes per element in a host tensor (bool takes one byte).
-    pub fn byte_size(self) -> usize {
-        match self {
-            ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
-            ElementType::I16 | ElementType::F16 | ElementType::BF16 => 2,
-            ElementType::I32 | ElementType::F32 => 4,
-            ElementType::I64 | ElementType::F64 | ElementType::C64 => 8,
-            ElementType::C128 => 16,
-        }
-    }
-
-    /// The short name (`bool`, `i8`, ..., `bf16`, `f32`), as parsed by [`FromStr`].
-    pub fn name(self) -> &'static str {
-        match self {
-            ElementType::Bool => "bool",
-            ElementType::I8 => "i8",
-            ElementType::I16 => "i16",
-            ElementType::I32 => "i32",
-            ElementType::I64 => "i64",
-            ElementType::U8 => "u8",
-            ElementType::F16 => "f16",
-            ElementType::BF16 => "bf16",
-            ElementType::F32 => "f32",
-            ElementType::F64 => "f64",
-            ElementType::C64 => "c64",
-            ElementType::C128 => "c128",
-        }
-    }
-
-    /// The MLIR/StableHLO spelling inside `tensor<...>` (`i1`, `ui8`, `bf16`, ...).
-    pub fn mlir_name(self) -> &'static str {
-        match self {
-            ElementType::Bool => "i1",
-            ElementType::U8 => "ui8",
-            ElementType::C64 => "complex<f32>",
-            ElementType::C128 => "complex<f64>",
-            other => other.name(),
-        }
-    }
-
     /// The PJRT buffer type code.
     pub(crate) fn to_pjrt(self) -> PJRT_Buffer_Type {
         self.primitive_type() as PJRT_Buffer_Type
@@ -133,12 +50,6 @@ impl ElementType {
                     .unwrap_or_else(|_| format!("PJRT buffer type code {code}"));
                 Error::UnsupportedElementType(name)
             })
-    }
-}
-
-impl fmt::Display for ElementType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

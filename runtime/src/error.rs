@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::device::DeviceKind;
-use crate::element::ElementType;
+// Only the leaf `kinds`: the modules that return these errors all use this one, so it must
+// not use them back.
+use crate::kinds::{DeviceKind, ElementType};
 
 /// `Result` with the runtime's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

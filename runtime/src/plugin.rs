@@ -16,9 +16,11 @@ use std::time::Instant;
 
 use pjrt_sys::{PJRT_Api, PJRT_Buffer, PJRT_Buffer_ElementType_Args, PJRT_Buffer_Type};
 
-use crate::device::DeviceKind;
 use crate::env::{EnvConfig, FXHLO_PJRT_PLUGIN};
 use crate::error::{guard, Error, Result};
+// From the leaf, not from `device`: `device` resolves targets through this module's discovery,
+// so taking the kind from there would make the two depend on each other.
+use crate::kinds::DeviceKind;
 
 /// Plugin files for `device`, relative to a Python site-packages folder, in preference order.
 pub fn plugin_files(device: DeviceKind) -> &'static [&'static str] {

@@ -186,8 +186,9 @@ fn structure(graph: &Graph) -> String {
     out
 }
 
-/// fxhlo's version and a hash of the sources that decide what it emits (`0.1.0+3f2a...`,
-/// from build.rs), so that a rebuilt fxhlo never loads what another build compiled.
+/// fxhlo's version and a hash of the sources that decide what it emits and how it compiles
+/// (`0.1.0+3f2a...`, from build.rs; the list is `build/identity.rs`'s `SOURCES`), so that a
+/// rebuilt fxhlo never loads what another build compiled.
 pub fn build_id() -> String {
     format!("{}+{}", env!("CARGO_PKG_VERSION"), env!("FXHLO_BUILD_HASH"))
 }

@@ -1,0 +1,3 @@
+//! The test modules, one per file.
+
+mod build_identity;
