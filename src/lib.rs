@@ -40,7 +40,7 @@ pub use repro::Repro;
 pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use call::{split_bound, with_bound, Arg, Call, CallArgs, Compiled, Keep};
-pub use session::{import_trace, Session};
+pub use session::{import_parsed, import_trace, Session};
 pub use sharding::{SplitRule, TensorParallel};
 pub use tensor::{element_type, host_tensor};
 

@@ -218,21 +218,28 @@ fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: usiz
 /// with, before [`Session::compile`] or [`crate::aot::compile`].
 pub fn import_trace(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
     let start = Instant::now();
-    let binary = trace.starts_with(fxhlo_frontend::encoding::MAGIC);
-    let graph = if binary {
-        let view = fxhlo_frontend::parse_bin_view(trace, origin)?;
-        fxhlo_frontend::import::import_view(&view, origin)?
-    } else {
-        fxhlo_frontend::import::import(&fxhlo_frontend::parse_json(trace, origin)?, origin)?
-    };
+    if !trace.starts_with(fxhlo_frontend::encoding::MAGIC) {
+        return import_parsed(&fxhlo_frontend::parse_json(trace, origin)?, origin, dump, start);
+    }
+    let view = fxhlo_frontend::parse_bin_view(trace, origin)?;
+    let graph = fxhlo_frontend::import::import_view(&view, origin)?;
     let import_time = start.elapsed();
     let dump = match dump {
-        // Dumps are for reading: a bincode trace is written as its JSON.
+        // Dumps are for reading: the trace is written as its JSON.
         Some(config) => {
-            let text = if binary { fxhlo_frontend::to_json(&fxhlo_frontend::parse_bin(trace, origin)?).into_bytes() } else { trace.to_vec() };
-            Some(Dump::new(config.clone(), &graph.name).with_trace(text, import_time))
+            let text = fxhlo_frontend::to_json(&fxhlo_frontend::parse_bin(trace, origin)?);
+            Some(Dump::new(config.clone(), &graph.name).with_trace(text.into_bytes(), import_time))
         }
         None => None,
     };
+    Ok((graph, dump))
+}
+
+/// [`import_trace`] of a trace already read into the schema (the Python bridge reads the
+/// exporter's objects straight into it); `start` is when reading it began.
+pub fn import_parsed(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
+    let graph = fxhlo_frontend::import::import(trace, origin)?;
+    let import_time = start.elapsed();
+    let dump = dump.map(|config| Dump::new(config.clone(), &graph.name).with_trace(fxhlo_frontend::to_json(trace).into_bytes(), import_time));
     Ok((graph, dump))
 }

@@ -24,6 +24,7 @@ import operator
 import re
 import os
 import sys
+import time
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -490,10 +491,14 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, executable, constants: list, layout: OutputLayout):
+    def __init__(self, executable, constants: list, layout: OutputLayout, stages: dict | None = None):
         self.executable = executable
         self._constants = constants
         self._layout = layout
+        #: Seconds spent in each stage of getting the executable: ``export_s`` (the trace built
+        #: from the FX graph, in Python), then the native stages (``fxhlo._native.Executable.stages``:
+        #: ``import_s``, ``lower_s``, ``load_s``, ``cached``).
+        self.stages = stages or {}
         _compiled.append(weakref.ref(self))
 
     def __call__(self, args):
@@ -549,16 +554,19 @@ def _compile_graph(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, in
 def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, freeze: bool):
     from . import _native
 
+    start = time.perf_counter()
     cap = _export.Capture(gm, inputs, None)
+    # The trace goes to Rust as the objects it is made of, read straight into the schema: no
+    # JSON text on the way (the exporter's files are written with `to_json`).
     trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
-    text = _export.to_json(trace).encode()
     constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes
                  if n.op == "get_attr" and "fxhlo_subgraph" not in n.meta]
     frozen = _frozen(trace, inputs, constants) if freeze else None
+    export_s = time.perf_counter() - start
     if opts.ahead_of_time:
-        return _compile_ahead_of_time(opts, name, text, frozen, gm)
-    exe = _native.compile(text, f"<{name}>", opts.compile_options(), opts.dump, frozen, opts.dump_dir)
-    return CompiledGraph(exe, constants, OutputLayout.of(gm))
+        return _compile_ahead_of_time(opts, name, trace, frozen, gm)
+    exe = _native.compile(trace, f"<{name}>", opts.compile_options(), opts.dump, frozen, opts.dump_dir)
+    return CompiledGraph(exe, constants, OutputLayout.of(gm), {"export_s": export_s, **exe.stages})
 
 
 def _fall_back(opts: BackendOptions, name: str, fw_gm: torch.fx.GraphModule, error: Exception):
@@ -660,7 +668,7 @@ def ahead_of_time_compiles() -> list[dict]:
     return list(_ahead_of_time)
 
 
-def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, frozen, fw_gm):
+def _compile_ahead_of_time(opts: BackendOptions, name: str, trace: dict, frozen, fw_gm):
     """Compiles the graph for ``opts.device`` in a worker process (a crash of the TPU compiler
     raises CompileError, this process lives on) into the compile cache, and returns the eager
     graph for calls on this machine."""
@@ -670,7 +678,7 @@ def _compile_ahead_of_time(opts: BackendOptions, name: str, text: bytes, frozen,
     program = os.environ.get("FXHLO_AOT_WORKER")
     worker = ([program, "aot-worker"] if program
               else [sys.executable, str(Path(__file__).with_name("_aot_worker.py")), _native.__file__])
-    result = _native.compile_ahead_of_time(text, f"<{name}>", opts.compile_options(), worker, opts.dump, frozen,
+    result = _native.compile_ahead_of_time(trace, f"<{name}>", opts.compile_options(), worker, opts.dump, frozen,
                                            opts.dump_dir)
     _ahead_of_time.append(result)
     how = f"from the compile cache ({result['cached']} tier)" if result["cached"] else f"in {result['seconds']:.2f} s"

@@ -11,6 +11,7 @@ which round-trips exactly).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -297,15 +298,26 @@ def _source(node: torch.fx.Node, root: Path):
     if not trace:
         return None
     for file, line in reversed(_FRAME.findall(trace)):
-        if file.startswith("<"):
-            continue
-        path = Path(file).resolve()
-        if path.is_relative_to(_TORCH_DIR):
-            continue
-        if path.is_relative_to(root):
-            file = path.relative_to(root).as_posix()
-        return {"file": file, "line": int(line)}
+        shown = _shown_file(file, root)
+        if shown is not None:
+            return {"file": shown, "line": int(line)}
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown_file(file: str, root: Path):
+    """``file`` as a trace names it (relative to ``root`` when inside it), or None for a frame
+    of torch itself or a pseudo-file (``<string>``). Memoized: a graph's hundreds of nodes come
+    from a few files, and resolving a path costs file-system calls (BERT-base: 0.5 s of its
+    warm start was spent here, node by node)."""
+    if file.startswith("<"):
+        return None
+    path = Path(file).resolve()
+    if path.is_relative_to(_TORCH_DIR):
+        return None
+    if path.is_relative_to(root):
+        return path.relative_to(root).as_posix()
+    return file
 
 
 # Higher-order ops a trace holds, with their subgraphs (``{"graph": name}`` arguments).

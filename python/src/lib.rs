@@ -17,6 +17,7 @@
 
 mod args;
 mod dlpack;
+mod pytrace;
 mod errors;
 mod state;
 mod torch;
@@ -37,7 +38,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use args::TorchArgs;
 use errors::{call_error, compile_error, error, Class};
-use state::{insert_loaded, session, CallerInput, Program, ThreadExec, LOADED, RELEASE_GIL_AFTER};
+use state::{insert_loaded, session, CallerInput, Program, Stages, ThreadExec, LOADED, RELEASE_GIL_AFTER};
 use torch::{data_ptr, dtypes};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
@@ -135,6 +136,20 @@ impl Executable {
         d.set_item("calls", p.calls.load(Ordering::Relaxed))?;
         d.set_item("weight_uploads", p.weight_uploads.load(Ordering::Relaxed))?;
         d.set_item("input_uploads", p.input_uploads.load(Ordering::Relaxed))?;
+        Ok(d)
+    }
+
+    /// Seconds spent getting this executable, per native stage: `import_s` (the trace read
+    /// into the IR), `lower_s` (cache key, passes, codegen), `load_s` (the PJRT compile, or
+    /// loading from the cache), and `cached` (`"memory"`, `"disk"`, or None when compiled).
+    #[getter]
+    fn stages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.program.stages;
+        let d = PyDict::new(py);
+        d.set_item("import_s", s.import_s)?;
+        d.set_item("lower_s", s.lower_s)?;
+        d.set_item("load_s", s.load_s)?;
+        d.set_item("cached", s.cached)?;
         Ok(d)
     }
 
@@ -317,7 +332,7 @@ fn dump_config(dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option
 #[pyo3(signature = (trace, origin, options = "{}", dump = None, frozen = None, dump_dir = None))]
 fn compile(
     py: Python<'_>,
-    trace: &[u8],
+    trace: &Bound<'_, PyAny>,
     origin: &str,
     options: &str,
     dump: Option<&str>,
@@ -329,7 +344,9 @@ fn compile(
     let session = session(py, &options)?;
     let values = frozen_values(frozen)?;
     let from_env = session.dump_config().cloned();
-    let (graph, dump) = fxhlo::import_trace(trace, origin.as_ref(), dump.as_ref().or(from_env.as_ref())).map_err(|e| compile_error(py, &e))?;
+    let start = Instant::now();
+    let (graph, dump) = import(py, trace, origin, dump.as_ref().or(from_env.as_ref()))?;
+    let import_s = start.elapsed().as_secs_f64();
     let compiled = session.compile(&graph, &values, dump.as_ref()).map_err(|e| compile_error(py, &e))?;
     // What the caller passes: every graph input, in the graph's order; the executable takes
     // the unfrozen ones, which the compile kept in that order.
@@ -357,12 +374,33 @@ fn compile(
         options,
         lowered: compiled.lowered.clone(),
         caller,
+        stages: Stages {
+            import_s,
+            lower_s: compiled.codegen_time.as_secs_f64(),
+            load_s: compiled.compile_time.as_secs_f64(),
+            cached: compiled.cached.map(fxhlo::Tier::name),
+        },
         calls: AtomicU64::new(0),
         weight_uploads: AtomicU64::new(0),
         input_uploads: AtomicU64::new(0),
     });
     insert_loaded(&program, session, compiled);
     Ok(Executable { program })
+}
+
+/// Imports `trace`: the exporter's trace dict, read straight into the schema, or a trace file's
+/// bytes (JSON or bincode).
+fn import(py: Python<'_>, trace: &Bound<'_, PyAny>, origin: &str, dump: Option<&fxhlo::DumpConfig>) -> PyResult<(fxhlo::ir::Graph, Option<fxhlo::Dump>)> {
+    let start = Instant::now();
+    let imported = match trace.cast::<pyo3::types::PyBytes>() {
+        Ok(bytes) => fxhlo::import_trace(bytes.as_bytes(), origin.as_ref(), dump),
+        Err(_) => {
+            let parsed: fxhlo::frontend::schema::Trace =
+                pytrace::from_py(trace).map_err(|e| error(py, Class::Compile, &format!("{origin}: the trace does not fit fxhlo's schema: {e}")))?;
+            fxhlo::import_parsed(&parsed, origin.as_ref(), dump, start)
+        }
+    };
+    imported.map_err(|e| compile_error(py, &e))
 }
 
 /// The bytes of each frozen tensor (input name -> tensor), copied out of PyTorch.
@@ -394,7 +432,7 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
 #[allow(clippy::too_many_arguments)]
 fn compile_ahead_of_time<'py>(
     py: Python<'py>,
-    trace: &[u8],
+    trace: &Bound<'py, PyAny>,
     origin: &str,
     options: &str,
     worker: Vec<String>,
@@ -418,11 +456,9 @@ fn compile_ahead_of_time<'py>(
     let env = state::plugin_env(py, options.device.device)?;
     let target = options.device.to_string();
     let from_env = fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let (graph, dump) = import(py, trace, origin, dump.as_ref().or(from_env.as_ref()))?;
     let compiled = py
-        .detach(|| {
-            let (graph, dump) = fxhlo::import_trace(trace, origin.as_ref(), dump.as_ref().or(from_env.as_ref()))?;
-            fxhlo::aot::compile(&graph, &values, dump.as_ref(), options, &env, &worker, false)
-        })
+        .detach(|| fxhlo::aot::compile(&graph, &values, dump.as_ref(), options, &env, &worker, false))
         .map_err(|e| compile_error(py, &e))?
         .1;
     let d = PyDict::new(py);

@@ -34,9 +34,24 @@ pub(crate) struct Program {
     pub(crate) lowered: Arc<Lowered>,
     /// The graph's inputs in the order the caller passes them.
     pub(crate) caller: Vec<CallerInput>,
+    /// How getting the executable went: seconds per stage, and the cache tier it came from.
+    pub(crate) stages: Stages,
     pub(crate) calls: AtomicU64,
     pub(crate) weight_uploads: AtomicU64,
     pub(crate) input_uploads: AtomicU64,
+}
+
+/// Seconds spent in each native stage of a compile, and where the executable came from.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Stages {
+    /// Reading the trace and importing it into the IR.
+    pub(crate) import_s: f64,
+    /// The passes and codegen (with the cache key).
+    pub(crate) lower_s: f64,
+    /// The PJRT compile, or loading the executable from the cache.
+    pub(crate) load_s: f64,
+    /// The cache tier (`memory`, `disk`), `None` when compiled.
+    pub(crate) cached: Option<&'static str>,
 }
 
 /// A program loaded on this thread's client for its device.
