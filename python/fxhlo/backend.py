@@ -1,11 +1,13 @@
 """The torch.compile backend: ``torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False)``.
 
-Dynamo hands the backend an FX graph and its real example inputs. The backend runs AOT Autograd
-with the core ATen decompositions (the capture of :mod:`fxhlo.export`, so a graph compiled here
-and the same model exported to a bundle are the same trace), writes the forward graph as a trace
-and compiles it in Rust (``fxhlo._native``: import, passes, StableHLO, PJRT). The returned
-callable uploads user inputs on every call, keeps parameters and buffers on the device (uploaded
-again only when PyTorch's version counter says they changed), and returns torch tensors.
+Dynamo hands the backend an FX graph and its real example inputs. The backend captures it
+through :func:`fxhlo.graph_capture.aot_capture` (AOT Autograd with fxhlo's decompositions, then
+the legalizations of :mod:`fxhlo.legalize`: the one capture path, which :func:`fxhlo.export`
+takes too, so a graph compiled here and the same model exported to a bundle are the same trace),
+writes the forward graph as a trace and compiles it in Rust (``fxhlo._native``: import, passes,
+StableHLO, PJRT). The returned callable uploads user inputs on every call, keeps parameters and
+buffers on the device (uploaded again only when PyTorch's version counter says they changed),
+and returns torch tensors.
 
 What PyTorch's own backends leave to the runtime wrapper stays there: AOT Autograd functionalizes
 input mutations (the graph returns new values, the wrapper copies them back), regenerates outputs
@@ -13,7 +15,9 @@ that alias inputs or other outputs, and Dynamo rebuilds nested outputs, ``None``
 values. This module makes the graph's outputs have the strides PyTorch expects, since the
 wrapper may rebuild views from them.
 
-Options (``torch.compile(..., options={...})``): see :data:`OPTIONS`.
+Options (``torch.compile(..., options={...})``): see :data:`OPTIONS`. They are checked when Dynamo
+first calls the backend (the first call of the compiled model), where the backend is handed
+them: the hook Dynamo calls when ``torch.compile`` resolves a backend gets no arguments.
 """
 
 from __future__ import annotations
@@ -31,15 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch._dynamo import source as _sources
-from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.aot_autograd import make_boxed_func
 
-from . import custom_ops as _custom_ops
-from . import decompositions as _decompositions
-from . import effects as _effects
-from . import rng as _rng
+from . import _compat
 from . import export as _export
+from . import graph_capture as _capture
 from . import split as _split
 from .errors import AheadOfTimeWarning, CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
 
@@ -149,8 +148,8 @@ class BackendOptions:
             raise OptionsError(f"fxhlo option check_indices={check_indices!r}: must be True or False")
         from . import _native
 
-        # The levels are Rust's (fxhlo_passes::MAX_OPT_LEVEL), checked here to fail at
-        # torch.compile rather than at the first call.
+        # The levels are Rust's (fxhlo_passes::MAX_OPT_LEVEL), checked here to fail before
+        # anything is captured.
         opt_level = options.get("opt_level", _native.MAX_OPT_LEVEL)
         if not isinstance(opt_level, int) or isinstance(opt_level, bool) or opt_level not in range(_native.MAX_OPT_LEVEL + 1):
             raise OptionsError(f"fxhlo option opt_level={opt_level!r}: valid levels are 0 to {_native.MAX_OPT_LEVEL}")
@@ -200,141 +199,6 @@ def _dump_options(dump, dump_dir) -> tuple:
     return dump, None if dump_dir is None else Path(dump_dir)
 
 
-# ---- inputs ---------------------------------------------------------------------------------
-
-# A module's containers: an item of ``_modules`` names a submodule, of ``_parameters`` a
-# parameter, of ``_buffers`` a buffer (their names are the steps of a fully qualified name).
-_CONTAINERS = {"_modules": None, "_parameters": "parameter", "_buffers": "buffer"}
-# Sources that take an item of their base: a list index, a dict key.
-_ITEMS = (_sources.GetItemSource, _sources.DictGetItemSource, _sources.DictSubclassGetItemSource)
-# Sources that read an attribute of their base (``member``).
-_ATTRS = (_sources.AttrSource, _sources.GenericAttrSource)
-
-
-@dataclass(frozen=True)
-class InputOrigin:
-    """Where Dynamo found one input of its graph, read from the :mod:`torch._dynamo.source`
-    object it recorded (the chain of ``.base`` links from the tensor back to a local or global
-    of the compiled frame), never from the source's printed name."""
-
-    root: str | None
-    """The local or global the chain starts from (``self``, ``x``, ``table``); None when it
-    starts elsewhere (a constant, a random value, ...)."""
-    argument: bool
-    """The root is an argument of the compiled frame (not a global or a closure cell)."""
-    state: bool
-    """Reached through a module (Dynamo wraps every module it walks through in an
-    ``NNModuleSource``) or a module's parameter or buffer container."""
-    path: tuple | None
-    """The attribute names and items after the root, the module containers left out: the
-    fully qualified name's steps (``("down_blocks", "0", "resnets", "0", "norm1", "weight")``);
-    None when a step has no name fxhlo can write (a key known only by its position, a slice)."""
-    container: str | None
-    """``parameter`` or ``buffer`` when the last step is an item of a module's
-    ``_parameters`` or ``_buffers``; ``param_or_buffer`` for Dynamo's ``ParamBufferSource``."""
-
-    @classmethod
-    def of(cls, source) -> InputOrigin:
-        chain = []
-        while isinstance(source, _sources.ChainedSource):
-            chain.append(source)
-            source = source.base
-        if isinstance(source, _sources.LocalSource):
-            root, argument = source.local_name, not source.is_derefed_cell_contents
-        elif isinstance(source, _sources.GlobalSource):
-            root, argument = source.global_name, False
-        else:
-            root, argument = None, False
-        path, state, named = [], False, True
-        container = None    # the module container the next item indexes
-        in_dict = False     # the previous step was ``.__dict__``: the next item is an attribute
-        last = None
-        for step in reversed(chain):
-            last = None
-            if isinstance(step, _sources.NNModuleSource):
-                state = True
-                continue
-            if isinstance(step, _ATTRS):
-                in_dict = False
-                if step.member == "__dict__":
-                    in_dict = True
-                elif step.member in _CONTAINERS:
-                    container, state = step.member, True
-                else:
-                    path.append(step.member)
-                    if isinstance(step, _sources.ParamBufferSource):
-                        last, state = "param_or_buffer", True
-                continue
-            index = getattr(step, "index", None)
-            if (isinstance(step, _ITEMS) and not isinstance(index, _sources.Source)
-                    and not getattr(step, "index_is_slice", False)):
-                if in_dict and index in _CONTAINERS:
-                    container, state, in_dict = index, True, False
-                    continue
-                in_dict = False
-                path.append(str(index))
-                if container is not None:
-                    last, container = _CONTAINERS[container], None
-                continue
-            named = False
-        return cls(root, argument, state, tuple(path) if named else None, last)
-
-    @property
-    def user_input(self) -> bool:
-        """An argument of the call, or an item or attribute of one that is not module state:
-        ``L['x']``, ``L['args'][0]``, ``L['kwargs']['mask']``, a field of a dataclass argument."""
-        return self.root is not None and self.argument and not self.state
-
-
-def _weight_kind(origin: InputOrigin, value: torch.Tensor) -> str:
-    if origin.container in ("parameter", "buffer"):
-        return origin.container
-    if isinstance(value, torch.nn.Parameter):
-        return "parameter"
-    return "buffer" if origin.container == "param_or_buffer" else "constant"
-
-
-def _classify(gm: torch.fx.GraphModule, example_inputs) -> list:
-    """One :class:`fxhlo.export.CapturedInput` per placeholder of Dynamo's graph, from the
-    source object Dynamo recorded for it (:class:`InputOrigin`): an argument of the call or an
-    item of one is a user input; a module's ``_parameters`` or ``_buffers`` entry is a parameter
-    or buffer; any other tensor a module holds, a global's or a closure cell's, is a constant
-    (kept on the device like weights).
-
-    Keys are fully qualified names: ``down_blocks.0.resnets.0.norm1.weight`` for the model's
-    own state, whether Dynamo reached it as ``self.down_blocks``, through ``__dict__``,
-    ``getattr``, a ``ModuleList``/``ModuleDict`` or a plain list of modules (``blocks.0...``).
-    When module state comes from one argument (``self``, the model) its name is left out, so
-    the keys are the model's own names, the exporter's; when it comes from several (a function
-    of two models), each key starts with its argument's name, as a global's or a closure
-    cell's always does (``table``, ``net.fc.weight``). Dynamo passes a tensor reached by two
-    paths (tied weights) once, under the first. A step with no name (a dict key known only by
-    position) leaves the key None: the trace then names the input after its placeholder."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    sources = [getattr(n.meta.get("grapharg"), "source", None) for n in placeholders]
-    origins = [InputOrigin.of(s) for s in sources]
-    state_arguments = {o.root for o, v in zip(origins, example_inputs)
-                       if isinstance(v, torch.Tensor) and o.argument and o.state}
-    inputs = []
-    user_index = 0
-    for value, origin, source in zip(example_inputs, origins, sources):
-        if not isinstance(value, torch.Tensor):
-            inputs.append(_export.CapturedInput("symbolic", None, value))
-            continue
-        where = getattr(source, "name", None)  # for messages only
-        where = where() if callable(where) else where
-        if origin.user_input:
-            inputs.append(_export.CapturedInput("user_input", None, value, user_index, where))
-            user_index += 1
-            continue
-        key = None
-        if origin.root is not None and origin.path is not None:
-            prefix = () if origin.argument and len(state_arguments) == 1 else (origin.root,)
-            key = ".".join(prefix + origin.path) or None
-        inputs.append(_export.CapturedInput(_weight_kind(origin, value), key, value, None, where))
-    return inputs
-
-
 _DYNAMIC_REFUSED = ("fxhlo specializes shapes and does not compile dynamic graphs: use "
                     "torch.compile(..., backend=\"fxhlo\", dynamic=False)")
 
@@ -347,7 +211,10 @@ def _check_settings(options, mode) -> BackendOptions:
 
 
 def _refuse_dynamic(gm, example_inputs) -> None:
-    if not torch._dynamo.config.assume_static_by_default:
+    """Refuses ``torch.compile(..., dynamic=True)`` (Dynamo assumes nothing static while such a
+    region runs) and a graph with symbolic sizes (``dynamic`` not given: Dynamo makes sizes
+    symbolic once an input changed shape)."""
+    if not _compat.assume_static_by_default():
         raise OptionsError(_DYNAMIC_REFUSED)
     symbolic = [type(v).__name__ for v in example_inputs if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))]
     shapes = [v for v in example_inputs if isinstance(v, torch.Tensor)
@@ -510,48 +377,30 @@ class CompiledGraph:
         return outs
 
 
-def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch.fx.GraphModule, fw_inputs):
-    tokens = _effects.strip(fw_gm, len(inputs))
-    if tokens:
-        return _effects.Threaded(_compile_forward(opts, inputs, name, fw_gm, fw_inputs[tokens:]), tokens)
-    placeholders = [n for n in fw_gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != len(inputs):
-        raise CompileError(
-            f"graph {name}: AOT Autograd's forward graph has {len(placeholders)} inputs for Dynamo's "
-            f"{len(inputs)}; fxhlo compiles inference graphs (call the model under torch.no_grad())"
-        )
-    if not any(n.op == "call_function" for n in fw_gm.graph.nodes):
+def _compile_forward(opts: BackendOptions, name: str, graph):
+    """The compiler of :func:`fxhlo.graph_capture.aot_capture`: the legalized forward graph
+    (a :class:`fxhlo.legalize.Graph`) compiled, or on failure with ``fallback="eager"`` run in
+    eager around the parts that compile."""
+    gm = graph.module
+    if not any(n.op == "call_function" for n in gm.graph.nodes):
         # Nothing to compute (`torch.broadcast_shapes`, a function returning its input or
         # constants): the graph's own forward returns what it returns.
-        return make_boxed_func(fw_gm.forward)
-    _scalars_as_tensors(fw_gm)
-    _complex_numbers_as_tensors(fw_gm)
-    _custom_ops.decompose(fw_gm)
+        return _compat.make_boxed_func(gm.forward)
     try:
-        return _compile_graph(opts, name, fw_gm, inputs, opts.freeze)
+        return _compile_trace(opts, name, gm, graph.inputs, opts.freeze)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":
             if isinstance(e, CompileError):
                 raise
             raise CompileError(f"graph {name}: {e}") from e
-        return _fall_back(opts, name, fw_gm, e)
-
-
-def _compile_graph(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, freeze: bool):
-    """``gm`` written as a trace and compiled in Rust: a :class:`CompiledGraph` (or, for a
-    TPU topology, the eager graph once the executable is in the compile cache). Raises
-    ExportError or CompileError when fxhlo cannot compile it. A graph that draws random numbers
-    gets a generator-state input first (:func:`fxhlo.rng.thread_state`), which the returned
-    callable feeds on every call."""
-    seeded = _rng.thread_state(gm)
-    if seeded is None:
-        return _compile_trace(opts, name, gm, inputs, freeze)
-    inputs = [*inputs, _rng.state_input(sum(i.kind == "user_input" for i in inputs))]
-    return _rng.Seeded(_compile_trace(opts, name, seeded, inputs, freeze))
+        return _fall_back(opts, name, gm, e)
 
 
 def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, freeze: bool):
+    """``gm`` written as a trace and compiled in Rust: a :class:`CompiledGraph` (or, for a
+    TPU topology, the eager graph once the executable is in the compile cache). Raises
+    ExportError or CompileError when fxhlo cannot compile it."""
     from . import _native
 
     start = time.perf_counter()
@@ -581,79 +430,17 @@ def _fall_back(opts: BackendOptions, name: str, fw_gm: torch.fx.GraphModule, err
         result = _split.split(fw_gm, error, part)
         if result is not None:
             warnings.warn(result.describe(name), FallbackWarning, stacklevel=3)
-            return make_boxed_func(result.module.forward)
+            return _compat.make_boxed_func(result.module.forward)
     what = ", ".join(sorted({t for t, _, _ in error.ops})) if isinstance(error, UnsupportedOpsError) else str(error)
     warnings.warn(f"fxhlo: graph {name} runs in eager PyTorch (fallback=\"eager\"): {what}",
                   FallbackWarning, stacklevel=3)
-    return make_boxed_func(fw_gm.forward)
+    return _compat.make_boxed_func(fw_gm.forward)
 
 
 def _compile_part(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, inputs: list, part: str):
-    """One part of the graph ``name`` split by :func:`_fall_back`, compiled as a graph of its own."""
-    return _compile_graph(opts, f"{name}_{part}", gm, inputs, freeze=False)
-
-
-def _scalars_as_tensors(fw_gm: torch.fx.GraphModule) -> None:
-    """A number read from a tensor and turned back into one (``x.item()`` returned from a
-    function: Dynamo writes ``scalar_tensor(_local_scalar_dense(t), dtype=d)`` and reads the
-    number from the result) becomes ``t`` reshaped to 0-d and converted to ``d``, so the graph
-    stays one of tensors. A number that feeds other ops is left, and refused by the export."""
-    aten = torch.ops.aten
-    changed = False
-    for node in list(fw_gm.graph.nodes):
-        if node.target is not aten._local_scalar_dense.default:
-            continue
-        users = list(node.users)
-        if not users or any(u.target is not aten.scalar_tensor.default for u in users):
-            continue
-        source = node.args[0]
-        for user in users:
-            with fw_gm.graph.inserting_before(user):
-                view = fw_gm.graph.call_function(aten.view.default, (source, []))
-                view.meta["val"] = source.meta["val"].reshape(())
-                dtype = user.kwargs.get("dtype") or torch.get_default_dtype()
-                cast = fw_gm.graph.call_function(aten._to_copy.default, (view,), {"dtype": dtype})
-                cast.meta["val"] = user.meta["val"]
-            user.replace_all_uses_with(cast)
-            fw_gm.graph.erase_node(user)
-        fw_gm.graph.erase_node(node)
-        changed = True
-    if changed:
-        fw_gm.recompile()
-
-
-def _complex_numbers_as_tensors(fw_gm: torch.fx.GraphModule) -> None:
-    """A Python complex number where the op takes a tensor (``z - 1j`` is
-    ``aten.sub.Tensor(z, 1j)``, a wrapped number) becomes a 0-d complex tensor,
-    ``complex(full(re), full(im))``: the trace's scalars are real. Promotion is unchanged (a 0-d
-    tensor, like a wrapped number, does not widen a dimensioned complex operand)."""
-    aten = torch.ops.aten
-    changed = False
-    for node in list(fw_gm.graph.nodes):
-        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
-            continue
-        schema = node.target._schema.arguments
-        args = list(node.args)
-        for i, a in enumerate(args):
-            if not isinstance(a, complex) or i >= len(schema) or str(schema[i].type) != "Tensor":
-                continue
-            val = node.meta.get("val")
-            wide = isinstance(val, torch.Tensor) and val.dtype in (torch.complex128, torch.float64)
-            part = torch.float64 if wide else torch.float32
-            with fw_gm.graph.inserting_before(node):
-                re, im = (
-                    fw_gm.graph.call_function(aten.full.default, ([], v), {"dtype": part})
-                    for v in (a.real, a.imag)
-                )
-                re.meta["val"] = torch.full([], a.real, dtype=part)
-                im.meta["val"] = torch.full([], a.imag, dtype=part)
-                z = fw_gm.graph.call_function(aten.complex.default, (re, im))
-                z.meta["val"] = torch.complex(re.meta["val"], im.meta["val"])
-            args[i] = z
-            changed = True
-        node.args = tuple(args)
-    if changed:
-        fw_gm.recompile()
+    """One part of the graph ``name`` split by :func:`_fall_back`, compiled as a graph of its own
+    (a part that draws random numbers takes the generator state the graph threads as an input)."""
+    return _compile_trace(opts, f"{name}_{part}", gm, inputs, freeze=False)
 
 
 _ahead_of_time: list[dict] = []
@@ -686,7 +473,7 @@ def _compile_ahead_of_time(opts: BackendOptions, name: str, trace: dict, frozen,
         f"fxhlo: graph {name} compiled ahead of time for {result['target']} {how}: {result['size']} bytes, cache key "
         f"{result['key'][:16]}; this machine cannot run it, so calls run in eager PyTorch here "
         "(fxhlo.ahead_of_time_compiles() lists every such graph)", AheadOfTimeWarning, stacklevel=2)
-    return make_boxed_func(fw_gm.forward)
+    return _compat.make_boxed_func(fw_gm.forward)
 
 
 def _frozen(trace: dict, inputs: list, constants: list) -> dict:
@@ -705,40 +492,15 @@ def _frozen(trace: dict, inputs: list, constants: list) -> dict:
             if kind != "user_input" and i not in mutated}
 
 
-def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):
-    # fxhlo compiles inference graphs; when autograd is on, the backward runs in PyTorch.
-    return make_boxed_func(bw_gm.forward)
-
-
 def fxhlo_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **settings):
-    """The Dynamo backend ``"fxhlo"``. ``options`` are described in :data:`OPTIONS`."""
+    """The Dynamo backend ``"fxhlo"``. ``options`` are described in :data:`OPTIONS`; they and
+    the ``torch.compile`` settings are checked here, at Dynamo's first call (an unknown option
+    or a bad value raises :class:`OptionsError` before anything is captured)."""
     opts = _check_settings(options, settings.get("mode"))
     _refuse_dynamic(gm, example_inputs)
-    inputs = _classify(gm, example_inputs)
+    inputs = _capture.classify(gm, example_inputs)
     name = _graph_name()
-    fw = functools.partial(_compile_forward, opts, inputs, name)
-    return aot_autograd(
-        fw_compiler=fw,
-        bw_compiler=_eager_backward,
-        decompositions=_decompositions.decompositions(),
-    )(gm, example_inputs)
-
-
-def _backend_init() -> None:
-    """Checks ``options`` when ``torch.compile`` resolves the backend, before any graph is
-    captured, so an unknown option raises at once. Dynamo calls this with no arguments; the
-    options live on the ``torch.compile`` wrapper it is resolving (read from the caller's frame,
-    which PyTorch's own hook documentation leaves as the way to reach them)."""
-    frame = sys._getframe(1)
-    wrapper = frame.f_locals.get("backend")
-    kwargs = getattr(wrapper, "kwargs", None)
-    if isinstance(kwargs, dict):
-        _check_settings(kwargs.get("options"), kwargs.get("mode"))
-    if getattr(wrapper, "dynamic", None) is True:
-        raise OptionsError(_DYNAMIC_REFUSED)
-
-
-fxhlo_backend._dynamo_backend_init = _backend_init
+    return _capture.aot_capture(gm, example_inputs, inputs, name, functools.partial(_compile_forward, opts, name))
 
 
 def register() -> None:

@@ -35,6 +35,11 @@ class ExecutionError(FxhloError):
     error in the PJRT plugin)."""
 
 
+class ExportError(Exception):
+    """The model cannot be expressed as an fxhlo trace (the message says why). Also
+    ``fxhlo.export.ExportError``, where it was first defined."""
+
+
 class FallbackWarning(UserWarning):
     """A graph runs in eager PyTorch instead of through fxhlo (``fallback="eager"``)."""
 

@@ -1,7 +1,8 @@
 """Exporter: capture a model the way the torch.compile backend sees it and write a trace bundle.
 
-Capture is Dynamo (``fullgraph=True, dynamic=False``) followed by AOT Autograd with the core ATen
-decompositions under ``torch.no_grad()``: the graph written is the one a backend receives.
+Capture is the backend's own (:func:`fxhlo.graph_capture.capture`): Dynamo (``fullgraph=True,
+dynamic=False``), AOT Autograd with fxhlo's decompositions under ``torch.no_grad()`` and the
+legalizations of :mod:`fxhlo.legalize`, so the graph written is the one the backend compiles.
 The bundle format is specified in ``docs/trace-format.md``; ``frontend/src/schema`` reads it.
 
 Everything written is deterministic: the same model and inputs give byte-identical files, in
@@ -18,14 +19,15 @@ import math
 import operator
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch._dynamo.backends.common import aot_autograd
 from torch.utils import _pytree as pytree
 
-from .decompositions import decompositions
+# Defined elsewhere, and part of this module's interface: the exporter's error, and the capture
+# it writes (`fxhlo.export.capture` is the one capture path, the backend's).
+from .errors import ExportError  # noqa: F401
+from .graph_capture import Capture, CapturedInput, capture  # noqa: F401
 
 FORMAT = "fxhlo-trace"
 SCHEMA_VERSION = 1
@@ -51,119 +53,11 @@ _TORCH_DIR = Path(torch.__file__).resolve().parent
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-class ExportError(Exception):
-    """The model cannot be expressed as an fxhlo trace (the message says why)."""
-
-
 def dtype_name(dtype: torch.dtype) -> str:
     try:
         return _DTYPES[dtype]
     except KeyError:
         raise ExportError(f"dtype {dtype} is not supported by fxhlo; supported: {sorted(_DTYPES.values())}") from None
-
-
-# ---- capture --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CapturedInput:
-    """What one placeholder of the captured graph is bound to."""
-
-    kind: str
-    """``user_input``, ``parameter``, ``buffer`` or ``constant``; ``symbolic`` for a SymInt."""
-    key: str | None
-    """The fully qualified name of a parameter, buffer or tensor attribute; else None."""
-    value: object
-    """The real tensor Dynamo passed (or the SymInt / int for ``symbolic``)."""
-    user_index: int | None = None
-    """For user inputs: the index among the tensors of ``example_args`` (flattened)."""
-    source: str | None = None
-    """Where the input came from, for messages (the torch.compile backend: Dynamo's name for
-    its source, ``L['self']._modules['fc']._parameters['weight']``)."""
-
-
-@dataclass
-class Capture:
-    gm: torch.fx.GraphModule
-    """The AOT Autograd forward graph (core ATen)."""
-    inputs: list
-    """One :class:`CapturedInput` per placeholder of ``gm``, in order."""
-    outputs: list | None
-    """The compiled model's outputs on the example arguments, flattened (None when the
-    capture did not run the model: the torch.compile backend)."""
-
-
-def _tensor_origins(model: torch.nn.Module) -> dict:
-    """id(tensor) -> (kind, fully qualified name) for the model's parameters, buffers and plain
-    tensor attributes (which Dynamo lifts to graph inputs like parameters)."""
-    origins = {}
-    for fqn, p in model.named_parameters(remove_duplicate=False):
-        origins.setdefault(id(p), ("parameter", fqn))
-    for fqn, b in model.named_buffers(remove_duplicate=False):
-        origins.setdefault(id(b), ("buffer", fqn))
-    for prefix, module in model.named_modules(remove_duplicate=False):
-        for attr, v in sorted(vars(module).items()):
-            if isinstance(v, torch.Tensor):
-                origins.setdefault(id(v), ("constant", f"{prefix}.{attr}" if prefix else attr))
-    return origins
-
-
-def capture(model: torch.nn.Module, example_args) -> Capture:
-    """Captures ``model(*example_args)`` as the torch.compile backend sees it.
-
-    Each placeholder is identified by the identity of the tensor Dynamo binds to it: a
-    parameter, a buffer, one of ``example_args``, a tensor attribute of a module, or (anything
-    else, e.g. a global tensor) an anonymous constant.
-    """
-    example_args = tuple(example_args)
-    origins = _tensor_origins(model)
-    user_tensors = [x for x in pytree.tree_leaves(example_args) if isinstance(x, torch.Tensor)]
-    user = {}
-    for i, t in enumerate(user_tensors):
-        user.setdefault(id(t), i)
-    result = {}
-
-    def fw_compiler(gm, _inputs):
-        result["gm"] = gm
-        return gm.forward
-
-    aot = aot_autograd(fw_compiler=fw_compiler, decompositions=decompositions(random=False))
-
-    def backend(gm, example_inputs):
-        # Real tensors arrive here, in the order AOT Autograd keeps for its placeholders.
-        compiled_fn = aot(gm, example_inputs)
-        # Counted only once AOT Autograd accepts the graph: when it raises a restart (e.g.
-        # TensorifyScalarRestartAnalysis, for a 0-d f64 tensor input), Dynamo drops that graph
-        # and calls the backend again.
-        result["calls"] = result.get("calls", 0) + 1
-        result["example_inputs"] = list(example_inputs)
-        return compiled_fn
-
-    torch._dynamo.reset()
-    try:
-        with torch.no_grad():
-            compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=False)
-            outputs = compiled(*example_args)
-    finally:
-        torch._dynamo.reset()
-    if "gm" not in result:
-        raise ExportError("Dynamo captured no graph: the model's forward computes nothing with tensors")
-    if result["calls"] != 1:
-        raise ExportError(f"Dynamo captured {result['calls']} graphs; a trace holds exactly one")
-
-    inputs = []
-    for value in result["example_inputs"]:
-        if not isinstance(value, torch.Tensor):
-            inputs.append(CapturedInput("symbolic", None, value))
-        elif id(value) in origins and origins[id(value)][0] != "constant":
-            inputs.append(CapturedInput(*origins[id(value)], value))
-        elif id(value) in user:
-            inputs.append(CapturedInput("user_input", None, value, user[id(value)]))
-        elif id(value) in origins:
-            inputs.append(CapturedInput(*origins[id(value)], value))
-        else:
-            inputs.append(CapturedInput("constant", None, value))
-    return Capture(result["gm"], inputs, pytree.tree_leaves(outputs))
 
 
 # ---- graph -> trace dict --------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 fxhlo's capture decomposes every random op (``rand``, ``randn``, ``dropout``, ``bernoulli``,
 ...; :mod:`fxhlo.decompositions.random`) into arithmetic on uniformly random bits drawn by one
-op, ``fxhlo::random_bits(size, dtype)``. Before a graph is compiled, :func:`thread_state`
-gives it one more input, a generator state (``int64[2]``), and replaces each ``random_bits`` by
+op, ``fxhlo::random_bits(size, dtype)``. The last legalization (``rng-state``,
+:mod:`fxhlo.legalize`) then gives the graph, with :func:`thread_state`, one more input, a generator state (``int64[2]``), and replaces each ``random_bits`` by
 ``fxhlo::rng_bit_generator(state, size, dtype)``, which returns the next state and the bits and
 becomes ``stablehlo.rng_bit_generator`` (three-fry); the states chain through the graph in
 order, so no two random ops of a graph draw the same bits. Draws inside ``while_loop`` bodies
@@ -23,9 +23,9 @@ After::
     rng = fxhlo.rng_bit_generator.default(rng_state, [4], torch.int32)
     bits = getitem(rng, 1); ...
 
-Both ops also run in eager PyTorch (a graph that falls back to eager, or the eager part of a
-split graph): ``random_bits`` draws from the default generator, ``rng_bit_generator`` from a
-generator seeded with the state.
+Both ops also run in eager PyTorch: ``random_bits`` draws from the default generator,
+``rng_bit_generator`` (in a graph that falls back to eager, or the eager part of a split graph,
+which hands the state on to the parts that draw) from a generator seeded with the state.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ def new_state() -> torch.Tensor:
 def thread_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule | None:
     """A copy of ``gm`` with a last placeholder, :data:`STATE_NAME`, and its ``random_bits``
     calls replaced by ``rng_bit_generator`` calls chained from it, in graph order; None when
-    ``gm`` draws no random numbers. ``gm`` itself is left as it is: if the copy does not
-    compile, ``fallback="eager"`` runs ``gm``.
+    ``gm`` draws no random numbers. ``gm`` itself is left as it is (the ``rng-state``
+    legalization, :func:`fxhlo.legalize.rng_state`, replaces it by the copy).
 
     Draws inside control flow are threaded too (:func:`_thread_while`, :func:`_thread_cond`):
     the state enters a ``while_loop`` as one more carried value (each iteration draws new bits)
@@ -278,7 +278,7 @@ def _thread_cond(gm, call, state, state_val) -> torch.fx.Node:
 def state_input(index: int):
     """The :class:`fxhlo.export.CapturedInput` of the state placeholder (``index``: its position
     among the user inputs)."""
-    from .export import CapturedInput
+    from .graph_capture import CapturedInput
 
     return CapturedInput("user_input", None, new_state(), index, "fxhlo's random-number generator state")
 

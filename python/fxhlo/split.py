@@ -34,7 +34,6 @@ from torch.fx.passes.operator_support import create_op_support
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from . import export as _export
-from . import rng as _rng
 from .errors import CompileError, UnsupportedOpsError
 
 PART_PREFIX = "part"
@@ -145,9 +144,8 @@ def refused_nodes(gm: torch.fx.GraphModule, error: Exception) -> dict:
 
 def _export_refusal(node: torch.fx.Node) -> str | None:
     """Why the exporter refuses ``node`` alone (its op, arguments or results), or None. Random
-    bits compile: a part that draws them gets a generator state of its own."""
-    if node.target is _rng.RANDOM_BITS:
-        return None
+    draws are threaded by then (``rng-state``, :mod:`fxhlo.legalize`): a part that draws takes
+    the generator state as one of its inputs, as any other value the graph hands it."""
     try:
         _export.node_spec(node, {})
     except _export.ExportError as e:

@@ -194,3 +194,20 @@ def fresh_dynamo():
 def compile_(fn, **options):
     """``fn`` through the fxhlo backend, as users write it (``options`` only when given)."""
     return torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False, options=options or None)
+
+
+def raises_options_error(compiled, *args, match: str):
+    """Calls ``compiled`` (a ``torch.compile`` region) on ``args`` under ``torch.no_grad()`` and
+    returns the :class:`fxhlo.OptionsError` it raised, whose message matches ``match``. Options
+    are checked at Dynamo's first call of the backend, and Dynamo hands an exception of a
+    backend on wrapped in its own (``BackendCompilerFailed``, ``inner_exception``)."""
+    import re
+
+    import fxhlo
+
+    with torch.no_grad(), pytest.raises(Exception) as info:
+        compiled(*args)
+    error = getattr(info.value, "inner_exception", info.value)
+    assert isinstance(error, fxhlo.OptionsError), f"{type(info.value).__name__}: {info.value}"
+    assert re.search(match, str(error)), str(error)
+    return error

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import fxhlo
-from fxhlo.backend import _classify
+from fxhlo.graph_capture import classify
 from fxhlo.export import Capture, CapturedInput, trace_dict
 
 import diffusers  # installed by scripts/setup.sh: a missing one fails the tests, never skips them
@@ -29,7 +29,7 @@ def classified(fn, *args, **kwargs):
     seen = []
 
     def backend(gm, example_inputs):
-        seen.append(_classify(gm, example_inputs))
+        seen.append(classify(gm, example_inputs))
         return gm.forward
 
     with torch.no_grad():

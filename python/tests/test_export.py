@@ -32,7 +32,7 @@ class Linear(torch.nn.Module):
 def test_symbolic_size_is_refused_naming_the_input(tmp_path):
     x = torch.randn(4, 3)
     torch._dynamo.mark_dynamic(x, 0)
-    with pytest.raises(fxhlo.ExportError, match=r"user input 0 \(placeholder arg\d+_1\) has symbolic size s\d+"):
+    with pytest.raises(fxhlo.ExportError, match=r"user input 0 \(placeholder arg\d+_1, L\['example_args'\]\[0\]\) has symbolic size s\d+"):
         _export(Linear(), (x,), tmp_path)
     assert not (tmp_path / "m.fxt").exists(), "nothing is written when export fails"
 
@@ -48,7 +48,7 @@ class Noisy(torch.nn.Module):
 
 
 def test_random_op_is_refused_naming_the_node(tmp_path):
-    with pytest.raises(fxhlo.ExportError, match=r"node rand_like calls aten\.rand_like\.default, a random op"):
+    with pytest.raises(fxhlo.ExportError, match=r"node random_bits draws random numbers \(from aten\.rand_like\.default, a random op\)"):
         _export(Noisy(), (torch.randn(2, 3),), tmp_path)
 
 
@@ -212,3 +212,100 @@ def test_export_replaces_files_atomically(tmp_path):
     assert json.loads((path / "graph.json").read_text())["format"] == "fxhlo-trace"
     assert load_file(path / "weights.safetensors")
     assert sorted(p.name for p in path.iterdir()) == ["graph.json", "reference.safetensors", "weights.safetensors"]
+
+
+# ---- one capture path: the backend's ---------------------------------------------------------
+
+
+class Counting:
+    """A Dynamo backend that counts the graphs it is given and runs them in eager."""
+
+    def __init__(self):
+        self.graphs = 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        return gm.forward
+
+
+def test_export_leaves_the_users_compiled_models_compiled(tmp_path):
+    """The export does not reset Dynamo: models compiled before it (with any backend, of the
+    class exported or of another) keep their compiled code, and calling them again compiles
+    nothing; nor does exporting the same class more often than Dynamo's recompile limit fail."""
+    from torch._dynamo.utils import counters
+
+    x = torch.randn(4, 3)
+    counting, user = Counting(), Linear()
+    ours = torch.compile(user, backend=counting, fullgraph=True, dynamic=False)
+    eager = torch.compile(WithConstants(), backend="eager", fullgraph=True, dynamic=False)
+    fxhlo_compiled = torch.compile(Swapped(), backend="fxhlo", fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        want = (ours(x), eager(torch.randn(2, 3)), fxhlo_compiled(x, x))
+    assert counting.graphs == 1
+    compiled_before = len(fxhlo.compiled_graphs())
+    for i in range(torch._dynamo.config.recompile_limit + 2):
+        _export(Linear(), (torch.randn(2, 3),), tmp_path / str(i))
+    _export(user, (x,), tmp_path / "user")  # the very model the user compiled
+    graphs_before = counters["stats"]["unique_graphs"]
+    with torch.no_grad():
+        got = (ours(x), eager(torch.randn(2, 3)), fxhlo_compiled(x, x))
+    assert counters["stats"]["unique_graphs"] == graphs_before, "calling the compiled models compiled again"
+    assert counting.graphs == 1
+    assert len(fxhlo.compiled_graphs()) == compiled_before
+    assert torch.equal(got[0], want[0]) and torch.equal(got[2], want[2])
+
+
+def test_an_exported_model_is_not_kept_alive_by_the_capture(tmp_path):
+    import gc
+    import weakref
+
+    model = Linear()
+    ref = weakref.ref(model)
+    _export(model, (torch.randn(2, 3),), tmp_path)
+    del model
+    gc.collect()
+    assert ref() is None, "Dynamo (or fxhlo) still holds the exported model"
+
+
+class NeedsEveryLegalization(torch.nn.Module):
+    """Each line needs one legalization: cholesky's error check (effect tokens), a number read
+    from a tensor returned as one (scalars as tensors), a complex constant (complex numbers)."""
+
+    def forward(self, m, z):
+        return torch.linalg.cholesky(m), torch.tensor(m.sum().item()), z - 1j
+
+
+def _every_legalization_args():
+    m = torch.randn(4, 4, dtype=torch.float64)
+    return m @ m.T + 4 * torch.eye(4, dtype=torch.float64), torch.randn(3, dtype=torch.complex64)
+
+
+def test_a_model_that_needs_the_legalizations_exports(tmp_path):
+    args = _every_legalization_args()
+    path, trace = _export(NeedsEveryLegalization(), args, tmp_path)
+    targets = {n["target"] for n in trace["nodes"]}
+    assert not targets & {"aten._local_scalar_dense.default", "aten.scalar_tensor.default"}, targets
+    assert "aten.complex.default" in targets and not any("with_effects" in t for t in targets), targets
+    assert [i["kind"] for i in trace["inputs"]] == ["user_input", "user_input"], "no token input"
+    ref = load_file(path / "reference.safetensors")
+    want = NeedsEveryLegalization()(*args)
+    assert len(trace["outputs"]) == 3 and all(torch.equal(ref[f"output.{i}"], w) for i, w in enumerate(want))
+
+
+def test_the_export_writes_the_graph_the_backend_compiles(tmp_path):
+    """The trace fxhlo.export writes is the one the backend hands the compiler (its `trace` dump),
+    node for node and input for input."""
+    import os
+
+    for model, args in ((WithConstants(), (torch.randn(2, 3),)), (NeedsEveryLegalization(), _every_legalization_args())):
+        dump = tmp_path / f"dump-{type(model).__name__}"
+        compiled = torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False,
+                                 options={"dump": "trace", "dump_dir": dump})
+        with torch.no_grad():
+            compiled(*args)
+        (folder,) = dump.iterdir()
+        compiled_trace = json.loads((folder / "00-trace.json").read_text())
+        path = fxhlo.export(model, args, tmp_path / f"{type(model).__name__}.fxt", source_root=os.getcwd())
+        exported = json.loads((path / "graph.json").read_text())
+        for key in ("inputs", "nodes", "outputs"):
+            assert exported[key] == compiled_trace[key], f"{type(model).__name__}: {key} differ"

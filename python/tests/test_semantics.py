@@ -12,7 +12,7 @@ import fxhlo
 from fxhlo import _native
 from fxhlo.errors import CompileError
 
-from conftest import COMMITTED, compile_
+from conftest import COMMITTED, compile_, raises_options_error
 
 NAN, INF = float("nan"), float("inf")
 
@@ -124,8 +124,7 @@ def test_out_of_range_indices_clamp_by_default_and_raise_with_check_indices():
 
 
 def test_check_indices_must_be_a_bool():
-    with pytest.raises(fxhlo.errors.OptionsError, match="check_indices"):
-        compile_(lambda t: t + 1, check_indices="yes")(torch.ones(2))
+    raises_options_error(compile_(lambda t: t + 1, check_indices="yes"), torch.ones(2), match="check_indices")
 
 
 def _full_trace(size: int) -> bytes:

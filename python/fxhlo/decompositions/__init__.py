@@ -849,13 +849,12 @@ CUSTOM_OP_RULES = {
 
 
 @functools.cache
-def decompositions(random: bool = True) -> dict:
-    """The decomposition table of fxhlo's capture: the core ATen decompositions,
-    :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table, :data:`_OWN_DECOMPOSITIONS` and the
-    ``RULES`` of the family modules (``bessel``, ``integer``, ``linalg``, ``polynomials``,
-    ``random``, ``sampling``, ``special``, ``spectral``). Built once per process (every compiled
-    graph asks for it; AOT Autograd only reads it). ``random=False`` leaves random ops whole (the
-    export of a trace bundle refuses them by name: a bundle must be deterministic)."""
+def decompositions() -> dict:
+    """The decomposition table of fxhlo's capture (the backend's and the export's alike): the
+    core ATen decompositions, :data:`_EXTRA_DECOMPOSITIONS` from PyTorch's table,
+    :data:`_OWN_DECOMPOSITIONS` and the ``RULES`` of the family modules (``bessel``, ``integer``,
+    ``linalg``, ``polynomials``, ``random``, ``sampling``, ``special``, ``spectral``). Built once
+    per process (every compiled graph asks for it; AOT Autograd only reads it)."""
     from torch._decomp import get_decompositions
 
     table = dict(core_aten_decompositions())
@@ -864,8 +863,7 @@ def decompositions(random: bool = True) -> dict:
     from . import random as random_rules
 
     rules = {**_OWN_DECOMPOSITIONS}
-    families = (bessel, integer, linalg, polynomials, random_rules, sampling, special, spectral)
-    for family in families if random else [f for f in families if f is not random_rules]:
+    for family in (bessel, integer, linalg, polynomials, random_rules, sampling, special, spectral):
         rules.update(family.RULES)
     for name, fn in rules.items():
         packet, overload = name.split(".")
