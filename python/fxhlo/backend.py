@@ -39,6 +39,8 @@ from . import decompositions as _decompositions
 from . import effects as _effects
 from . import rng as _rng
 from . import export as _export
+from . import graph_break as _graph_break
+from . import item as _item
 from . import split as _split
 from .errors import AheadOfTimeWarning, CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
 
@@ -520,9 +522,17 @@ def _compile_forward(opts: BackendOptions, inputs: list, name: str, fw_gm: torch
         # constants): the graph's own forward returns what it returns.
         return make_boxed_func(fw_gm.forward)
     _scalars_as_tensors(fw_gm)
+    checks = _item.legalize(fw_gm)  # x.item() as a 0-d tensor wherever its value stays in the graph
+    if checks:
+        # The graph now returns the outcome of its scalar assertions last: checked after each call.
+        return _item.Checked(_compile_forward(opts, inputs, name, fw_gm, fw_inputs), checks)
     _complex_numbers_as_tensors(fw_gm)
     _custom_ops.decompose(fw_gm)
     try:
+        if _graph_break.reads(fw_gm):
+            # A read whose value must reach Python (a size, a Python result): the graph breaks
+            # there in either fallback mode, as Dynamo's own graph break for .item() would.
+            return _graph_break.split(fw_gm, functools.partial(_compile_part, opts, name), name)
         return _compile_graph(opts, name, fw_gm, inputs, opts.freeze)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.

@@ -36,7 +36,8 @@ class ExecutionError(FxhloError):
 
 
 class FallbackWarning(UserWarning):
-    """A graph runs in eager PyTorch instead of through fxhlo (``fallback="eager"``)."""
+    """A graph runs in eager PyTorch instead of through fxhlo, wholly or in part
+    (``fallback="eager"``, or a graph broken at a scalar read whose value must reach Python)."""
 
 
 class AheadOfTimeWarning(UserWarning):
