@@ -63,9 +63,9 @@ pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option
     let written = output.map(|p| format!(", written to {}", p.display())).unwrap_or_default();
     Ok(format!(
         "`{}` for {target}: {how}; TPU executable {} bytes{written}; cache key {}",
-        compiled.graph(),
+        compiled.graph,
         compiled.bytes.len(),
-        compiled.lowered.key.hex()
+        compiled.key.hex()
     ))
 }
 
@@ -129,7 +129,7 @@ pub(crate) fn cost(
     };
     let (_, compiled) = compile(&bundle.graph, &Frozen::new(), &options, None, true)?;
     Ok(cost_report(
-        &compiled.graph(),
+        &compiled.graph,
         &compiled.cost.unwrap_or_default(),
         compiled.compile_time,
         target,

@@ -38,6 +38,7 @@ import torch
 
 from . import _compat
 from . import export as _export
+from . import graph_break as _graph_break
 from . import graph_capture as _capture
 from . import split as _split
 from .errors import AheadOfTimeWarning, CompileError, FallbackWarning, OptionsError, UnsupportedOpsError
@@ -387,6 +388,10 @@ def _compile_forward(opts: BackendOptions, name: str, graph):
         # constants): the graph's own forward returns what it returns.
         return _compat.make_boxed_func(gm.forward)
     try:
+        if _graph_break.reads(gm):
+            # A read whose value must reach Python (a size, a Python result): the graph breaks
+            # there in either fallback mode, as Dynamo's own graph break for .item() would.
+            return _graph_break.split(gm, functools.partial(_compile_part, opts, name), name)
         return _compile_trace(opts, name, gm, graph.inputs, opts.freeze)
     except (_export.ExportError, CompileError) as e:
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.

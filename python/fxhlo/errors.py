@@ -41,7 +41,8 @@ class ExportError(Exception):
 
 
 class FallbackWarning(UserWarning):
-    """A graph runs in eager PyTorch instead of through fxhlo (``fallback="eager"``)."""
+    """A graph runs in eager PyTorch instead of through fxhlo, wholly or in part
+    (``fallback="eager"``, or a graph broken at a scalar read whose value must reach Python)."""
 
 
 class AheadOfTimeWarning(UserWarning):

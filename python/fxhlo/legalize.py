@@ -24,6 +24,7 @@ import torch
 from . import _compat
 from . import custom_ops as _custom_ops
 from . import effects as _effects
+from . import item as _item
 from . import rng as _rng
 from .errors import CompileError
 
@@ -144,6 +145,23 @@ def scalars_as_tensors(graph: Graph) -> None:
         gm.recompile()
 
 
+def item_scalars(graph: Graph) -> Wrapper | None:
+    """Every other number read from a tensor (``x.item()``, ``x.tolist()``) whose value stays in
+    the graph (it feeds tensor ops, Python arithmetic or an assertion) becomes the 0-d tensor it
+    was read from, cast as eager would cast the Python number (:mod:`fxhlo.item`). The graph's
+    scalar assertions move to one extra boolean output, which the wrapper checks after each
+    call (raising eager's message). Reads whose value must reach Python are left: the backend
+    breaks the graph there (:mod:`fxhlo.graph_break`).
+    Before: ``n = _local_scalar_dense(t); r = aten.mul.Tensor(x, n)``.
+    After: ``r = aten.mul.Tensor(x, _to_copy(view(t, []), dtype=f32))``."""
+    checks = _item.legalize(graph.module)
+    if not checks:
+        return None
+    return Wrapper("item-scalars", functools.partial(_item.Checked, messages=checks),
+                   bundle_refusal="its scalar assertions are checked after each call by fxhlo's Python runtime, "
+                                  "which the fxhlo CLI does not have")
+
+
 def complex_numbers(graph: Graph) -> None:
     """A Python complex number where the op takes a tensor (``z - 1j`` is
     ``aten.sub.Tensor(z, 1j)``, a wrapped number) becomes a 0-d complex tensor: the trace's
@@ -215,6 +233,9 @@ LEGALIZATIONS = (
                  "(a complex constant, a random draw)"),
     Legalization("scalars-as-tensors", scalars_as_tensors,
                  "after custom-ops, so that a number read inside a decomposed custom op is seen too"),
+    Legalization("item-scalars", item_scalars,
+                 "after scalars-as-tensors, which handles the reads turned straight back into tensors; "
+                 "before complex-numbers and rng-state, so that the ops it adds are seen by them"),
     Legalization("complex-numbers", complex_numbers,
                  "after custom-ops, so that a complex constant inside a decomposed custom op is seen too"),
     Legalization("rng-state", rng_state,

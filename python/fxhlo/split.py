@@ -4,9 +4,10 @@ with its CPU fallback), rather than all of it in eager.
 
 The nodes that must run in eager are the ones the compiler names (``UnsupportedOpsError.ops``)
 and the ones the exporter refuses on their own (a random op, a value that is not a tensor, ...;
-checked node by node, since the export stops at the first). The other nodes are cut into maximal
-parts by PyTorch's ``CapabilityBasedPartitioner``, which never merges two parts when that would
-make one both feed and consume an eager node (a cycle). Each part that computes something is
+checked node by node, since the export stops at the first), and the ones taking a tensor whose
+shape depends on a value read at run time (``Tensor.item()``, :mod:`fxhlo.graph_break`). The
+other nodes are cut into maximal parts by PyTorch's ``CapabilityBasedPartitioner``, which never
+merges two parts when that would make one both feed and consume an eager node (a cycle). Each part that computes something is
 compiled like a whole graph, with every input a user input (no freezing: its inputs are whatever
 the eager graph hands it), and the graph then runs in eager FX with the compiled parts called in
 place of their nodes. A part holding ops the compiler refuses (possible after an export error,
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import create_op_support
+from torch.fx.experimental.symbolic_shapes import free_symbols
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from . import export as _export
@@ -92,7 +94,7 @@ def split(gm: torch.fx.GraphModule, error: Exception, compile_part) -> Split | N
         return None
     calls = {n.name for n in gm.graph.nodes if n.op == "call_function"}
     while True:
-        result = _split_once(gm, refused, compile_part)
+        result = cut(gm, refused, compile_part)
         named = {node for e in result.failed.values() if isinstance(e, UnsupportedOpsError)
                  for _, node, _ in e.ops} & calls - refused.keys()
         if not named:
@@ -100,8 +102,9 @@ def split(gm: torch.fx.GraphModule, error: Exception, compile_part) -> Split | N
         refused.update(dict.fromkeys(named))
 
 
-def _split_once(gm: torch.fx.GraphModule, refused: dict, compile_part) -> Split:
-    """One cut of a copy of ``gm`` (``refused``: node name -> reason), its parts compiled."""
+def cut(gm: torch.fx.GraphModule, refused: dict, compile_part) -> Split:
+    """One cut of a copy of ``gm`` around ``refused`` (node name -> reason), its parts compiled;
+    a part that fails stays in eager, with its error in ``failed``."""
     module = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
     nodes = {n.name: n for n in module.graph.nodes}
     eager_ops = {}
@@ -150,7 +153,35 @@ def _export_refusal(node: torch.fx.Node) -> str | None:
         _export.node_spec(node, {})
     except _export.ExportError as e:
         return str(e)
+    for a in node.all_input_nodes:
+        if _symbolic(a.meta.get("val")):
+            return (f"node {node.name} takes {a.name}, whose shape depends on a value read from a tensor "
+                    f"({_shape(a.meta.get('val'))}): it runs where that value is known")
     return None
+
+
+def depends_on_data(node: torch.fx.Node) -> bool:
+    """``node``'s value, its shape or one of its arguments is a symbol of a value read from a
+    tensor at run time (``Tensor.item()``, ``tolist()``): it can only run where that value is
+    a Python number, in eager (fxhlo specializes shapes)."""
+    return any(_symbolic(v) for v in (node.meta.get("val"), *(a.meta.get("val") for a in node.all_input_nodes)))
+
+
+def _symbolic(val) -> bool:
+    if val is None or isinstance(val, (int, float, bool, str)):
+        return False
+    try:
+        return bool(free_symbols(val))
+    except (AssertionError, TypeError):  # a value free_symbols does not walk (a generator, ...)
+        return False
+
+
+def _shape(val) -> str:
+    if isinstance(val, torch.Tensor):
+        return f"shape {tuple(val.shape)}"
+    if isinstance(val, (list, tuple)):
+        return ", ".join(_shape(v) for v in val)
+    return repr(val)
 
 
 def _op_name(node: torch.fx.Node) -> str:

@@ -190,9 +190,15 @@ const SEMANTICS: &str = "## Semantics where XLA and PyTorch differ
   it deterministic.
 - **`_assert_async`** (the range check `one_hot` and others insert) is dropped, as Inductor does
   without debug assertions: a compiled graph cannot stop halfway to raise.
-- **`x.item()`** returned from a compiled function comes back from the executable as a 0-d
-  tensor and is read out as a number; a number that feeds further ops inside the graph (a
-  data-dependent `narrow`, `take` start, or size) is refused.
+- **`x.item()`** (`tolist()`, `int(t)`) inside a graph stays the 0-d tensor it reads wherever
+  its value only feeds tensor ops, Python arithmetic on it or an assertion: the number is cast
+  to the dtype eager promotes it to, so result dtypes are eager's; the arithmetic follows
+  Python (int64, float64, flooring `//` and `%`); an assertion on it (`assert t.max().item() <=
+  n`) is checked after the call and raises eager's `RuntimeError`. A number that must reach
+  Python (a size, a slice bound, split sizes, a data-dependent `narrow` or `take` start, an int
+  returned) breaks the graph there: it and the ops depending on it run in eager, the rest
+  compiles in parts, with one `FallbackWarning`, whatever `fallback` is set. A float returned
+  comes back from the executable as a 0-d tensor and is read out as a number.
 - **Error checks of linear algebra** (`linalg.cholesky`, `linalg.inv`, `linalg.solve` raising on a
   singular or indefinite matrix) are dropped like `_assert_async`; the `*_ex` forms' `info` is
   computed: for `linalg_cholesky_ex` it is nonzero exactly where eager's is, but 1 on XLA's CPU
