@@ -41,7 +41,8 @@ def call(graph, *args):
 
 
 def test_the_list_names_each_legalization_once_with_a_doc_and_a_reason():
-    assert legalize.NAMES == ("effect-tokens", "custom-ops", "scalars-as-tensors", "complex-numbers", "rng-state")
+    assert legalize.NAMES == ("effect-tokens", "custom-ops", "scalars-as-tensors", "item-scalars", "complex-numbers",
+                              "rng-state")
     for entry in legalize.LEGALIZATIONS:
         assert entry.run.__doc__ and "Before:" in entry.run.__doc__ and "After:" in entry.run.__doc__, entry.name
         assert entry.why_here, entry.name
@@ -126,6 +127,36 @@ def test_scalars_as_tensors_keeps_a_number_read_from_a_tensor_a_tensor():
     (got,) = call(graph, x)
     assert got.shape == () and got.dtype == torch.float32
     torch.testing.assert_close(got, x.sum())
+
+
+def test_item_scalars_keep_a_number_feeding_tensor_ops_a_0d_tensor_and_check_assertions():
+    x = torch.randn(4)
+    n = torch.tensor(3, dtype=torch.int32)
+
+    def fn(x, n):
+        k = n.item()
+        torch._check(k <= 5)
+        return x * k
+
+    gm, inputs = raw(fn, x, n)
+    assert aten._local_scalar_dense.default in targets(gm)
+
+    graph = run_alone("item-scalars", gm, inputs)
+    assert aten._local_scalar_dense.default not in targets(graph.module)
+    # The assertion became an output checked by the wrapper.
+    assert [w.legalization for w in graph.wrappers] == ["item-scalars"]
+    # Dynamo orders the placeholders its own way: call with what each is bound to.
+    def args(n):
+        return [n if i.value is inputs_n else i.value for i in inputs]
+
+    inputs_n = next(i.value for i in inputs if i.value.dtype == torch.int32)
+    (got,) = call(graph, *args(n))
+    want = x * 3
+    print(f"item-scalars: max abs error {(got - want).abs().max().item():.3g}")
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
+    with pytest.raises(RuntimeError, match="u0 <= 5"):
+        call(graph, *args(torch.tensor(7, dtype=torch.int32)))
 
 
 def test_complex_numbers_become_0d_complex_tensors():
