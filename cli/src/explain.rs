@@ -58,7 +58,7 @@ struct OpRow {
     target: Option<String>,
     count: usize,
     unsupported: Vec<UnsupportedOp>,
-    /// Why codegen cannot lower it.
+    /// Why codegen cannot lower it (its first unsupported node's reason).
     reason: Option<String>,
 }
 
@@ -130,8 +130,8 @@ impl Ops {
             row.count += 1;
             if let Some(u) = pending.next_if(|u| *u.node == *node.name) {
                 row.reason.get_or_insert_with(|| match &node.op {
-                    Op::Unknown { .. } => "imported as unknown: fxhlo has no mapping for this ATen target (or for these arguments)".to_string(),
-                    _ => u.target.clone(),
+                    Op::Unknown { .. } => format!("imported as unknown: {}", u.reason),
+                    _ => u.reason.clone(),
                 });
                 row.unsupported.push(u);
             }
@@ -319,7 +319,13 @@ impl Report {
             let _ = writeln!(out, "  {:>5}  {:width$}  {:twidth$}  {status}", r.count, r.op, r.target.as_deref().unwrap_or("-"));
             for u in r.unsupported.iter().take(3) {
                 let at = u.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
-                let _ = writeln!(out, "         at node `{}`{at}", u.node);
+                // Calls of one target may be refused for different arguments: a node whose
+                // reason is not the row's (the first node's) gives its own.
+                let own = match r.unsupported.first() {
+                    Some(first) if first.reason != u.reason => format!(": {}", u.reason),
+                    _ => String::new(),
+                };
+                let _ = writeln!(out, "         at node `{}`{at}{own}", u.node);
             }
             if r.unsupported.len() > 3 {
                 let _ = writeln!(out, "         and {} more", r.unsupported.len() - 3);
@@ -404,7 +410,7 @@ impl Report {
                     "count": r.count,
                     "supported": r.unsupported.is_empty(),
                     "reason": r.reason,
-                    "unsupported_nodes": r.unsupported.iter().map(|u| json!({"node": u.node, "source": u.source})).collect::<Vec<_>>(),
+                    "unsupported_nodes": r.unsupported.iter().map(|u| json!({"node": u.node, "source": u.source, "reason": u.reason})).collect::<Vec<_>>(),
                 })
             })
             .collect();

@@ -108,7 +108,7 @@ fn explain_names_an_unsupported_op_and_its_node() {
     let text = stdout(&out);
     assert!(text.contains("3 distinct ops, 1 unsupported"), "{text}");
     let row = text.lines().find(|l| l.contains("aten.frobnicate.default")).unwrap_or_default();
-    assert!(row.contains("unknown") && row.contains("NO: imported as unknown"), "{text}");
+    assert!(row.contains("unknown") && row.contains("NO: imported as unknown: fxhlo has no lowering for aten.frobnicate.default"), "{text}");
     assert!(text.contains("at node `relu` (scripts/gen_fixtures.py:30)"), "{text}");
     assert!(text.contains("lowering would fail: 1 op(s) codegen cannot lower"), "{text}");
     fs::remove_dir_all(dir).ok();

@@ -1,8 +1,9 @@
-//! Errors of codegen: unsupported input (reported all at once) and internal failures.
+//! Errors of codegen: unsupported input (reported all at once, each op with its reason) and
+//! internal failures.
 
 use std::fmt;
 
-/// One op of a graph that fxhlo cannot lower.
+/// One op of a graph that fxhlo cannot lower, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnsupportedOp {
     /// The ATen target with overload (`aten.foo.default`).
@@ -11,15 +12,21 @@ pub struct UnsupportedOp {
     pub node: String,
     /// `file:line` in the user's model, where the trace has it.
     pub source: Option<String>,
+    /// Why, as a sentence: `fxhlo has no lowering for <target>`, or what is wrong with the
+    /// call's arguments (the importer's reason) or with how its results are used.
+    pub reason: String,
 }
 
+/// Prints `<target> at node `<node>` (<file:line>): <reason>`. The Python fallback reads the
+/// ops from the error's fields, not from this text, but users and tests read the text: keep
+/// the target and node first.
 impl fmt::Display for UnsupportedOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} at node `{}`", self.target, self.node)?;
         if let Some(s) = &self.source {
             write!(f, " ({s})")?;
         }
-        Ok(())
+        write!(f, ": {}", self.reason)
     }
 }
 

@@ -42,11 +42,12 @@ pub fn unsupported_ops(graph: &Graph) -> Result<Vec<UnsupportedOp>> {
 fn collect_unsupported(graph: &Graph, ops: &mut Vec<UnsupportedOp>) -> Result<()> {
     for id in graph.topo_order()? {
         let node = graph.node(id);
-        if let Some(target) = unsupported_reason(graph, id) {
+        if let Some((target, reason)) = unsupported_reason(graph, id) {
             ops.push(UnsupportedOp {
                 target,
                 node: node.name.to_string(),
                 source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
+                reason,
             });
         }
     }
@@ -229,14 +230,20 @@ fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Locat
     Ok(values)
 }
 
-/// Why codegen cannot lower node `id`, if it cannot (today: an op fxhlo does not model).
-fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<String> {
+/// The target of node `id` and why codegen cannot lower it, if it cannot: an op fxhlo does not
+/// model (with the importer's reason where the target is known but its arguments are not), or
+/// an embedding bag whose bookkeeping results are read.
+fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<(String, String)> {
     let node = graph.node(id);
     match &node.op {
-        Op::Unknown { target } => Some(target.clone()),
-        Op::EmbeddingBag { .. } if (1..node.results.len() as u32).any(|k| result_used(graph, id, k)) => {
-            Some("aten._embedding_bag (bookkeeping results)".into())
+        Op::Unknown { target, reason } => {
+            let reason = reason.clone().unwrap_or_else(|| format!("fxhlo has no lowering for {target}"));
+            Some((target.clone(), reason))
         }
+        Op::EmbeddingBag { .. } if (1..node.results.len() as u32).any(|k| result_used(graph, id, k)) => Some((
+            "aten._embedding_bag".into(),
+            "its bookkeeping results (offset2bag, bag_size, max_indices) are used, and fxhlo computes only its first result, the bags".into(),
+        )),
         _ => None,
     }
 }

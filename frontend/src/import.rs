@@ -1,4 +1,4 @@
-//! Trace → `ir::Graph`: resolves names, maps ATen calls to `ir::Op` (see `aten.rs`) and checks
+//! Trace → `ir::Graph`: resolves names, maps ATen calls to `ir::Op` (see `aten/`) and checks
 //! every node's meta against shape inference, so that the graph it returns is verified.
 //!
 //! Scalars in tensor positions become 0-d `full` nodes named `<node>.scalar<i>`, typed as
@@ -237,9 +237,9 @@ impl<'a> Importer<'a, '_> {
                 self.operands_into(spec, &mapped, &mut operands)?;
                 op
             }
-            Mapped::Unknown => {
+            Mapped::Unknown(why) => {
                 self.all_tensor_args(spec, &mut operands)?;
-                Op::Unknown { target: spec.target.into() }
+                Op::Unknown { target: spec.target.into(), reason: why.into_reason() }
             }
         };
         // On the stack for up to 4 operands (almost every op), not a vector per node; unused

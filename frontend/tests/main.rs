@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 mod encodings;
 mod files;
 mod fuzz;
+mod unsupported;
 
 use fxhlo_frontend::{Bundle, GRAPH_JSON, WEIGHTS};
 use serde_json::{json, Value};

@@ -1,8 +1,9 @@
 //! The operations of the IR: a Rust enum with derived `Eq`/`Hash`, never compared as strings.
 //!
 //! Each variant models one ATen op or one family of them (elementwise ops share a variant and
-//! differ by a small enum). `Op::Unknown` keeps any other ATen target, so import never fails
-//! because an op is unknown; lowering reports those all at once. Attributes are converted to
+//! differ by a small enum). `Op::Unknown` keeps any other ATen target (and any call whose
+//! arguments the IR cannot express, with the reason), so import never fails because an op is
+//! unknown; lowering reports those all at once, each with why. Attributes are converted to
 //! and from a generic [`Attr`] list ([`Op::to_parts`], [`Op::from_parts`]) so that the printer
 //! and the parser share one description of every op.
 
@@ -304,8 +305,11 @@ pub enum Op {
     /// returns a `bool[]`; region `body` takes every operand and returns the next carried
     /// values; the results are the carried values once `cond` is false.
     While { cond: u32, body: u32 },
-    /// Any ATen op fxhlo does not model yet; its result types come from the trace's meta.
-    Unknown { target: String },
+    /// A call fxhlo does not model; its result types come from the trace's meta. `reason` is
+    /// `None` when fxhlo has no op for `target` at all, else why this call of a known target
+    /// could not be mapped (an argument the IR cannot express), as the importer worded it;
+    /// lowering reports it with the node.
+    Unknown { target: String, reason: Option<String> },
 }
 
 impl Op {
@@ -385,7 +389,7 @@ impl Op {
             Op::RngBitGenerator { .. } => "fxhlo.rng_bit_generator",
             Op::Cond { .. } => "higher_order.cond",
             Op::While { .. } => "higher_order.while_loop",
-            Op::Unknown { target } => target,
+            Op::Unknown { target, .. } => target,
         }
     }
 

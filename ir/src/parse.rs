@@ -315,9 +315,11 @@ mod tests {
   %lt = aten.lt %m, %half : bool[2,4]
   %odd = aten.sin.default %m : f32[2,4]
   %u = unknown %m {target = "aten.add"} : f32[2,4]
+  %why = aten.frobnicate.default %m {reason = "argument `dim` is a tensor, but fxhlo needs an int known when the graph is captured"} : f32[2,4]
+  %odd2 = unknown %m {target = "aten.mul", reason = "tricky: {a = [1, 2]}, \"quoted\", loc(\"f.py\":3)\nnext line"} : f32[2,4]  loc("model.py":7)
   %seed = input {kind = user_input} : i64[2]
   %rng = fxhlo.rng_bit_generator %seed {shape = [2, 4], dtype = i32} : (i64[2], i32[2,4])
-  return %m, %p#1, %e, %lt, %odd, %u, %rng#1
+  return %m, %p#1, %e, %lt, %odd, %u, %rng#1, %why, %odd2
 }
 "#;
 
@@ -354,6 +356,27 @@ mod tests {
         let bad = CONTROL_FLOW.replace("region 3 {", "region 4 {");
         let err = parse(&bad).unwrap_err().to_string();
         assert!(err.contains("expected `region 3 {`"), "{err}");
+    }
+
+    /// An unknown op keeps the importer's reason through print and parse, whether its target is
+    /// a plain token or quoted; one without a reason prints no attribute.
+    #[test]
+    fn unknown_reasons_round_trip() {
+        let g = parse(SAMPLE).unwrap();
+        let reason = |name: &str| match &g.node_ids().map(|id| g.node(id)).find(|n| *n.name == *name).unwrap().op {
+            Op::Unknown { target, reason } => (target.clone(), reason.clone()),
+            other => panic!("{name} is {other:?}"),
+        };
+        assert_eq!(reason("u"), ("aten.add".to_string(), None));
+        let (target, why) = reason("why");
+        assert_eq!(target, "aten.frobnicate.default");
+        assert_eq!(why.as_deref(), Some("argument `dim` is a tensor, but fxhlo needs an int known when the graph is captured"));
+        let (target, why) = reason("odd2");
+        assert_eq!(target, "aten.mul");
+        assert_eq!(why.as_deref(), Some("tricky: {a = [1, 2]}, \"quoted\", loc(\"f.py\":3)\nnext line"));
+        let bad = SAMPLE.replace("{reason = \"argument `dim` is a tensor, but fxhlo needs an int known when the graph is captured\"}", "{reason = 42}");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("attribute `reason` must be a quoted string"), "{err}");
     }
 
     #[test]

@@ -194,9 +194,16 @@ impl Op {
             Op::TriangularSolve { upper, left, unit_diagonal } => {
                 vec![("upper", b(upper)), ("left", b(left)), ("unit_diagonal", b(unit_diagonal))]
             }
-            Op::Unknown { target } if needs_quoting(target) => vec![("target", quote(target))],
+            Op::Unknown { target, reason } => {
+                let mut a = Vec::new();
+                if needs_quoting(target) {
+                    a.push(("target", quote(target)));
+                }
+                a.extend(reason.as_deref().map(|r| ("reason", quote(r))));
+                a
+            }
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Copy | Op::Mm | Op::Bmm | Op::Addmm
-            | Op::Embedding | Op::CopyInto | Op::MaskedScatter | Op::Unknown { .. } => vec![],
+            | Op::Embedding | Op::CopyInto | Op::MaskedScatter => vec![],
         }
     }
 
@@ -204,7 +211,7 @@ impl Op {
     /// would read back as a known op.
     pub fn text_name(&self) -> &str {
         match self {
-            Op::Unknown { target } if needs_quoting(target) => "unknown",
+            Op::Unknown { target, .. } if needs_quoting(target) => "unknown",
             _ => self.name(),
         }
     }
@@ -233,7 +240,10 @@ impl Op {
                     .ok_or_else(|| format!("input: unknown kind `{kind}`"))?;
                 Op::Input { kind, weight: a.opt_string("weight")?, layout: a.opt_dims("layout")? }
             }
-            "unknown" => Op::Unknown { target: a.opt_string("target")?.ok_or("unknown needs attribute `target`")? },
+            "unknown" => Op::Unknown {
+                target: a.opt_string("target")?.ok_or("unknown needs attribute `target`")?,
+                reason: a.opt_string("reason")?,
+            },
             "full" => Op::Full { value: a.scalar("value")? },
             "constant" => {
                 let hex = a.opt_string("data")?.ok_or("constant needs attribute `data` (a blake3 digest)")?;
@@ -387,7 +397,7 @@ impl Op {
                 } else if let Some(r) = ReduceOp::from_name(name) {
                     Op::Reduce { op: r, dims: a.ints("dims")?.into(), keepdim: a.bool("keepdim")?, dtype: a.opt_dtype("dtype")? }
                 } else {
-                    Op::Unknown { target: name.to_string() }
+                    Op::Unknown { target: name.to_string(), reason: a.opt_string("reason")? }
                 }
             }
         };
@@ -424,5 +434,18 @@ mod tests {
             assert!(needs_quoting(name), "{name} is an op's text name");
         }
         assert!(!needs_quoting("aten.frobnicate.default"));
+    }
+
+    /// The reason is an attribute like any other: printed when present, read back, and part of
+    /// the op's identity (two calls refused for different reasons are different ops).
+    #[test]
+    fn an_unknown_reason_is_an_attribute() {
+        let with = Op::Unknown { target: "aten.mm".into(), reason: Some("argument `x` is a \"list\"".into()) };
+        let attrs: BTreeMap<String, String> = with.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        assert_eq!(attrs.keys().map(String::as_str).collect::<Vec<_>>(), ["reason", "target"]);
+        assert_eq!(Op::from_parts(with.text_name(), &attrs), Ok(with.clone()));
+        let without = Op::Unknown { target: "aten.mm".into(), reason: None };
+        assert!(without.attributes().iter().all(|(k, _)| *k != "reason"));
+        assert_ne!(with, without);
     }
 }

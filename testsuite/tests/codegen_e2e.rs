@@ -89,19 +89,71 @@ fn non_finite_constants_and_nan_propagation() {
     assert!(r[0] == 1.0 && r[1].is_nan() && r[2] == 0.0, "{r:?}");
 }
 
-/// A graph with unknown ops fails once, listing every one with its node name.
+/// A graph with unknown ops fails once, listing every one with its node name and why.
 #[test]
 fn unsupported_ops_are_reported_all_at_once() {
     let mut b = Builder::new("unknowns");
     let x = b.input("x", DType::F32, &[3]);
     let t = TensorType::new(DType::F32, vec![3]);
-    let s = b.op(Op::Unknown { target: "aten.sin.default".into() }, &[x], Some(t.clone()));
-    let c = b.op(Op::Unknown { target: "aten.cos.default".into() }, &[s], Some(t));
+    let s = b.op(Op::Unknown { target: "aten.sin.default".into(), reason: None }, &[x], Some(t.clone()));
+    let c = b.op(Op::Unknown { target: "aten.cos.default".into(), reason: None }, &[s], Some(t));
     let g = b.finish(&[c]);
     let err = fxhlo::codegen::lower(&g).unwrap_err().to_string();
     println!("{err}");
     assert!(err.contains("2 op(s) fxhlo cannot lower"), "{err}");
-    assert!(err.contains("aten.sin.default at node `n1`") && err.contains("aten.cos.default at node `n2`"), "{err}");
+    // `<target> at node `<node>``, then the reason: the form users and the Python tests read.
+    assert!(err.contains("aten.sin.default at node `n1`: fxhlo has no lowering for aten.sin.default"), "{err}");
+    assert!(err.contains("aten.cos.default at node `n2`: fxhlo has no lowering for aten.cos.default"), "{err}");
+}
+
+/// Each unsupported op says why: the importer's reason (kept on the node, here from IR text)
+/// where the target is known but its arguments are not, else that fxhlo has no lowering for
+/// the target. The report's list and the error's text agree.
+#[test]
+fn unsupported_ops_carry_their_reason() {
+    let g = fxhlo_ir::parse(
+        r#"graph @g {
+  %x = input {kind = user_input} : f32[3]
+  %a = aten.frobnicate.default %x : f32[3]  loc("model.py":3)
+  %b = aten.gelu.default %a {reason = "argument `approximate` is `erf`; fxhlo lowers only `none` and `tanh`"} : f32[3]
+  return %b
+}
+"#,
+    )
+    .unwrap();
+    let ops = fxhlo::codegen::unsupported_ops(&g).unwrap();
+    let got: Vec<(&str, &str, Option<&str>, &str)> =
+        ops.iter().map(|o| (o.target.as_str(), o.node.as_str(), o.source.as_deref(), o.reason.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("aten.frobnicate.default", "a", Some("model.py:3"), "fxhlo has no lowering for aten.frobnicate.default"),
+            ("aten.gelu.default", "b", None, "argument `approximate` is `erf`; fxhlo lowers only `none` and `tanh`"),
+        ]
+    );
+    let err = fxhlo::codegen::lower(&g).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "graph `g` has 2 op(s) fxhlo cannot lower:\n  \
+         - aten.frobnicate.default at node `a` (model.py:3): fxhlo has no lowering for aten.frobnicate.default\n  \
+         - aten.gelu.default at node `b`: argument `approximate` is `erf`; fxhlo lowers only `none` and `tanh`"
+    );
+    // A known op refused for how its results are used says so too.
+    let bag = fxhlo_ir::parse(
+        r#"graph @bag {
+  %w = input {kind = user_input} : f32[5,4]
+  %i = input {kind = user_input} : i64[6]
+  %o = input {kind = user_input} : i64[2]
+  %e = aten.embedding_bag %w, %i, %o {mode = 0, include_last_offset = false, padding_idx = none, has_weights = false} : (f32[2,4], i64[6], i64[2], i64[2])
+  return %e#0, %e#1
+}
+"#,
+    )
+    .unwrap();
+    let ops = fxhlo::codegen::unsupported_ops(&bag).unwrap();
+    assert_eq!(ops.len(), 1);
+    assert_eq!((ops[0].target.as_str(), ops[0].node.as_str()), ("aten._embedding_bag", "e"));
+    assert!(ops[0].reason.starts_with("its bookkeeping results (offset2bag, bag_size, max_indices) are used"), "{}", ops[0].reason);
 }
 
 /// `while i < n: acc = acc + acc` then `sin(acc)` if `sum(acc) > 0.5` else `acc`: regions
