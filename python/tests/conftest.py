@@ -211,3 +211,12 @@ def raises_options_error(compiled, *args, match: str):
     assert isinstance(error, fxhlo.OptionsError), f"{type(info.value).__name__}: {info.value}"
     assert re.search(match, str(error)), str(error)
     return error
+
+
+def without_defaults(v):
+    """A trace's JSON value without the members that hold the schema's defaults (`"weight":
+    null`, `"subgraphs": []`): the dump writes the trace as Rust read it, with its defaults spelt
+    out, where the exporter leaves them out."""
+    if isinstance(v, dict):
+        return {k: without_defaults(x) for k, x in v.items() if x is not None and x != []}
+    return [without_defaults(x) for x in v] if isinstance(v, list) else v

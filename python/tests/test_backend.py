@@ -13,7 +13,7 @@ from torch import nn
 import fxhlo
 from fxhlo.models import MODELS
 
-from conftest import NAMES, ROOT, compile_, gen_fixtures, raises_options_error
+from conftest import NAMES, ROOT, compile_, gen_fixtures, without_defaults, raises_options_error
 
 
 def tolerance(dtype):
@@ -82,13 +82,6 @@ def test_same_trace_and_executable_as_the_exporter(tmp_path):
     dumped = json.loads((folder / "00-trace.json").read_text())
     bundle = fxhlo.export(model, args, tmp_path / "cnn.fxt", name=dumped["name"], source_root=ROOT)
     exported = json.loads((bundle / "graph.json").read_text())
-    # The dump writes the trace as Rust read it (the backend hands Rust the trace's objects,
-    # not text), with the schema's defaults spelt out (`"weight": null`, `"subgraphs": []`).
-    def without_defaults(v):
-        if isinstance(v, dict):
-            return {k: without_defaults(x) for k, x in v.items() if x is not None and x != []}
-        return [without_defaults(x) for x in v] if isinstance(v, list) else v
-
     assert without_defaults(dumped) == without_defaults(exported)
     from fxhlo import _native
     exe = _native.compile((bundle / "graph.json").read_bytes(), str(bundle), '{"device": "cpu"}', None)
