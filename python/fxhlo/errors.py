@@ -19,11 +19,14 @@ class CompileError(FxhloError):
 
 class UnsupportedOpsError(CompileError):
     """The graph uses ops fxhlo cannot lower. ``ops`` lists every one of them as
-    ``(target, node, source)`` tuples, ``source`` being ``file:line`` or None."""
+    ``(target, node, source)`` tuples, ``source`` being ``file:line`` or None; ``reasons`` says
+    why for each, in the same order (``fxhlo has no lowering for <target>``, or what is wrong
+    with the call's arguments)."""
 
-    def __init__(self, message: str, ops=()):
+    def __init__(self, message: str, ops=(), reasons=()):
         super().__init__(message)
         self.ops = [tuple(o) for o in ops]
+        self.reasons = list(reasons)
 
 
 class DeviceError(FxhloError):

@@ -61,7 +61,8 @@ pub(crate) fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
         if let fxhlo::codegen::Error::Unsupported { ops, .. } = cg.as_ref() {
             let listed: Vec<(String, String, Option<String>)> =
                 ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
-            return error_of(py, Class::UnsupportedOps, (e.to_string(), listed));
+            let reasons: Vec<&str> = ops.iter().map(|o| o.reason.as_str()).collect();
+            return error_of(py, Class::UnsupportedOps, (e.to_string(), listed, reasons));
         }
     }
     error(py, Class::Compile, &e.to_string())

@@ -173,6 +173,8 @@ def test_fallback_error_names_the_custom_op():
         compile_(Sandwich(scale_rows))(torch.randn(3, 6))
     assert isinstance(info.value.inner_exception, fxhlo.UnsupportedOpsError), info.value
     assert [t for t, _, _ in info.value.inner_exception.ops] == ["fxhlo_test.scale_rows.default"]
+    # Every op the report lists says why.
+    assert info.value.inner_exception.reasons == ["fxhlo has no lowering for fxhlo_test.scale_rows.default"]
     assert "fxhlo_test.scale_rows.default" in str(info.value)
 
 
