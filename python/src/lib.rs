@@ -1,12 +1,16 @@
 //! `fxhlo._native`: the bridge between the Python backend (`python/fxhlo/backend.py`) and the
-//! Rust facade. Python hands over a trace (the exporter's JSON) and gets an [`Executable`]; it
-//! calls that with torch tensors and gets torch tensors back. Nothing here shells out.
+//! Rust facade. Python hands over a trace (the exporter's objects, read straight into the
+//! schema; or a trace file's bytes) and gets an [`Executable`]; it calls that with torch tensors
+//! and gets torch tensors back. The bridge only converts: compiling is the facade's
+//! `Session::compile`, calling its `Compiled::prepare` / `Call::execute` (the same path as the
+//! CLI's and a Rust user's). Nothing here shells out.
 //!
 //! Threads: PJRT clients (and so executables and device buffers) are not `Send` in `pjrt` 0.2.
-//! The Python object holds only what is `Send` (the StableHLO text and the signature); the
-//! loaded executable, its client and the resident weights live in thread-local state, made on
-//! first use in each thread (a thread other than the compiling one compiles the StableHLO again
-//! on its own client). The common case, one thread, pays one hash lookup per call.
+//! The Python object holds only what is `Send` (the lowered module: its key, signature and
+//! bytecode); the loaded executable, its client and the resident weights live in thread-local
+//! state, made on first use in each thread by `Session::load` (from the compile cache, or by
+//! compiling the module's bytecode where no cache holds the executable). The common case, one
+//! thread, pays one hash lookup per call.
 //!
 //! Transfers: inputs are read straight from the tensor's memory (one copy, into the device
 //! buffer). Outputs in host memory (the CPU plugin) become torch tensors without a copy
