@@ -47,6 +47,7 @@ def last_graph():
 # ---- models ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_fixture_model_matches_eager(name):
     model, args = gen_fixtures.build(name)
@@ -60,6 +61,7 @@ def test_fixture_model_matches_eager(name):
 STANDARD = {"resnet18": {"size": 224}, "bert": {}, "gpt2": {}, "unet": {}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(STANDARD))
 def test_standard_model_matches_eager(name):
     model, args = MODELS[name](**STANDARD[name])
@@ -542,6 +544,7 @@ def test_every_dtype_in_and_out(dtype):
     assert_matches(got, f(x), f"{dtype}")
 
 
+@pytest.mark.slow
 def test_backend_name_works_without_importing_fxhlo():
     """The package's torch_dynamo_backends entry point makes backend="fxhlo" resolve in a
     process that never imports fxhlo itself."""
@@ -560,6 +563,7 @@ def test_backend_name_works_without_importing_fxhlo():
     assert proc.stdout.split() == ["True", "True"], proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level, info_shown", [(None, False), ("0", True)])
 def test_xla_info_logs_hidden_unless_asked(level, info_shown):
     """``import fxhlo`` sets TF_CPP_MIN_LOG_LEVEL=1 when unset: the CPU plugin's INFO line about

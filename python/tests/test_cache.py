@@ -72,6 +72,7 @@ CYCLE = """
 """
 
 
+@pytest.mark.slow
 def test_four_sizes_compile_four_times_and_a_second_process_not_at_all(tmp_path):
     first = run(CYCLE, tmp_path)
     assert first["compiles"] == 4 and first["entries_on_disk"] == 4, first
@@ -80,6 +81,7 @@ def test_four_sizes_compile_four_times_and_a_second_process_not_at_all(tmp_path)
     assert second["outputs"] == first["outputs"]
 
 
+@pytest.mark.slow
 def test_the_same_model_from_another_script_hits_and_changed_frozen_weights_miss(tmp_path):
     plain = """
         f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False, options={"freeze": True})
@@ -119,6 +121,7 @@ def test_the_same_model_from_another_script_hits_and_changed_frozen_weights_miss
     assert "the nearest entry of this graph differs in frozen" in third["stderr"], third["stderr"][-2000:]
 
 
+@pytest.mark.slow
 def test_a_second_thread_loads_from_the_cache(tmp_path):
     script = """
         f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
@@ -138,6 +141,7 @@ def test_a_second_thread_loads_from_the_cache(tmp_path):
     assert r["before"] == 1 and r["compiles"] == 1 and r["memory_hits"] == 1 and r["same"], r
 
 
+@pytest.mark.slow
 def test_two_processes_on_an_empty_folder_both_succeed_leaving_one_entry(tmp_path):
     script = ONE_SHAPE
     procs = [subprocess.Popen([sys.executable, "-c", PRELUDE + textwrap.dedent(script)], stdout=subprocess.PIPE,
@@ -153,11 +157,13 @@ def test_two_processes_on_an_empty_folder_both_succeed_leaving_one_entry(tmp_pat
     assert run(script, tmp_path)["compiles"] == 0
 
 
+@pytest.mark.slow
 def test_read_only_never_writes(tmp_path):
     r = run(ONE_SHAPE, tmp_path / "cache", FXHLO_CACHE="read-only")
     assert r["mode"] == "read-only" and r["compiles"] == 1 and not (tmp_path / "cache").exists(), r
 
 
+@pytest.mark.slow
 def test_an_unwritable_folder_warns_once_and_the_model_runs(tmp_path):
     script = """
         f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)
@@ -174,6 +180,7 @@ def test_an_unwritable_folder_warns_once_and_the_model_runs(tmp_path):
     assert len(warnings) == 1, r["stderr"][-3000:]
 
 
+@pytest.mark.slow
 def test_error_on_compile_names_what_differs(tmp_path):
     run(ONE_SHAPE, tmp_path)
     strict = """
@@ -200,6 +207,7 @@ def test_cache_stats_in_this_process():
     assert stats["mode"] in ("read-write", "read-only", "off")
 
 
+@pytest.mark.slow
 def test_warmup_compiles_each_shape_once_and_a_warm_process_loads_them(tmp_path):
     script = """
         f = torch.compile(net, backend="fxhlo", fullgraph=True, dynamic=False)

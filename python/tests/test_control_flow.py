@@ -5,6 +5,7 @@ compile serves every predicate and every count. Each result is compared with eag
 import subprocess
 import warnings
 
+import pytest
 import torch
 from torch._higher_order_ops import while_loop
 
@@ -83,6 +84,7 @@ def test_while_loop_runs_a_data_dependent_number_of_steps():
     torch.testing.assert_close(c(a, torch.tensor(12))[1], a.sqrt())
 
 
+@pytest.mark.slow
 def test_nested_control_flow_and_several_carried_values():
     def collatz_steps(n):
         """Steps of the Collatz map to reach 1, a cond inside a while body."""

@@ -74,6 +74,7 @@ def unet2d_condition():
     return model, (torch.randn(1, 4, 16, 16), torch.tensor([10])), {"encoder_hidden_states": torch.randn(1, 4, 32)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", [unet2d, unet2d_condition])
 def test_unet_matches_eager(build, tmp_path):
     model, args, kwargs = build()

@@ -30,16 +30,19 @@ def _assert_same_bundle(left, right, what):
         assert lf[f] == rf[f], f"{what}: {f} differs: {first_difference(lf[f], rf[f])}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_export_twice_in_one_process_is_byte_identical(exports, name):
     _assert_same_bundle(exports["a"] / f"{name}.fxt", exports["b"] / f"{name}.fxt", "two exports of one model")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_export_in_another_process_is_byte_identical(exports, name):
     _assert_same_bundle(exports["a"] / f"{name}.fxt", exports["c"] / f"{name}.fxt", "export in a subprocess")
 
 
+@pytest.mark.slow
 def test_committed_fixtures_are_what_gen_fixtures_writes(exports):
     # ops/ holds the per-op bundles of scripts/gen_op_tests.py (checked by test_op_fixtures.py).
     committed = sorted(p.name for p in COMMITTED.iterdir() if p.name != "ops")

@@ -20,6 +20,7 @@ SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key
              moe_intermediate_size=32, shared_expert_intermediate_size=32, decoder_sparse_step=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_type", ["mixtral", "qwen2_moe", "olmoe"])
 def test_moe_model_compiles_whole_and_matches_eager(model_type):
     config = transformers.AutoConfig.for_model(model_type, **SMALL)

@@ -48,6 +48,7 @@ def regenerated(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_committed_op_fixtures_are_what_the_script_writes(regenerated):
     problems = stale_files(regenerated, OPS, "ops")
     assert not problems, f"{len(problems)} op fixture files differ (run {REGENERATE}):\n" + "\n".join(problems)

@@ -23,6 +23,7 @@ RUNS = {
 }
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("run", list(RUNS))
 def test_opinfo_ops_that_passed_still_pass(run, tmp_path):
     args, committed = RUNS[run]

@@ -37,6 +37,7 @@ def matching_eager_at_both_levels(name, model, x):
             yield level, graph.executable.mlir
 
 
+@pytest.mark.slow
 def test_mobilenet_matches_eager_at_both_levels_and_o1_has_no_grouped_convolution():
     torchvision = pytest.importorskip("torchvision", reason="scripts/setup.sh installs torchvision")
     torch.manual_seed(0)
@@ -47,6 +48,7 @@ def test_mobilenet_matches_eager_at_both_levels_and_o1_has_no_grouped_convolutio
         assert (grouped > 0) if level == 0 else (grouped == 0)
 
 
+@pytest.mark.slow
 def test_depthwise_layers_match_eager_in_every_form():
     torch.manual_seed(1)
     layers = [
@@ -104,6 +106,7 @@ def test_unknown_pass_names_list_the_valid_ones():
                          match=r"unknown pass\(es\) 'fold-all'; valid passes: .*depthwise-conv-taps")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["shufflenet_v2_x0_5", "squeezenet1_1", "regnet_y_400mf"])
 def test_channels_last_models_match_eager_and_convolve_channels_last(name):
     """`channels-last` on models whose ops between convolutions vary: ShuffleNet's channel

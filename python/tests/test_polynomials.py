@@ -61,6 +61,7 @@ def check(what, fn, *args):
     torch.testing.assert_close(got, want, equal_nan=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 @pytest.mark.parametrize("name", OPS)
 def test_grid_of_x_by_integer_degrees(name, dtype):
@@ -79,6 +80,7 @@ def test_float_degrees_truncate_and_nonfinite_degrees_give_zero(name):
     check(f"{name} float n", op, x, n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPS)
 def test_scalar_overloads(name):
     op = getattr(torch.special, name)
@@ -89,6 +91,7 @@ def test_scalar_overloads(name):
     check(f"{name} n_scalar float", lambda x: op(x, 2.5), x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPS)
 def test_integer_inputs_give_the_default_float(name):
     op = getattr(torch.special, name)
@@ -108,6 +111,7 @@ def test_huge_degree_outside_the_interval_stops_at_nan():
         check(f"{name} n=1e15", getattr(torch.special, name), x, n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "hermite_polynomial_he", "legendre_polynomial_p"])
 def test_layouts(name):
     # The loop carries 1-d state: any broadcast, stride or emptiness of the operands reshapes to it.

@@ -67,6 +67,7 @@ CONTINUOUS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("name", list(CONTINUOUS))
 def test_continuous_distributions_match_eager(name, dtype):
@@ -302,6 +303,7 @@ def test_binomial_frequencies(count, prob):
     support_matches(f"binomial({count}, {prob})", got, pmf)
 
 
+@pytest.mark.slow
 def test_rejection_samplers_edge_cases_as_eager():
     torch.manual_seed(14)
     nan, inf = math.nan, math.inf

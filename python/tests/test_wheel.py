@@ -109,6 +109,7 @@ def wheel(tmp_path_factory) -> Path:
     return wheels[0]
 
 
+@pytest.mark.slow
 def test_wheel_holds_the_package_and_nothing_else(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     sources = sorted(f"fxhlo/{p.relative_to(PYTHON_DIR / 'fxhlo').as_posix()}"
@@ -128,6 +129,7 @@ def test_wheel_holds_the_package_and_nothing_else(wheel):
                      entry_points, re.M), entry_points
 
 
+@pytest.mark.slow
 def test_installed_wheel_compiles_through_the_entry_point(wheel, tmp_path):
     env_dir, work = tmp_path / "env", tmp_path / "work"
     work.mkdir()
