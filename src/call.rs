@@ -135,26 +135,29 @@ impl Compiled {
             }
             let arg = args.view(i, sig)?;
             check(sig, &arg.view)?;
-            for (d, list) in fresh.iter_mut().enumerate() {
-                let view = match sig.split {
-                    Some(dim) => arg.view.clone().shard(dim, devices, d)?,
-                    None => arg.view.clone(),
-                };
-                let view = match &sig.layout {
-                    Some(perm) => view.permuted(perm)?,
-                    None => view,
-                };
-                list.push(Some(client.upload_view_to(d, &view)?));
-            }
+            let mut uploaded = (0..devices)
+                .map(|d| {
+                    let view = match sig.split {
+                        Some(dim) => arg.view.clone().shard(dim, devices, d)?,
+                        None => arg.view.clone(),
+                    };
+                    Ok(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?)
+                })
+                .collect::<Result<Vec<_>>>()?;
             if sig.kind == InputKind::UserInput {
                 input_uploads += 1;
             } else {
                 weight_uploads += 1;
             }
             if let Some(stamp) = stamp {
-                let buffer = fresh[0].pop().flatten().ok_or_else(|| Error::Input("internal: no buffer uploaded".into()))?;
+                // A stamp only comes with one device: its buffer is kept for the next calls.
+                let buffer = uploaded.pop().ok_or_else(|| Error::Input("internal: no buffer uploaded".into()))?;
                 weights.keep(i, stamp, buffer, args.owner(i));
                 fresh[0].push(None);
+            } else {
+                for (list, buffer) in fresh.iter_mut().zip(uploaded) {
+                    list.push(Some(buffer));
+                }
             }
         }
         Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads })

@@ -202,11 +202,7 @@ fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: usiz
                     sig.name
                 ))
             })?;
-            let view = HostView::dense(element_type(sig.ty.dtype), sig.ty.shape.to_vec(), bytes);
-            let view = match sig.layout.as_deref() {
-                Some(perm) => view.permuted(perm)?,
-                None => view,
-            };
+            let view = HostView::dense(element_type(sig.ty.dtype), sig.ty.shape.to_vec(), bytes).in_layout(sig.layout.as_deref())?;
             Ok(client.upload_view_to(device, &view)?)
         })
         .collect()

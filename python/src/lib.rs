@@ -209,10 +209,7 @@ impl Executable {
         let views = views
             .iter()
             .zip(&c.inputs)
-            .map(|(a, sig)| match &sig.layout {
-                Some(perm) => a.view.clone().permuted(perm),
-                None => Ok(a.view.clone()),
-            })
+            .map(|(a, sig)| a.view.clone().in_layout(sig.layout.as_deref()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| rt(e.into()))?;
         let upload = || -> fxhlo::Result<Vec<DeviceBuffer>> { views.iter().map(|v| Ok(client.upload_view_to(0, v)?)).collect() };

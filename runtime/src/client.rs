@@ -222,12 +222,7 @@ impl Client {
 
     /// [`Client::upload_permuted`] to the addressable device `device` (0 is the first).
     pub fn upload_permuted_to(&self, device: usize, t: &HostTensor, perm: Option<&[usize]>) -> Result<DeviceBuffer> {
-        let view = t.view()?;
-        let view = match perm {
-            Some(perm) => view.permuted(perm)?,
-            None => view,
-        };
-        self.upload_view_to(device, &view)
+        self.upload_view_to(device, &t.view()?.in_layout(perm)?)
     }
 
     /// Slice `index` of `t` split along `dim` into `parts` equal slices (a tensor-parallel

@@ -47,6 +47,15 @@ impl<'a> HostView<'a> {
         })
     }
 
+    /// The view in `layout` ([`HostView::permuted`] by it), or as it is without one: how an
+    /// input the device takes permuted (a weight in its kernels' layout) is uploaded.
+    pub fn in_layout(self, layout: Option<&[usize]>) -> Result<HostView<'a>> {
+        match layout {
+            Some(perm) => self.permuted(perm),
+            None => Ok(self),
+        }
+    }
+
     /// Slice `index` of `parts` equal slices along `dim` (a tensor-parallel shard).
     pub fn shard(self, dim: usize, parts: usize, index: usize) -> Result<HostView<'a>> {
         let size = self.dims.get(dim).copied().unwrap_or(0);
