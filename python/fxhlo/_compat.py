@@ -1,32 +1,72 @@
-"""The private PyTorch APIs fxhlo's capture relies on, in one place.
+"""The private PyTorch APIs fxhlo relies on, in one place, for every supported release.
 
-Each name here is an underscore API of ``torch`` (or a public one whose behaviour fxhlo depends
-on beyond its documentation) that the pinned PyTorch has and a later one may rename. When
-PyTorch changes one, this module is the one to change; code elsewhere imports from here.
+fxhlo supports PyTorch 2.11 through 2.15 (``python/pyproject.toml``, ``docs/compat.md``). Each
+name here is an underscore API of ``torch`` (or one under ``torch.fx.experimental``, or a
+public one whose behaviour fxhlo depends on beyond its documentation) that a release may
+rename or lack. When PyTorch changes one, this module is the one to change; code elsewhere
+imports from here, and ``python/tests/test_compat.py`` checks each name on the installed
+PyTorch (``scripts/test_torch_compat.sh <version>`` runs it on another release).
 
-* :func:`aot_autograd`, :func:`make_boxed_func`: AOT Autograd as a Dynamo backend, and the
-  boxed calling convention of the callables its compilers return.
-* :data:`sources`: the ``torch._dynamo.source`` classes Dynamo records for each graph input
-  (read by :class:`fxhlo.capture.InputOrigin`).
-* :func:`assume_static_by_default`: whether Dynamo specializes sizes now (``dynamic=True``
-  turns it off while a ``torch.compile`` region runs).
-* :func:`compile_once`, :func:`forget_compiled`: Dynamo on a function with a given backend, and
-  dropping what it cached for the function's code object (:func:`fxhlo.capture.capture`).
-* :func:`backend_error`: the exception a backend raised, out of Dynamo's wrapper.
-* :data:`OpOverload`: the type of an ATen (or ``torch.library``) op in an FX graph.
+Dynamo and AOT Autograd
+  * :func:`aot_autograd`, :func:`make_boxed_func`: AOT Autograd as a Dynamo backend, and the
+    boxed calling convention of the callables its compilers return.
+  * :data:`sources`: the ``torch._dynamo.source`` classes Dynamo records for each graph input
+    (read by :class:`fxhlo.graph_capture.InputOrigin`).
+  * :func:`assume_static_by_default`: whether Dynamo specializes sizes now.
+  * :func:`compile_once`, :func:`forget_compiled`: Dynamo on a function with a given backend,
+    and dropping what it cached for the function's code object.
+  * :func:`backend_error`: the exception a backend raised, out of Dynamo's wrapper.
+  * :func:`register_backend`: ``"fxhlo"`` in Dynamo's registry of backend names.
+  * :func:`current_compile_id`, :func:`mutated_inputs`: what the compile in progress is
+    (Dynamo's frame and compile numbers) and which of its inputs AOT Autograd found mutated.
+
+Ops and decompositions
+  * :data:`OpOverload`, :data:`HigherOrderOperator`: the types of ops in an FX graph.
+  * :func:`aten_op`: an ATen op by name, None where this release lacks it (a decomposition
+    for an op added later is skipped, not fatal).
+  * :func:`core_aten_decompositions`, :func:`get_decompositions`, :data:`decomposition_table`:
+    PyTorch's decomposition tables (``torch._decomp``).
+  * :func:`has_composite_implicit_kernel`: the op decomposes by itself in the dispatcher.
+  * :data:`while_loop`: the ``while_loop`` higher-order op, callable in a decomposition.
+  * :func:`make_fx`: tracing a function into an FX graph (``torch.fx.experimental``).
+
+Fake tensors and symbolic shapes
+  * :func:`detect_fake_mode`: the fake mode of a graph's ``meta["val"]`` values.
+  * :func:`shape_env`, :func:`runtime_assertions`, :func:`sym_expr`: the sizes' symbols and
+    what Dynamo asserts of them at run time.
+  * :func:`free_symbols`: the symbols a value's sizes depend on.
+  * :func:`no_internal_overlap`: a view's elements occupy distinct memory.
+
+Other
+  * :data:`pytree`: flattening nested outputs (``tree_leaves``, ``tree_map``).
 """
 
 from __future__ import annotations
 
+import logging
+
 import torch
 import torch._dynamo
+import torch._guards
+from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions  # noqa: F401
 from torch._dynamo import source as sources  # noqa: F401 - re-exported
+from torch._dynamo.backends import registry as _registry
 from torch._dynamo.backends.common import aot_autograd  # noqa: F401 - re-exported
 from torch._dynamo.eval_frame import remove_from_cache
 from torch._dynamo.exc import BackendCompilerFailed
 from torch._functorch.aot_autograd import make_boxed_func  # noqa: F401 - re-exported
+from torch._higher_order_ops import while_loop  # noqa: F401 - re-exported
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: F401 - re-exported
+from torch.fx.experimental.symbolic_shapes import free_symbols  # noqa: F401 - re-exported
+from torch.utils import _pytree as pytree  # noqa: F401 - re-exported
+
+_log = logging.getLogger(__name__)
 
 OpOverload = torch._ops.OpOverload
+HigherOrderOperator = torch._ops.HigherOrderOperator
+
+
+# ---- Dynamo and AOT Autograd ----------------------------------------------------------------
 
 
 def assume_static_by_default() -> bool:
@@ -57,3 +97,87 @@ def backend_error(error: BaseException) -> BaseException:
     if isinstance(error, BackendCompilerFailed) and error.inner_exception is not None:
         return error.inner_exception
     return error
+
+
+def register_backend(name: str, compiler_fn) -> None:
+    """Registers ``compiler_fn`` as Dynamo's backend ``name`` unless the name is taken: by an
+    earlier registration, or by an entry point Dynamo found and is loading (it registers the
+    function itself once the import that calls this returns; registering here would be a
+    duplicate, which Dynamo refuses)."""
+    if name in _registry._COMPILER_FNS or _registry._BACKENDS.get(name) is not None:
+        return
+    _registry.register_backend(compiler_fn=compiler_fn, name=name)
+
+
+def current_compile_id() -> tuple[int, int] | None:
+    """``(frame_id, frame_compile_id)`` of the Dynamo compile in progress; None outside one
+    (or for a compile Dynamo gives no frame number)."""
+    cid = torch._guards.CompileContext.current_compile_id()
+    if cid is None or getattr(cid, "frame_id", None) is None:
+        return None
+    return cid.frame_id, cid.frame_compile_id
+
+
+def mutated_inputs() -> set[int]:
+    """Positions of the inputs of the graph AOT Autograd is compiling now whose data or
+    metadata the graph mutates (from the tracing context's forward metadata); empty outside a
+    compile."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None)
+    return {i for i, info in enumerate(getattr(meta, "input_info", None) or [])
+            if info.mutates_data or info.mutates_metadata}
+
+
+# ---- ops and decompositions -----------------------------------------------------------------
+
+
+def aten_op(name: str):
+    """``torch.ops.aten.<name>``: an overload for ``"packet.overload"`` (``"round.decimals"``),
+    the packet for a bare name (``"addmv"``). None when the installed PyTorch has no such op
+    (an op added in a later release: its decomposition is skipped, logged at debug level)."""
+    packet_name, _, overload = name.partition(".")
+    try:
+        packet = getattr(torch.ops.aten, packet_name)
+        return getattr(packet, overload) if overload else packet
+    except AttributeError:
+        _log.debug("torch %s has no aten.%s: its decomposition is skipped", torch.__version__, name)
+        return None
+
+
+def has_composite_implicit_kernel(op) -> bool:
+    """``op`` has a ``CompositeImplicitAutograd`` kernel: the dispatcher decomposes it into
+    other ops by itself."""
+    return op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+
+
+# ---- fake tensors and symbolic shapes -------------------------------------------------------
+
+
+def detect_fake_mode(values):
+    """The fake tensor mode of ``values`` (a graph's ``meta["val"]`` tensors), or the one
+    active now; None when there is none."""
+    return torch._guards.detect_fake_mode(values)
+
+
+def shape_env(fake_mode):
+    """The symbolic shape environment of ``fake_mode``; None for a mode without one (static
+    shapes) or for no mode."""
+    return getattr(fake_mode, "shape_env", None)
+
+
+def runtime_assertions(env) -> list:
+    """The sympy expressions Dynamo asserts at run time about the symbols of ``env`` (deferred
+    assertions such as ``Eq(u0 + u1 + u2, 6)`` for split sizes read with ``tolist()``), each
+    with the substitutions ``env`` knows applied."""
+    return [env.replace(ra.expr) for asserts in env.deferred_runtime_asserts.values() for ra in asserts]
+
+
+def sym_expr(env, value: torch.SymInt):
+    """The sympy expression of a ``SymInt``, with the substitutions ``env`` knows applied."""
+    return env.replace(value.node.expr)
+
+
+def no_internal_overlap(view: torch.Tensor) -> bool:
+    """True when no two elements of ``view`` share memory (so it can be ``copy_``'d into);
+    False when some do (``expand``'s stride 0, overlapping windows) or PyTorch cannot tell."""
+    return torch._debug_has_internal_overlap(view) == 0

@@ -317,7 +317,7 @@ def _write_view(base: torch.Tensor, size, stride, offset: int, src: torch.Tensor
     share memory (``expand``'s stride 0, overlapping windows) cannot be ``copy_``'d into, so its
     storage is written by index instead (elements that share a location hold equal values)."""
     view = base.as_strided(size, stride, offset)
-    if torch._debug_has_internal_overlap(view) == 0:
+    if _compat.no_internal_overlap(view):
         view.copy_(src)
         return view
     index = torch.full((), offset, dtype=torch.int64, device=base.device)
@@ -336,9 +336,9 @@ _graph_ids = itertools.count()
 
 def _graph_name() -> str:
     """``fxhlo_<frame>_<compile>`` from Dynamo's compile id where there is one."""
-    cid = torch._guards.CompileContext.current_compile_id()
-    if cid is not None and getattr(cid, "frame_id", None) is not None:
-        return f"fxhlo_{cid.frame_id}_{cid.frame_compile_id}"
+    cid = _compat.current_compile_id()
+    if cid is not None:
+        return f"fxhlo_{cid[0]}_{cid[1]}"
     return f"fxhlo_graph{next(_graph_ids)}"
 
 
@@ -485,12 +485,7 @@ def _frozen(trace: dict, inputs: list, constants: list) -> dict:
     """Trace input name -> tensor for every parameter, buffer and constant the graph does not
     mutate (a mutated buffer must stay an input: its new value comes back every call).
     ``constants`` are the graph's lifted tensor constants, trace inputs after the placeholders."""
-    mutated = set()
-    ctx = torch._guards.TracingContext.try_get()
-    meta = getattr(ctx, "fw_metadata", None)
-    for i, info in enumerate(getattr(meta, "input_info", None) or []):
-        if info.mutates_data or info.mutates_metadata:
-            mutated.add(i)
+    mutated = _compat.mutated_inputs()
     values = [inp.value for inp in inputs] + constants
     kinds = [inp.kind for inp in inputs] + ["constant"] * len(constants)
     return {spec["name"]: value for i, (spec, value, kind) in enumerate(zip(trace["inputs"], values, kinds))
@@ -511,12 +506,4 @@ def fxhlo_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **sett
 def register() -> None:
     """Registers ``"fxhlo"`` with Dynamo (``import fxhlo`` does it; the package's
     ``torch_dynamo_backends`` entry point does it without the import)."""
-    from torch._dynamo.backends import registry
-
-    if "fxhlo" in registry._COMPILER_FNS:
-        return
-    if registry._BACKENDS.get("fxhlo") is not None:
-        # Dynamo found the entry point and is importing this package to load it: it registers
-        # the function itself once the import returns (registering here would be a duplicate).
-        return
-    registry.register_backend(compiler_fn=fxhlo_backend, name="fxhlo")
+    _compat.register_backend("fxhlo", fxhlo_backend)

@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 
 import torch
-from torch._decomp import decomposition_table
 
+from . import _compat
 from . import decompositions as _decompositions
+from ._compat import decomposition_table
 
 _ATEN_NAMESPACES = ("aten", "prims")
 """The namespaces the compiler knows; an op of any other is a custom op."""
@@ -45,14 +46,14 @@ def decompose(gm: torch.fx.GraphModule) -> None:
 
 
 def _custom(op) -> bool:
-    return isinstance(op, torch._ops.OpOverload) and op.namespace not in _ATEN_NAMESPACES
+    return isinstance(op, _compat.OpOverload) and op.namespace not in _ATEN_NAMESPACES
 
 
 def _decomposable(node: torch.fx.Node) -> bool:
     op = node.target
     return (node.op == "call_function" and _custom(op)
             and (op in decomposition_table or op._schema.name in _decompositions.CUSTOM_OP_RULES
-                 or op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)))
+                 or _compat.has_composite_implicit_kernel(op)))
 
 
 def _table() -> dict:
@@ -73,8 +74,6 @@ def _inline(graph: torch.fx.Graph, node: torch.fx.Node, table: dict) -> None:
     """Traces ``node``'s op on its arguments' fake values with ``table`` (``make_fx`` under the
     graph's fake mode; a CompositeImplicitAutograd kernel decomposes by itself in the
     dispatcher) and puts the traced ops in its place."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
     inputs = node.all_input_nodes
 
     def call(*values):
@@ -83,9 +82,9 @@ def _inline(graph: torch.fx.Graph, node: torch.fx.Node, table: dict) -> None:
         return node.target(*args, **kwargs)
 
     values = [n.meta["val"] for n in inputs]
-    fake_mode = torch._guards.detect_fake_mode(values)
+    fake_mode = _compat.detect_fake_mode(values)
     with fake_mode if fake_mode is not None else contextlib.nullcontext():
-        traced = make_fx(call, decomposition_table=table, tracing_mode="real")(*values)
+        traced = _compat.make_fx(call, decomposition_table=table, tracing_mode="real")(*values)
     env = dict(zip((n for n in traced.graph.nodes if n.op == "placeholder"), inputs))
     placeholders = set(env)
     with graph.inserting_before(node):

@@ -22,10 +22,10 @@ import re
 from pathlib import Path
 
 import torch
-from torch.utils import _pytree as pytree
 
 # Defined elsewhere, and part of this module's interface: the exporter's error, and the capture
 # it writes (`fxhlo.export.capture` is the one capture path, the backend's).
+from . import _compat
 from .errors import ExportError  # noqa: F401
 from .graph_capture import Capture, CapturedInput, capture  # noqa: F401
 
@@ -149,7 +149,7 @@ def _arg(a, node: torch.fx.Node, position=None):
     if isinstance(a, (list, tuple)):
         items = list(a)
         if not items:
-            if isinstance(node.target, torch._ops.HigherOrderOperator):
+            if isinstance(node.target, _compat.HigherOrderOperator):
                 return {"tensors": []}  # the operands of a control-flow op
             declared = _schema_type(node, position)
             if "Optional[Tensor]" in declared:
@@ -221,9 +221,9 @@ _CONTROL_FLOW = {"cond", "while_loop"}
 def _target(node: torch.fx.Node) -> str:
     if node.target is operator.getitem:
         return "getitem"
-    if isinstance(node.target, torch._ops.OpOverload):
+    if isinstance(node.target, _compat.OpOverload):
         return str(node.target)  # e.g. "aten.addmm.default"
-    if isinstance(node.target, torch._ops.HigherOrderOperator) and node.target.name() in _CONTROL_FLOW:
+    if isinstance(node.target, _compat.HigherOrderOperator) and node.target.name() in _CONTROL_FLOW:
         return f"higher_order.{node.target.name()}"
     raise ExportError(f"node {node.name} calls {node.target!r}, which is not an ATen operator")
 
@@ -280,7 +280,7 @@ _DROPOUT_ARGS = {
 def _check_random(node: torch.fx.Node) -> None:
     """Refuses random ops: a trace must compute the same values as its stored reference."""
     op = node.target
-    if not isinstance(op, torch._ops.OpOverload) or torch.Tag.nondeterministic_seeded not in op.tags:
+    if not isinstance(op, _compat.OpOverload) or torch.Tag.nondeterministic_seeded not in op.tags:
         return
     names = [a.name for a in op._schema.arguments]
     bound = dict(zip(names, node.args))
@@ -484,7 +484,7 @@ def _float64_reference(model: torch.nn.Module, example_args, out: list) -> dict:
     try:
         model64 = copy.deepcopy(model).double()
         with torch.no_grad():
-            out64 = pytree.tree_leaves(model64(*pytree.tree_map(widen, example_args)))
+            out64 = _compat.pytree.tree_leaves(model64(*_compat.pytree.tree_map(widen, example_args)))
     except Exception as e:  # noqa: BLE001 - any failure of the model in float64 is the user's to see
         raise ExportError(f"reference_f64: the model does not run in float64: {type(e).__name__}: {e}") from e
     if len(out64) != len(out):
@@ -538,7 +538,7 @@ def export(model: torch.nn.Module, example_args, path, reference: bool = True, n
     ref = None
     if reference:
         with torch.no_grad():
-            out = pytree.tree_leaves(model(*example_args))
+            out = _compat.pytree.tree_leaves(model(*example_args))
         if len(out) != len(trace["outputs"]) or not all(isinstance(o, torch.Tensor) for o in out):
             kinds = [type(o).__name__ for o in out]
             raise ExportError(f"the model returns {kinds}; the graph returns {len(trace['outputs'])} tensors")

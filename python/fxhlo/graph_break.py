@@ -29,8 +29,8 @@ import warnings
 
 import sympy
 import torch
-from torch._functorch.aot_autograd import make_boxed_func
 
+from . import _compat
 from . import export as _export
 from . import split as _split
 from .errors import FallbackWarning, UnsupportedOpsError
@@ -44,27 +44,25 @@ def pin_sizes(gm: torch.fx.GraphModule) -> None:
     sizes, strides and offset all become numbers gets a fake value with them. The assertions
     run in eager before any op on those sizes (they are on the reads)."""
     vals = [n.meta.get("val") for n in gm.graph.nodes]
-    mode = torch._guards.detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
-    shape_env = getattr(mode, "shape_env", None)
+    mode = _compat.detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+    shape_env = _compat.shape_env(mode)
     if shape_env is None:
         return
     known = {}
-    for asserts in shape_env.deferred_runtime_asserts.values():
-        for ra in asserts:
-            expr = shape_env.replace(ra.expr)
-            if isinstance(expr, sympy.Eq):
-                lhs, rhs = expr.args
-                if rhs.is_Integer and not lhs.is_number:
-                    known[lhs] = rhs
-                elif lhs.is_Integer and not rhs.is_number:
-                    known[rhs] = lhs
+    for expr in _compat.runtime_assertions(shape_env):
+        if isinstance(expr, sympy.Eq):
+            lhs, rhs = expr.args
+            if rhs.is_Integer and not lhs.is_number:
+                known[lhs] = rhs
+            elif lhs.is_Integer and not rhs.is_number:
+                known[rhs] = lhs
     if not known:
         return
 
     def number(s):
         if not isinstance(s, torch.SymInt):
             return s
-        expr = shape_env.replace(s.node.expr).subs(known)
+        expr = _compat.sym_expr(shape_env, s).subs(known)
         return int(expr) if expr.is_Integer else None
 
     def pinned(val):
@@ -85,7 +83,7 @@ def pin_sizes(gm: torch.fx.GraphModule) -> None:
     for node in gm.graph.nodes:
         val = node.meta.get("val")
         if isinstance(val, (torch.Tensor, list, tuple)):
-            node.meta["val"] = torch.utils._pytree.tree_map(pinned, val)
+            node.meta["val"] = _compat.pytree.tree_map(pinned, val)
 
 
 def reads(gm: torch.fx.GraphModule) -> list:
@@ -117,6 +115,6 @@ def split(gm: torch.fx.GraphModule, compile_part, name: str):
         f"reach Python (a size, a slice bound, split sizes, a Python number returned): "
         f"{', '.join(sorted(result.eager_ops))} run in eager PyTorch; {len(result.compiled)} part(s) compiled by fxhlo",
         FallbackWarning, stacklevel=4)
-    return make_boxed_func(result.module.forward)
+    return _compat.make_boxed_func(result.module.forward)
 
 

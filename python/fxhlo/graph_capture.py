@@ -20,7 +20,6 @@ import types
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils import _pytree as pytree
 
 from . import _compat
 from . import legalize as _legalize
@@ -154,7 +153,7 @@ def capture(model, example_args, legalizations=None) -> Capture:
     for wrapper in graph.wrappers:
         if wrapper.bundle_refusal is not None:
             raise ExportError(wrapper.bundle_refusal)
-    return Capture(graph.module, graph.inputs, pytree.tree_leaves(outputs))
+    return Capture(graph.module, graph.inputs, _compat.pytree.tree_leaves(outputs))
 
 
 # ---- inputs ---------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ import operator
 
 import torch
 
+from . import _compat
+
 aten = torch.ops.aten
 
 READ = aten._local_scalar_dense.default
@@ -188,7 +190,7 @@ class _Builder:
     def __init__(self, gm: torch.fx.GraphModule):
         self.graph = gm.graph
         vals = [n.meta.get("val") for n in gm.graph.nodes]
-        self.mode = torch._guards.detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+        self.mode = _compat.detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
         self.before = None
         self.values = {}  # scalar node -> its 0-d tensor node
 
@@ -322,7 +324,7 @@ class _Use:
 def _plan(b: _Builder, node: torch.fx.Node, scalars: dict):
     """The :class:`_Use` that gives ``node`` its scalar arguments as 0-d tensors with eager's
     result, or None when there is none (the value must reach Python)."""
-    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+    if node.op != "call_function" or not isinstance(node.target, _compat.OpOverload):
         return None
     positions = _positions(node, scalars)
     if not positions:
@@ -375,7 +377,7 @@ def _gives(b, node, target, positions, dtype, scalars) -> bool:
     except Exception:  # noqa: BLE001 -- the overload refuses these arguments: no rewrite
         return False
     want = node.meta["val"]
-    flat_got, flat_want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
+    flat_got, flat_want = _compat.pytree.tree_leaves(got), _compat.pytree.tree_leaves(want)
     return len(flat_got) == len(flat_want) and all(
         isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor) and g.dtype == w.dtype and g.shape == w.shape
         for g, w in zip(flat_got, flat_want))

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 
 import torch
 
+from . import _compat
+
 STATE_NAME = "rng_state"
 """The name of the generator-state input a graph with random ops gets."""
 
@@ -111,7 +113,7 @@ def thread_state(gm: torch.fx.GraphModule) -> torch.fx.GraphModule | None:
     anchor = graph.inserting_after(placeholders[-1]) if placeholders else graph.inserting_before(next(iter(graph.nodes)))
     with anchor:
         state = graph.placeholder(STATE_NAME)
-    fake_mode = torch._guards.detect_fake_mode(calls)
+    fake_mode = _compat.detect_fake_mode(calls)
     with fake_mode if fake_mode is not None else contextlib.nullcontext():
         state_val = torch.empty(2, dtype=torch.int64)
     state.meta["val"] = state_val

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import create_op_support
-from torch.fx.experimental.symbolic_shapes import free_symbols
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
+from . import _compat
 from . import export as _export
 from .errors import CompileError, UnsupportedOpsError
 
@@ -171,7 +171,7 @@ def _symbolic(val) -> bool:
     if val is None or isinstance(val, (int, float, bool, str)):
         return False
     try:
-        return bool(free_symbols(val))
+        return bool(_compat.free_symbols(val))
     except (AssertionError, TypeError):  # a value free_symbols does not walk (a generator, ...)
         return False
 
@@ -185,7 +185,7 @@ def _shape(val) -> str:
 
 
 def _op_name(node: torch.fx.Node) -> str:
-    if isinstance(node.target, torch._ops.OpOverload):
+    if isinstance(node.target, _compat.OpOverload):
         return str(node.target)  # aten.add.Tensor, as the compiler names ops
     return getattr(node.target, "__name__", repr(node.target))
 

@@ -14,7 +14,8 @@ import functools
 import math
 
 import torch
-from torch._decomp import core_aten_decompositions
+
+from .. import _compat
 
 
 # ATen ops that survive the core ATen decompositions but that PyTorch can write in terms of
@@ -855,10 +856,9 @@ def decompositions() -> dict:
     :data:`_OWN_DECOMPOSITIONS` and the ``RULES`` of the family modules (``bessel``, ``integer``,
     ``linalg``, ``polynomials``, ``random``, ``sampling``, ``special``, ``spectral``). Built once
     per process (every compiled graph asks for it; AOT Autograd only reads it)."""
-    from torch._decomp import get_decompositions
-
-    table = dict(core_aten_decompositions())
-    table.update(get_decompositions([getattr(torch.ops.aten, name) for name in _EXTRA_DECOMPOSITIONS]))
+    # A name the installed PyTorch lacks (an op added in a later release) is skipped, not fatal.
+    table = dict(_compat.core_aten_decompositions())
+    table.update(_compat.get_decompositions([op for op in map(_compat.aten_op, _EXTRA_DECOMPOSITIONS) if op is not None]))
     from . import bessel, integer, linalg, polynomials, sampling, special, spectral
     from . import random as random_rules
 
@@ -866,6 +866,7 @@ def decompositions() -> dict:
     for family in (bessel, integer, linalg, polynomials, random_rules, sampling, special, spectral):
         rules.update(family.RULES)
     for name, fn in rules.items():
-        packet, overload = name.split(".")
-        table[getattr(getattr(torch.ops.aten, packet), overload)] = fn
+        op = _compat.aten_op(name)
+        if op is not None:
+            table[op] = fn
     return table

@@ -7,7 +7,8 @@ trigonometric shortcuts and the three-term recurrences eager PyTorch evaluates, 
 from __future__ import annotations
 
 import torch
-from torch._higher_order_ops import while_loop
+
+from .._compat import while_loop
 
 
 # Ports of aten/src/ATen/native/Math.h (``chebyshev_polynomial_t_forward``, ...), operation for

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._higher_order_ops import while_loop
+
+from .._compat import while_loop
 
 from ..rng import random_bits
 
