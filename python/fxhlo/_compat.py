@@ -10,8 +10,9 @@ PyTorch (``scripts/test_torch_compat.sh <version>`` runs it on another release).
 Dynamo and AOT Autograd
   * :func:`aot_autograd`, :func:`make_boxed_func`: AOT Autograd as a Dynamo backend, and the
     boxed calling convention of the callables its compilers return.
-  * :data:`sources`: the ``torch._dynamo.source`` classes Dynamo records for each graph input
-    (read by :class:`fxhlo.graph_capture.InputOrigin`).
+  * :data:`sources`, :func:`input_source`, :func:`source_name`: the ``torch._dynamo.source``
+    classes, the source object Dynamo recorded for a placeholder of its graph (read by
+    :class:`fxhlo.graph_capture.InputOrigin`) and its printed name.
   * :func:`assume_static_by_default`: whether Dynamo specializes sizes now.
   * :func:`compile_once`, :func:`forget_compiled`: Dynamo on a function with a given backend,
     and dropping what it cached for the function's code object.
@@ -97,6 +98,20 @@ def backend_error(error: BaseException) -> BaseException:
     if isinstance(error, BackendCompilerFailed) and error.inner_exception is not None:
         return error.inner_exception
     return error
+
+
+def input_source(placeholder: torch.fx.Node):
+    """The :data:`sources` object Dynamo recorded for a placeholder of its graph (where the
+    input came from: ``L['self']._modules['fc']._parameters['weight']``); None where there is
+    none (a graph Dynamo did not make)."""
+    return getattr(placeholder.meta.get("grapharg"), "source", None)
+
+
+def source_name(source) -> str | None:
+    """Dynamo's printed name of a source (``L['x']``), for messages; a method in some
+    releases, a property in others."""
+    name = getattr(source, "name", None)
+    return name() if callable(name) else name
 
 
 def register_backend(name: str, compiler_fn) -> None:

@@ -267,7 +267,7 @@ def classify(gm: torch.fx.GraphModule, example_inputs) -> list:
     paths (tied weights) once, under the first. A step with no name (a dict key known only by
     position) leaves the key None: the trace then names the input after its placeholder."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    sources = [getattr(n.meta.get("grapharg"), "source", None) for n in placeholders]
+    sources = [_compat.input_source(n) for n in placeholders]
     origins = [InputOrigin.of(s) for s in sources]
     state_arguments = {o.root for o, v in zip(origins, example_inputs)
                        if isinstance(v, torch.Tensor) and o.argument and o.state}
@@ -277,8 +277,7 @@ def classify(gm: torch.fx.GraphModule, example_inputs) -> list:
         if not isinstance(value, torch.Tensor):
             inputs.append(CapturedInput("symbolic", None, value))
             continue
-        where = getattr(source, "name", None)  # for messages only
-        where = where() if callable(where) else where
+        where = _compat.source_name(source)  # for messages only
         if origin.user_input:
             inputs.append(CapturedInput("user_input", None, value, user_index, where))
             user_index += 1

@@ -10,12 +10,18 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
+TORCH_RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+"""The installed PyTorch's (major, minor): tests of behaviour a release lacks say so with it
+(docs/compat.md lists them)."""
 COMMITTED = ROOT / "testsuite" / "fixtures"
 
 
 def _load_gen_fixtures():
     spec = importlib.util.spec_from_file_location("gen_fixtures", ROOT / "scripts" / "gen_fixtures.py")
     module = importlib.util.module_from_spec(spec)
+    # Registered under its name, as an import would: Dynamo (torch 2.11) imports the module of a
+    # global it traces by name, and the fixture builders' forwards read the module's globals.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
