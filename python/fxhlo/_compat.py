@@ -23,6 +23,7 @@ Dynamo and AOT Autograd
 
 Ops and decompositions
   * :data:`OpOverload`, :data:`HigherOrderOperator`: the types of ops in an FX graph.
+  * :func:`schema`: an op's schema (its qualified name, its arguments and their defaults).
   * :func:`aten_op`: an ATen op by name, None where this release lacks it (a decomposition
     for an op added later is skipped, not fatal).
   * :func:`core_aten_decompositions`, :func:`get_decompositions`, :data:`decomposition_table`:
@@ -157,6 +158,13 @@ def aten_op(name: str):
     except AttributeError:
         _log.debug("torch %s has no aten.%s: its decomposition is skipped", torch.__version__, name)
         return None
+
+
+def schema(op: OpOverload):
+    """``op``'s ``FunctionSchema``: ``name`` (``aten::add``), ``arguments`` (each with ``name``,
+    ``type`` (printed ``Tensor``, ``Scalar``, ...), ``has_default_value()``, ``default_value``,
+    ``kwarg_only``)."""
+    return op._schema
 
 
 def has_composite_implicit_kernel(op) -> bool:

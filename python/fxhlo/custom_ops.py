@@ -52,7 +52,7 @@ def _custom(op) -> bool:
 def _decomposable(node: torch.fx.Node) -> bool:
     op = node.target
     return (node.op == "call_function" and _custom(op)
-            and (op in decomposition_table or op._schema.name in _decompositions.CUSTOM_OP_RULES
+            and (op in decomposition_table or _compat.schema(op).name in _decompositions.CUSTOM_OP_RULES
                  or _compat.has_composite_implicit_kernel(op)))
 
 

@@ -282,12 +282,12 @@ def _check_random(node: torch.fx.Node) -> None:
     op = node.target
     if not isinstance(op, _compat.OpOverload) or torch.Tag.nondeterministic_seeded not in op.tags:
         return
-    names = [a.name for a in op._schema.arguments]
+    names = [a.name for a in _compat.schema(op).arguments]
     bound = dict(zip(names, node.args))
     bound.update(node.kwargs)
-    defaults = {a.name: a.default_value for a in op._schema.arguments if a.has_default_value()}
+    defaults = {a.name: a.default_value for a in _compat.schema(op).arguments if a.has_default_value()}
     get = lambda k: bound.get(k, defaults.get(k))  # noqa: E731
-    name = op._schema.name.split("::")[-1]
+    name = _compat.schema(op).name.split("::")[-1]
     if "dropout_p" in names and get("dropout_p") == 0:
         return  # fused attention without dropout
     if name in _DROPOUT_ARGS:

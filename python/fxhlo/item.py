@@ -288,7 +288,7 @@ def _positions(node: torch.fx.Node, scalars: dict):
 
 
 def _schema_type(target, key) -> str:
-    for i, arg in enumerate(target._schema.arguments):
+    for i, arg in enumerate(_compat.schema(target).arguments):
         if key == i or key == arg.name:
             return str(arg.type)
     return ""

@@ -175,7 +175,7 @@ def complex_numbers(graph: Graph) -> None:
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or not isinstance(node.target, _compat.OpOverload):
             continue
-        schema = node.target._schema.arguments
+        schema = _compat.schema(node.target).arguments
         args = list(node.args)
         for i, a in enumerate(args):
             if not isinstance(a, complex) or i >= len(schema) or str(schema[i].type) != "Tensor":

@@ -211,6 +211,15 @@ def test_op_types():
     assert isinstance(torch.ops.higher_order.while_loop, _compat.HigherOrderOperator)
 
 
+def test_schema_names_the_op_and_its_arguments():
+    s = _compat.schema(aten.add.Tensor)
+    assert s.name == "aten::add"
+    assert [a.name for a in s.arguments] == ["self", "other", "alpha"]
+    assert [str(a.type) for a in s.arguments] == ["Tensor", "Tensor", "Scalar"]
+    alpha = s.arguments[2]
+    assert alpha.has_default_value() and alpha.default_value == 1 and alpha.kwarg_only
+
+
 def test_aten_op_finds_overloads_and_packets_and_none_for_what_this_release_lacks():
     assert _compat.aten_op("round.decimals") is aten.round.decimals
     assert _compat.aten_op("addmv") is aten.addmv
