@@ -162,7 +162,7 @@ def aten_op(name: str):
 
 def schema(op: OpOverload):
     """``op``'s ``FunctionSchema``: ``name`` (``aten::add``), ``arguments`` (each with ``name``,
-    ``type`` (printed ``Tensor``, ``Scalar``, ...), ``has_default_value()``, ``default_value``,
+    ``type`` (printed ``Tensor``, ``number``, ...), ``has_default_value()``, ``default_value``,
     ``kwarg_only``)."""
     return op._schema
 
