@@ -227,7 +227,7 @@ def test_chunked_linear_cross_entropy_ops_compile_by_rule():
     torch.manual_seed(0)
     x, w, b = torch.randn(6, 5), torch.randn(7, 5), torch.randn(7)
     target = torch.tensor([0, 3, 6, -100, 2, 1])
-    # Registers the torch_nn ops; PyTorch before 2.12 has neither the module nor the ops.
+    # Registers the torch_nn ops; PyTorch before 2.13 has neither the module nor the ops.
     pytest.importorskip("torch.nn.modules.linear_cross_entropy", reason="this PyTorch has no F.linear_cross_entropy")
     ops = torch.ops.torch_nn
 

@@ -74,9 +74,10 @@ def test_effect_tokens_drops_the_check_and_passes_the_token_around():
     m = m @ m.T + 4 * torch.eye(4, dtype=torch.float64)
     gm, inputs = raw(torch.linalg.cholesky, m)
     if torch.ops.higher_order.with_effects not in targets(gm):
-        # PyTorch 2.11 traces cholesky's check as a plain op (its graph needs no legalization);
-        # the releases that thread it through an effect token are the ones this test is for.
-        assert TORCH_RELEASE < (2, 12), "a release after 2.11 dropped the effect token of cholesky's check"
+        # PyTorch before 2.13 traces cholesky's check as a plain op (its graph needs no
+        # legalization); the releases that thread it through an effect token are the ones this
+        # test is for.
+        assert TORCH_RELEASE < (2, 13), "a release from 2.13 on dropped the effect token of cholesky's check"
         pytest.skip(f"PyTorch {torch.__version__} threads no effect token through cholesky's check")
     assert len(placeholders(gm)) == len(inputs) + 1, "a token placeholder leads the graph"
 
