@@ -29,7 +29,8 @@ Ops and decompositions
   * :func:`core_aten_decompositions`, :func:`get_decompositions`, :data:`decomposition_table`:
     PyTorch's decomposition tables (``torch._decomp``).
   * :func:`has_composite_implicit_kernel`: the op decomposes by itself in the dispatcher.
-  * :data:`while_loop`: the ``while_loop`` higher-order op, callable in a decomposition.
+  * :data:`while_loop`: the function form of the ``while_loop`` higher-order op, for loops in
+    fxhlo's decompositions (it traces into ``torch.ops.higher_order.while_loop``).
   * :func:`make_fx`: tracing a function into an FX graph (``torch.fx.experimental``).
 
 Fake tensors and symbolic shapes
