@@ -157,7 +157,10 @@ run_pytest() { # $1: label; the rest: pytest arguments. Prints "label: <pytest's
   local label=$1 log="$VENV/pytest-$1.log" start=$SECONDS rc=0
   shift
   "$PY" -m pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
-  SUMMARY+=("$label: $(grep -E '^(=+ )?[0-9]+ (passed|failed|error)' "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//') ($((SECONDS - start)) s)")
+  # pytest's closing line: "3 failed, 306 passed, ... in 57.1s", "2 skipped, ... in 3.1s", "no tests ran in 0.5s".
+  local closing
+  closing="$(grep -E '^=* ?([0-9]+ [a-z]+|no tests ran).* in [0-9.]+s' "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//' || true)"
+  SUMMARY+=("$label: ${closing:-no pytest summary, exit status $rc} ($((SECONDS - start)) s)")
   ((rc == 0)) || status=1
 }
 SUMMARY=()
