@@ -12,10 +12,12 @@
 //! compiling the module's bytecode where no cache holds the executable). The common case, one
 //! thread, pays one hash lookup per call.
 //!
-//! Transfers: inputs are read straight from the tensor's memory (one copy, into the device
-//! buffer). Outputs in host memory (the CPU plugin) become torch tensors without a copy
-//! (DLPack: the tensor owns the PJRT buffer); on other devices they are written straight into
-//! a fresh `torch.empty` tensor (one copy).
+//! Transfers: a tensor in memory the device addresses (a dense CPU tensor on the CPU plugin, a
+//! CUDA tensor on the CUDA plugin) is shared, not copied: the device buffer is a view of the
+//! tensor's storage, which it keeps alive (`TorchArgs::lend`); any other is copied once into a
+//! device buffer. Outputs the same way back: in memory torch addresses they become torch
+//! tensors without a copy (DLPack: the tensor owns the PJRT buffer); elsewhere (a TPU) they are
+//! written straight into a fresh `torch.empty` tensor (one copy).
 //! Parameters and buffers stay on the device between calls and are uploaded again only when
 //! their tensor object, storage pointer or version counter changed.
 
@@ -34,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use fxhlo::runtime::DeviceBuffer;
+use fxhlo::runtime::{DeviceBuffer, MemoryKind};
 use fxhlo::CallArgs;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -117,6 +119,8 @@ impl Executable {
         let call = st.compiled.prepare(&st.session, &mut st.resident, &args).map_err(raise)?;
         p.weight_uploads.fetch_add(call.weight_uploads, Ordering::Relaxed);
         p.input_uploads.fetch_add(call.input_uploads, Ordering::Relaxed);
+        p.weight_shares.fetch_add(call.weight_shares, Ordering::Relaxed);
+        p.input_shares.fetch_add(call.input_shares, Ordering::Relaxed);
         let start = Instant::now();
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
             let call = SameThread(call);
@@ -128,18 +132,22 @@ impl Executable {
         .map_err(raise)?;
         st.last_run = start.elapsed();
         p.calls.fetch_add(1, Ordering::Relaxed);
-        outputs_to_torch(py, dt, outputs)
+        outputs_to_torch(py, dt, outputs, st.session.client().memory_kind(0))
     }
 
     /// Counters since compilation: `calls`, `weight_uploads` (parameters, buffers and
     /// constants sent to the device: once each unless PyTorch's version counter says the
-    /// tensor changed), `input_uploads` (user inputs, one per input per call).
+    /// tensor changed), `input_uploads` (user inputs copied to the device, one per input per
+    /// call), and the same two given to the device as views of the tensor's own memory instead
+    /// of copies: `weight_shares`, `input_shares`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         let p = &self.program;
         d.set_item("calls", p.calls.load(Ordering::Relaxed))?;
         d.set_item("weight_uploads", p.weight_uploads.load(Ordering::Relaxed))?;
         d.set_item("input_uploads", p.input_uploads.load(Ordering::Relaxed))?;
+        d.set_item("weight_shares", p.weight_shares.load(Ordering::Relaxed))?;
+        d.set_item("input_shares", p.input_shares.load(Ordering::Relaxed))?;
         Ok(d)
     }
 
@@ -249,16 +257,17 @@ impl Executable {
     }
 }
 
-/// A call's outputs as torch tensors: in host memory (the CPU plugin) the tensor adopts the
-/// PJRT buffer (DLPack, no copy); elsewhere each is copied into a fresh `torch.empty` tensor.
-fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<DeviceBuffer>) -> PyResult<Bound<'py, PyList>> {
+/// A call's outputs as torch tensors: in `memory` torch can address (host memory on the CPU
+/// plugin, CUDA memory on the CUDA plugin) the tensor adopts the PJRT buffer (DLPack, no copy);
+/// elsewhere (a TPU) each is copied into a fresh CPU `torch.empty` tensor.
+fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<DeviceBuffer>, memory: Option<MemoryKind>) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     let rt = |e: fxhlo::runtime::Error| call_error(py, &e.into());
     for out in outputs {
         let (element, dims) = (out.element_type(), out.dims().to_vec());
         let len = out.byte_size().map_err(rt)?;
         let out = if len > 0 {
-            match out.into_host_resident().map_err(rt)? {
+            match out.into_shared(memory).map_err(rt)? {
                 Ok(host) => {
                     let capsule = dlpack::capsule(py, host, element, &dims)?;
                     list.append(dt.from_dlpack.bind(py).call1((capsule,))?)?;
@@ -384,6 +393,8 @@ fn compile(
         calls: AtomicU64::new(0),
         weight_uploads: AtomicU64::new(0),
         input_uploads: AtomicU64::new(0),
+        weight_shares: AtomicU64::new(0),
+        input_shares: AtomicU64::new(0),
     });
     insert_loaded(&program, session, compiled);
     Ok(Executable { program })

@@ -12,6 +12,7 @@ use crate::env::EnvConfig;
 use crate::error::{guard, Error, Result};
 use crate::executable::{self, CompileOptions, Executable, Program};
 use crate::plugin::{self, RawApi};
+use crate::share::{Lent, MemoryKind};
 
 /// Source of [`Client`] ids, so buffers and executables can be checked against their owner.
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
@@ -236,6 +237,31 @@ impl Client {
     /// gathers the elements into its own layout as it copies (see [`HostView`]).
     pub fn upload_view_to(&self, device: usize, view: &HostView<'_>) -> Result<DeviceBuffer> {
         self.upload_strided_to(device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
+    }
+
+    /// The memory addressable device `device` computes on, as another library names it: host
+    /// memory for the CPU plugin, the CUDA device of that ordinal for the CUDA plugin; `None`
+    /// where no other library can address it (a TPU).
+    pub fn memory_kind(&self, device: usize) -> Option<MemoryKind> {
+        let &d = self.devices.get(device)?;
+        match self.target.device {
+            DeviceKind::Cpu => Some(MemoryKind::Host),
+            DeviceKind::Cuda => self.raw.local_hardware_id(d).map(MemoryKind::Cuda),
+            DeviceKind::Tpu => None,
+        }
+    }
+
+    /// A buffer on the addressable device `device` that is a view of `lent`'s memory: no copy,
+    /// the executable reads (and PyTorch may keep writing) the same memory. `Ok(Err(lent))`
+    /// gives it back when this device cannot address it (other memory, or less aligned than
+    /// [`crate::share::SHARE_ALIGNMENT`]): the caller copies it instead.
+    pub fn share_to(&self, device: usize, lent: Lent) -> Result<std::result::Result<DeviceBuffer, Lent>> {
+        if self.memory_kind(device) != Some(lent.memory) || !crate::share::shareable(lent.ptr) {
+            return Ok(Err(lent));
+        }
+        let (element_type, dims) = (lent.element_type, lent.dims.clone());
+        let ptr = self.raw.view_of_memory(self.raw_client, self.devices[device], lent)?;
+        Ok(Ok(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, element_type, dims, self.raw, self.id)))
     }
 
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.

@@ -33,6 +33,7 @@ pub mod error;
 pub mod executable;
 mod kinds;
 pub mod plugin;
+pub mod share;
 pub mod signature;
 mod transfer;
 pub mod view;
@@ -49,7 +50,8 @@ pub use executable::{CompileOptions, Executable, Program, ProgramSignature};
 pub use signature::Signature;
 /// The half-precision types [`HostTensor::from_f16`] / [`HostTensor::from_bf16`] take.
 pub use half::{bf16, f16};
-pub use transfer::HostResidentBuffer;
+pub use share::{Lent, MemoryKind};
+pub use transfer::SharedBuffer;
 pub use view::HostView;
 
 #[cfg(test)]
