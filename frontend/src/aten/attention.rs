@@ -67,6 +67,9 @@ struct Schema {
 
 const NONE: usize = usize::MAX;
 
+/// The step names of the zero-filled auxiliary results, by result position.
+const AUX: [&str; 9] = ["aux0", "aux1", "aux2", "aux3", "aux4", "aux5", "aux6", "aux7", "aux8"];
+
 /// Maps an attention kernel; [`Unsupported::NoLowering`] for any other target.
 pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
     let schema = match c.name {
@@ -110,7 +113,10 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
                 Some(out.out)
             }
             (1, Some(t)) => Some(b.logsumexp(&out, t)?),
-            (_, Some(t)) => Some(b.push("aux", Op::Full { value: Scalar::Int(0) }, smallvec![], Some(t.clone()))),
+            (_, Some(t)) => {
+                let name = AUX.get(i).copied().ok_or_else(|| Unsupported::results(format!("the node has {} results; the kernels have at most {}", c.result_count(), AUX.len())))?;
+                Some(b.push(name, Op::Full { value: Scalar::Int(0) }, smallvec![], Some(t.clone())))
+            }
         });
     }
     if results.first().copied().flatten().is_none() {
