@@ -78,6 +78,7 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
     if len(seen) != 1:
         raise RuntimeError(f"Dynamo captured {len(seen)} graphs; capture_for takes models of one graph")
     gm, real = seen[0]
+    _move_factories(gm, torch.device(device))
     inputs = _capture.classify(gm, real)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     fake = [_fake(mode, t, device) for t in real]
@@ -95,6 +96,24 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
     trace, weights = trace_dict(cap, name, Path.cwd())
     user = {spec["name"]: inp.value for spec, inp in zip(trace["inputs"], graph.inputs) if inp.kind == "user_input"}
     return DeviceTrace(trace, weights, user)
+
+
+def _move_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
+    """Dynamo ran on CPU tensors, so a tensor the model makes (``torch.arange(n,
+    device=x.device)``) has the CPU baked in as a constant: such ``device=`` arguments (and
+    ``.to(device)``) name ``device`` instead, as they would on it."""
+    cpu = torch.device("cpu")
+
+    def moved(a):
+        return device if isinstance(a, torch.device) and a == cpu else (
+            device.type if isinstance(a, str) and a == "cpu" else a)
+
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method"):
+            node.kwargs = {k: moved(v) if k == "device" else v for k, v in node.kwargs.items()}
+            if node.op == "call_method" and node.target == "to":
+                node.args = tuple(moved(a) for a in node.args)
+    gm.recompile()
 
 
 def run_trace(trace: dict, weights: dict, inputs: dict, origin: str = "<fake-device trace>") -> list:
