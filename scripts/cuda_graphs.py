@@ -111,7 +111,7 @@ def _zoo():
     bert_cfg = transformers.BertConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=4,
                                        intermediate_size=128, vocab_size=500)
     bert = transformers.BertModel(bert_cfg).eval().to(torch.bfloat16)
-    gpt_cfg = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=500, n_positions=64)
+    gpt_cfg = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=500, n_positions=64, use_cache=False)
     gpt2 = transformers.GPT2Model(gpt_cfg).eval()
     ids = torch.randint(0, 500, (2, 16))
     return [
