@@ -24,6 +24,7 @@ from torch.utils import _pytree as pytree
 
 from . import _compat
 from . import legalize as _legalize
+from .decompositions import attention as _attention
 from .decompositions import decompositions
 from .errors import ExportError
 
@@ -72,6 +73,9 @@ def aot_capture(gm: torch.fx.GraphModule, example_inputs, inputs: list, name: st
         graph = _legalize.run(fw_gm, inputs, name, legalizations)
         return graph.wrap(on_forward(graph))
 
+    # Attention before AOT Autograd: the dispatcher would pick a device's kernel below the
+    # decomposition table (fxhlo.decompositions.attention).
+    _attention.intercept(gm)
     return _compat.aot_autograd(
         fw_compiler=fw_compiler,
         bw_compiler=_eager_backward,
