@@ -14,6 +14,9 @@ PyTorch changes one, this module is the one to change; code elsewhere imports fr
   dropping what it cached for the function's code object (:func:`fxhlo.capture.capture`).
 * :func:`backend_error`: the exception a backend raised, out of Dynamo's wrapper.
 * :data:`OpOverload`: the type of an ATen (or ``torch.library``) op in an FX graph.
+* :func:`forward_metadata`, :func:`plain_runtime`: what AOT Autograd found about the graph it
+  hands the forward compiler (input mutations, output aliases, tokens, subclasses), and whether
+  its runtime wrappers would leave the compiled forward's calling convention unchanged.
 """
 
 from __future__ import annotations
@@ -57,3 +60,36 @@ def backend_error(error: BaseException) -> BaseException:
     if isinstance(error, BackendCompilerFailed) and error.inner_exception is not None:
         return error.inner_exception
     return error
+
+
+def forward_metadata():
+    """AOT Autograd's metadata of the forward graph being compiled (its
+    ``ViewAndMutationMeta``), read from the tracing context while a forward compiler runs; None
+    where this PyTorch does not keep it there."""
+    context = torch._guards.TracingContext.try_get()
+    return getattr(context, "fw_metadata", None)
+
+
+def plain_runtime(meta) -> bool:
+    """Whether AOT Autograd's runtime wrappers are the identity for a graph with ``meta``
+    (:func:`forward_metadata`): no input mutated (data or metadata), every output a fresh
+    tensor that needs no gradient (no alias of an input or of another output), no intermediate
+    bases, effect tokens, functionalized RNG state or tensor subclasses. False when any field
+    is missing: a PyTorch that describes the graph otherwise keeps the wrappers."""
+    if meta is None:
+        return False
+    try:
+        from torch._functorch._aot_autograd.schemas import OutputType
+
+        return (
+            not any(i.mutates_data or i.mutates_metadata for i in meta.input_info)
+            and all(o.output_type == OutputType.non_alias and not o.requires_grad for o in meta.output_info)
+            and meta.num_intermediate_bases == 0
+            and not meta.tokens
+            and not meta.is_rng_op_functionalized
+            and getattr(meta, "num_graphsafe_rng_states", 0) == 0
+            and not any(type(m).__name__ == "SubclassCreationMeta" for m in meta.subclass_inp_meta)
+            and not any(type(m).__name__ == "SubclassCreationMeta" for m in meta.subclass_fw_graph_out_meta)
+        )
+    except (AttributeError, ImportError, TypeError):
+        return False

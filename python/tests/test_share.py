@@ -6,6 +6,8 @@ CUDA plugin; these tests keep it exercised where there is no GPU."""
 import gc
 import weakref
 
+import pytest
+
 import torch
 
 import fxhlo
@@ -100,3 +102,63 @@ def test_a_shared_input_lives_as_long_as_the_device_needs_it():
     del compiled
     gc.collect()
     assert torch.isfinite(got).all() and (got - want).abs().max().item() < 1e-6
+
+
+# ---- the call without AOT Autograd's runtime wrappers ----------------------------------------
+
+
+def _spy_direct(monkeypatch):
+    """Records, per compiled graph, whether the capture returned the compiled forward itself."""
+    from fxhlo import graph_capture
+
+    taken, original = [], graph_capture._direct
+
+    def spy(forwards, example_inputs):
+        result = original(forwards, example_inputs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(graph_capture, "_direct", spy)
+    return taken
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x):
+        self.total.add_(x)
+        return self.total * 2
+
+
+@pytest.mark.parametrize("case", ["plain", "mutates_a_buffer", "returns_a_view_of_its_input", "needs_gradients"])
+def test_the_wrappers_are_skipped_only_where_they_would_do_nothing(case, monkeypatch):
+    # AOT Autograd's runtime wrappers write mutated inputs back, rebuild aliases and hook up
+    # autograd. The capture calls the compiled forward directly only when they would do none
+    # of it; each other case keeps them and still computes what eager does.
+    taken = _spy_direct(monkeypatch)
+    torch._dynamo.reset()
+    x = torch.randn(3)
+    if case == "plain":
+        fn, eager = (lambda a: a.sin() + 1), (lambda a: a.sin() + 1)
+    elif case == "mutates_a_buffer":
+        fn, eager = _Counter(), _Counter()
+    elif case == "returns_a_view_of_its_input":
+        fn = eager = lambda a: (a.view(3, 1), a * 2)
+    else:
+        lin = torch.nn.Linear(3, 2)
+        fn, eager = lin, lin
+    compiled = torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False)
+    for _ in range(2):
+        got, want = compiled(x), eager(x)
+        got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
+        err = max((g - w).abs().max().item() for g, w in zip(got, want))
+        print(f"{case}: max abs error {err:.3g}, direct call {taken}")
+        assert err < 1e-6
+    assert taken == [case == "plain"], taken
+    if case == "returns_a_view_of_its_input":
+        assert got[0]._base is x or got[0].data_ptr() == x.data_ptr(), "the view aliases the input, as in eager"
+    if case == "needs_gradients":
+        got[0].sum().backward()
+        assert lin.weight.grad is not None
