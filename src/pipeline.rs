@@ -110,9 +110,11 @@ impl Options {
             Some(tp) => serde_json::to_string(tp).unwrap_or_default(),
             None => "none".into(),
         };
+        // The device kind only: a topology (`tpu:v6e:2x2`) is the key's target field, which a
+        // TPU VM's client (`tpu`) describes alike, so both key one executable the same.
         format!(
             "device={} check_indices={} tensor_parallel={tp} {}",
-            self.device,
+            self.device.device,
             self.check_indices,
             passes_text(&self.passes())
         )

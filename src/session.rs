@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use fxhlo_ir::Graph;
 use fxhlo_runtime::{Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostView, Target};
 
-use crate::cache::{target_id, CacheKey, CompileCache};
+use crate::cache::{plugin_identity, target_id, topology_target_id, CacheKey, CompileCache};
 use crate::call::{split_bound, Compiled};
 use crate::compile::{get_or_compile, Compiler, Origin};
 use crate::dump::{Dump, DumpConfig};
@@ -28,6 +28,8 @@ pub struct Session {
     cache: Arc<CompileCache>,
     /// What to dump of each graph compiled (`FXHLO_DUMP`, or [`Session::set_dump`]).
     dump: Option<DumpConfig>,
+    /// The cache key's target field for this client (see [`Session::target_id`]).
+    target_id: String,
 }
 
 impl Session {
@@ -57,7 +59,8 @@ impl Session {
         let target = Target::resolve_in(options.device.device, env)?;
         let client = Client::with_devices(&target, env, options.devices())?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
-        Ok(Session { pipeline: Pipeline::new(options), target, client, cache, dump })
+        let target_id = client_target_id(&target, &client);
+        Ok(Session { pipeline: Pipeline::new(options), target, client, cache, dump, target_id })
     }
 
     /// What this session dumps of each graph it compiles (from `FXHLO_DUMP` unless set).
@@ -75,11 +78,13 @@ impl Session {
         &self.cache
     }
 
-    /// This session's target as the cache key names it: the plugin's platform name and
-    /// version as PJRT reports them, and the device count.
+    /// This session's target as the cache key names it. On a TPU, what the client's topology
+    /// description says and the plugin's identity ([`topology_target_id`]): the same fields,
+    /// read the same way, as an ahead-of-time compile for that topology keys its executable
+    /// with, so a TPU VM starts warm from a cache filled on another machine. On other devices,
+    /// the plugin's platform name and version as PJRT reports them, and the device count.
     pub fn target_id(&self) -> String {
-        let c = &self.client;
-        target_id(&c.platform_name(), &c.platform_version(), c.addressable_device_count(), self.target.topology.as_deref())
+        self.target_id.clone()
     }
 
     /// The key of `graph` (as imported) compiled by this session with `frozen` inputs.
@@ -162,6 +167,19 @@ impl Session {
             compile_time: got.time,
         })
     }
+}
+
+/// The cache key's target field for `client` (see [`Session::target_id`]). A TPU plugin that
+/// cannot describe its topology keys as other devices do (with a warning): its entries then
+/// miss ahead-of-time ones, and nothing else changes.
+fn client_target_id(target: &Target, client: &Client) -> String {
+    if target.device == fxhlo_runtime::DeviceKind::Tpu {
+        match client.topology() {
+            Ok(topology) => return topology_target_id(target.device, &plugin_identity(&target.plugin), &topology),
+            Err(e) => tracing::warn!("fxhlo cache: {e}; keying without the topology, so executables compiled ahead of time are not found"),
+        }
+    }
+    target_id(&client.platform_name(), &client.platform_version(), client.addressable_device_count(), target.topology.as_deref())
 }
 
 /// A PJRT client as the [`Compiler`] of a session's misses.
