@@ -172,12 +172,13 @@ impl Pipeline {
             d.open(&key)?;
         }
         let lowered = self.lower_keyed(graph, frozen, dump, key.clone()).map_err(|e| match e {
+            // With dumping on, every failure gets its reproduction in the graph's dump folder.
+            e if dump.is_some() => crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, dump),
             // Ops fxhlo does not lower yet are named by the error itself (and are what Python's
             // eager fallback expects): no compiler failure to reproduce, so no folder.
             Error::Codegen(c) if matches!(*c, fxhlo_codegen::Error::Unsupported { .. }) => Error::Codegen(c),
             Error::Passes(_) | Error::Codegen(_) => {
-                let root = dump.map(|d| d.config().dir.as_path());
-                crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, root)
+                crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, None)
             }
             other => other,
         });

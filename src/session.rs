@@ -229,11 +229,21 @@ fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: usiz
 /// Imports a trace (the exporter's JSON or its bincode encoding, told apart by their first
 /// bytes; `origin` names it in errors) and, with a dump configuration, makes the graph's
 /// [`Dump`] holding the trace and the import's time. What every caller with a trace starts
-/// with, before [`Session::compile`] or [`crate::aot::compile`].
+/// with, before [`Session::compile`] or [`crate::aot::compile`]. With a dump configuration, a
+/// trace that fails to import is dumped ([`crate::dump::import_failed`]) and the error says
+/// where.
 pub fn import_trace(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
+    import_trace_undumped(trace, origin, dump).map_err(|e| match dump {
+        Some(config) => crate::dump::import_failed(config, trace, origin, e),
+        None => e,
+    })
+}
+
+/// [`import_trace`] without the dump of a failure.
+fn import_trace_undumped(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
     let start = Instant::now();
     if !trace.starts_with(fxhlo_frontend::encoding::MAGIC) {
-        return import_parsed(&fxhlo_frontend::parse_json(trace, origin)?, origin, dump, start);
+        return import_parsed_undumped(&fxhlo_frontend::parse_json(trace, origin)?, origin, dump, start);
     }
     let view = fxhlo_frontend::parse_bin_view(trace, origin)?;
     let graph = fxhlo_frontend::import::import_view(&view, origin)?;
@@ -252,6 +262,27 @@ pub fn import_trace(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> R
 /// [`import_trace`] of a trace already read into the schema (the Python bridge reads the
 /// exporter's objects straight into it); `start` is when reading it began.
 pub fn import_parsed(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
+    import_parsed_undumped(trace, origin, dump, start).map_err(|e| match dump {
+        Some(config) => crate::dump::import_failed(config, fxhlo_frontend::to_json(trace).as_bytes(), origin, e),
+        None => e,
+    })
+}
+
+/// Opens a trace bundle (a folder or a trace file, see [`fxhlo_frontend::Bundle::open`]);
+/// with a dump configuration, one whose trace fails to import (or whose weights do not fit
+/// it) is dumped as [`import_trace`] dumps a failure, and the error says where.
+pub fn open_bundle(path: &Path, dump: Option<&DumpConfig>) -> Result<fxhlo_frontend::Bundle> {
+    fxhlo_frontend::Bundle::open(path).map_err(|e| {
+        let e = Error::from(e);
+        match (dump, crate::dump::trace_of_bundle(path)) {
+            (Some(config), Some((file, bytes))) => crate::dump::import_failed(config, &bytes, &file, e),
+            _ => e,
+        }
+    })
+}
+
+/// [`import_parsed`] without the dump of a failure.
+fn import_parsed_undumped(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
     let graph = fxhlo_frontend::import::import(trace, origin)?;
     let import_time = start.elapsed();
     let dump = dump.map(|config| Dump::new(config.clone(), &graph.name).with_trace(fxhlo_frontend::to_json(trace).into_bytes(), import_time));
