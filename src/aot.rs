@@ -71,7 +71,8 @@ pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
     if let Some(info) = described {
         return Ok(info);
     }
-    let graph = format!("topology {topology}");
+    // What `Error::AotWorker` names: no graph yet, the target.
+    let graph = format!("{}:{topology}", target.device);
     let dir = WorkDir::new()?;
     let out = dir.0.join("topology.json");
     let output = Command::new(&worker.program)
@@ -89,10 +90,12 @@ pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let message = stderr.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(stderr.trim()).to_string();
-        return Err(Error::AotWorker {
-            graph,
-            message: format!("the {} plugin cannot describe topology `{topology}` ({}): {message}", target.device, describe_status(&output.status)),
-        });
+        if output.status.code() == Some(WORKER_COMPILE_ERROR) {
+            // The worker's message is the plugin's own error, already saying what was asked.
+            return Err(Error::AotWorker { graph, message });
+        }
+        let status = describe_status(&output.status);
+        return Err(Error::AotWorker { graph, message: format!("the worker died ({status}) describing the topology: {message}") });
     }
     let bytes = std::fs::read(&out).map_err(|source| Error::Io { path: out.clone(), source })?;
     let info: TopologyInfo = serde_json::from_slice(&bytes)

@@ -13,7 +13,12 @@
 //! NN-xla/                  XLA's own dump of the HLO it compiled (xla_dump_to), on a PJRT compile
 //! cache-key.json           the cache key's fields
 //! report.txt, report.json  time per stage, nodes before/after each pass, cache hit or miss
+//! error.txt, command.txt   a failed compile: the stage and error; the command failing alike
+//! graph.gir (stablehlo.mlir) a failure after import: what the command reproduces it from
 //! ```
+//!
+//! A failed compile always keeps `00-trace.json`, whatever the filter; a trace that fails to
+//! import gets a folder named by the trace's digest instead (see [`failed`]).
 //!
 //! Numbers do not depend on the filter: a stage left out of the filter keeps its number, so
 //! the files of two dumps of one graph line up. Every file is written atomically (a temporary
