@@ -59,14 +59,16 @@ impl AotTarget {
 }
 
 /// Topologies described so far in this process, by plugin file (with its identity: another
-/// build of the plugin is described again) and topology name.
-static DESCRIBED: std::sync::Mutex<Vec<((PathBuf, String, String), TopologyInfo)>> = std::sync::Mutex::new(Vec::new());
+/// build of the plugin is described again), topology name and worker program (a test's
+/// stand-in worker describes what it likes).
+type Described = Vec<((PathBuf, String, String, PathBuf), TopologyInfo)>;
+static DESCRIBED: std::sync::Mutex<Described> = std::sync::Mutex::new(Vec::new());
 
 /// `target`'s topology as its plugin describes it, read in the worker process (`--describe`):
 /// the fields a client on such a slice reports too ([`fxhlo_runtime::Client::topology`]).
 pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
     let topology = target.topology.clone().unwrap_or_default();
-    let memo = (target.plugin.clone(), plugin_identity(&target.plugin), topology.clone());
+    let memo = (target.plugin.clone(), plugin_identity(&target.plugin), topology.clone(), worker.program.clone());
     let described = DESCRIBED.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == memo).map(|(_, v)| v.clone());
     if let Some(info) = described {
         return Ok(info);
@@ -95,7 +97,7 @@ pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
             return Err(Error::AotWorker { graph, message });
         }
         let status = describe_status(&output.status);
-        return Err(Error::AotWorker { graph, message: format!("the worker died ({status}) describing the topology: {message}") });
+        return Err(Error::AotWorker { graph, message: format!("the worker crashed ({status}) describing the topology: {message}") });
     }
     let bytes = std::fs::read(&out).map_err(|source| Error::Io { path: out.clone(), source })?;
     let info: TopologyInfo = serde_json::from_slice(&bytes)
