@@ -2,6 +2,7 @@
 on the model fixtures and the larger standard graphs, compared with eager; PyTorch's calling
 conventions; every option; resident weights; errors."""
 
+import importlib
 import json
 import threading
 import warnings
@@ -433,6 +434,51 @@ def test_unsupported_ops_with_fallback_error_lists_every_one():
     assert "test_backend.py:" in message, "the source line of each op is named"
     ops = info.value.inner_exception.ops
     assert [(t, n) for t, n, _ in ops] == [("fxhlotest.twice.default", "twice"), ("fxhlotest.twice.default", "twice_1")]
+
+
+def test_a_graph_that_fails_import_leaves_its_trace_error_and_command_in_its_dump(tmp_path, monkeypatch):
+    """With dumping on, a graph whose trace fails to import (here shape inference disagreeing
+    with the trace's metadata, as the CUDA variants' statistics did) is dumped: the trace, the
+    error (stage, node, op) and the command that fails the same way, and the error says where."""
+    exporter = importlib.import_module("fxhlo.export")  # `fxhlo.export` is the function
+    real = exporter.trace_dict
+
+    def wrong_meta(*args, **kwargs):
+        trace, weights = real(*args, **kwargs)
+        meta = trace["nodes"][0]["meta"][0]
+        meta["sizes"] = [s + 1 for s in meta["sizes"]]
+        return trace, weights
+
+    monkeypatch.setattr(exporter, "trace_dict", wrong_meta)
+    m, x = Linear(), torch.randn(3, 6)
+    with torch.no_grad(), pytest.raises(Exception) as info:
+        compile_(m.fc, dump="stablehlo", dump_dir=tmp_path)(x)
+    (folder,) = tmp_path.iterdir()
+    message = str(info.value)
+    assert isinstance(info.value.inner_exception, fxhlo.CompileError), message
+    assert f"dumped to {folder}" in message, message
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == ["00-trace.json", "command.txt", "error.txt", "report.json", "report.txt"], files
+    error = (folder / "error.txt").read_text()
+    assert error.startswith("failed at: import\n") and "(aten.permute.default)" in error, error
+    trace = json.loads((folder / "00-trace.json").read_text())
+    assert folder.name.startswith(trace["name"] + "-")
+    assert (folder / "command.txt").read_text().strip() == f"fxhlo compile {folder / '00-trace.json'}"
+
+
+def test_an_op_fxhlo_does_not_know_leaves_its_trace_error_and_command_in_its_dump(tmp_path):
+    with pytest.raises(Exception) as info:
+        compile_(uses_unsupported, dump="import", dump_dir=tmp_path)(torch.randn(3))
+    (folder,) = tmp_path.iterdir()
+    message = str(info.value)
+    # Still the error the eager fallback reads, with where the dump is.
+    assert isinstance(info.value.inner_exception, fxhlo.UnsupportedOpsError), message
+    assert f"dumped to {folder}" in message, message
+    files = {p.name for p in folder.iterdir()}
+    assert {"00-trace.json", "01-import.gir", "error.txt", "command.txt", "graph.gir"} <= files, files
+    error = (folder / "error.txt").read_text()
+    assert error.startswith("failed at: codegen\n") and "fxhlotest.twice.default at node `twice`" in error, error
+    assert (folder / "command.txt").read_text().startswith(f"fxhlo compile {folder / 'graph.gir'} --target cpu")
 
 
 def test_unsupported_ops_with_fallback_eager_warns_once_and_runs():

@@ -158,6 +158,28 @@ impl Client {
         self.devices.len()
     }
 
+    /// What the client's own topology description says (`PJRT_Client_TopologyDescription`),
+    /// read as the ahead-of-time compiler reads a topology it describes by name: the fields
+    /// the compile cache keys a TPU target by, so that a TPU VM finds what was compiled for
+    /// its slice elsewhere. An error where the plugin has no such description.
+    pub fn topology(&self) -> Result<crate::aot::TopologyInfo> {
+        let fail = |message: String| Error::Pjrt { operation: "PJRT_Client_TopologyDescription", message };
+        let f = self
+            .raw
+            .table()
+            .PJRT_Client_TopologyDescription
+            .ok_or_else(|| fail("the plugin does not implement it".into()))?;
+        let mut args = pjrt_sys::PJRT_Client_TopologyDescription_Args::new();
+        args.client = self.raw_client;
+        // SAFETY: live client; the topology is owned by the client (never destroyed here).
+        self.raw.check(unsafe { f(&mut args) }).map_err(fail)?;
+        if args.topology.is_null() {
+            return Err(fail("the plugin returned no topology".into()));
+        }
+        // SAFETY: the client's live topology, of this plugin.
+        unsafe { crate::aot::TopologyInfo::read(self.raw, args.topology) }.map_err(fail)
+    }
+
     /// The PJRT C API version the plugin implements, `(major, minor)`.
     pub fn api_version(&self) -> (i32, i32) {
         self.api_version

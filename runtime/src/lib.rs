@@ -38,7 +38,7 @@ pub mod signature;
 mod transfer;
 pub mod view;
 
-pub use aot::{AotCompiler, AotExecutable, CostAnalysis};
+pub use aot::{AotCompiler, AotExecutable, CostAnalysis, TopologyInfo};
 pub use buffer::HostTensor;
 pub use client::Client;
 pub use device::{cuda_preflight, tpu_preflight, DeviceKind, Target, TargetName};

@@ -13,13 +13,19 @@
 //! NN-xla/                  XLA's own dump of the HLO it compiled (xla_dump_to), on a PJRT compile
 //! cache-key.json           the cache key's fields
 //! report.txt, report.json  time per stage, nodes before/after each pass, cache hit or miss
+//! error.txt, command.txt   a failed compile: the stage and error; the command failing alike
+//! graph.gir (stablehlo.mlir) a failure after import: what the command reproduces it from
 //! ```
+//!
+//! A failed compile always keeps `00-trace.json`, whatever the filter; a trace that fails to
+//! import gets a folder named by the trace's digest instead (see [`failed`]).
 //!
 //! Numbers do not depend on the filter: a stage left out of the filter keeps its number, so
 //! the files of two dumps of one graph line up. Every file is written atomically (a temporary
 //! file renamed over the old one). Dumps never change what is compiled: they are not part of
 //! [`crate::Options`] nor of the cache key.
 
+mod failed;
 mod graphviz;
 mod report;
 
@@ -34,6 +40,8 @@ use fxhlo_passes::PassRun;
 use crate::cache::CacheKey;
 use crate::env;
 use crate::{Error, Result};
+pub use failed::stage_of;
+pub(crate) use failed::{import_failed, trace_of_bundle};
 pub use report::{Report, StageRecord};
 
 /// Stage names a filter may name besides pass names (`passes` names every pass).
@@ -310,14 +318,17 @@ impl Dump {
         Ok(())
     }
 
-    /// Writes why compiling stopped (`error.txt`), for a reader of the dump.
+    /// Writes why compiling stopped (`error.txt`: the stage, then the error), for a reader of
+    /// the dump, and the trace (`00-trace.json`) whatever the filter: a failed compile's
+    /// folder always holds what it failed on.
     pub fn failed(&self, error: &Error) -> Result<()> {
         let mut state = self.lock();
-        state.report.error = Some(error.to_string());
-        match &state.dir {
-            Some(dir) => write(dir, "error.txt", format!("{error}\n").as_bytes()).map(drop),
-            None => Ok(()),
+        state.report.error = Some(format!("{}: {error}", stage_of(error)));
+        let Some(dir) = &state.dir else { return Ok(()) };
+        if let Some(json) = &self.trace {
+            write(dir, "00-trace.json", json)?;
         }
+        write(dir, "error.txt", failed::error_text(error).as_bytes()).map(drop)
     }
 
     /// Writes `report.txt` and `report.json` with what is known so far (called after each
