@@ -125,10 +125,13 @@ impl Compiled {
         &self.lowered.graph
     }
 
-    /// Checks `args` against the signature and uploads what the device does not hold: user
+    /// Checks `args` against the signature and gives the device what it does not hold: user
     /// inputs every call, weights (with a stamp) when `weights` holds no buffer of that
-    /// stamp. With a tensor-parallel plan, device `d` gets the `d`-th slice of each split input
-    /// and all of the others, uploaded every call (no residency across devices yet).
+    /// stamp; each shared where the caller lends memory the device addresses, else uploaded
+    /// (the uploads of one call together, on several threads when there is much to copy: a
+    /// model's weights on its first call). With a tensor-parallel plan, device `d` gets the
+    /// `d`-th slice of each split input and all of the others, uploaded every call (no
+    /// residency across devices yet).
     pub fn prepare<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &dyn CallArgs) -> Result<Call<'c>> {
         if args.count() != self.inputs.len() {
             return Err(Error::Input(format!(
@@ -142,6 +145,8 @@ impl Compiled {
         let client = session.client();
         let mut fresh: Vec<Vec<Option<DeviceBuffer>>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
         let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares) = (0, 0, 0, 0);
+        // One device: the inputs to copy, uploaded together after the loop.
+        let mut pending: Vec<(usize, Option<WeightStamp>, Arg<'_>)> = Vec::new();
         for (i, sig) in self.inputs.iter().enumerate() {
             let stamp = if devices == 1 { args.stamp(i, sig)? } else { None };
             if weights.hit(i, stamp).is_some() {
@@ -165,29 +170,39 @@ impl Compiled {
             }
             let arg = args.view(i, sig)?;
             check(sig, &arg.view)?;
-            let mut uploaded = (0..devices)
-                .map(|d| {
-                    let view = match sig.split {
-                        Some(dim) => arg.view.clone().shard(dim, devices, d)?,
-                        None => arg.view.clone(),
-                    };
-                    Ok(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?)
-                })
-                .collect::<Result<Vec<_>>>()?;
             if sig.kind == InputKind::UserInput {
                 input_uploads += 1;
             } else {
                 weight_uploads += 1;
             }
-            if let Some(stamp) = stamp {
-                // A stamp only comes with one device: its buffer is kept for the next calls.
-                let buffer = uploaded.pop().ok_or_else(|| Error::Input("internal: no buffer uploaded".into()))?;
-                weights.keep(i, stamp, buffer, args.owner(i));
+            if devices == 1 {
+                // Uploaded together below (in parallel when there is much to copy).
                 fresh[0].push(None);
-            } else {
-                for (list, buffer) in fresh.iter_mut().zip(uploaded) {
-                    list.push(Some(buffer));
-                }
+                pending.push((i, stamp, arg));
+                continue;
+            }
+            // Several devices: each gets its slice of a split input, or all of it.
+            for (d, list) in fresh.iter_mut().enumerate() {
+                let view = match sig.split {
+                    Some(dim) => arg.view.clone().shard(dim, devices, d)?,
+                    None => arg.view.clone(),
+                };
+                list.push(Some(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?));
+            }
+        }
+        let views = pending
+            .iter()
+            .map(|(i, _, arg)| arg.view.clone().in_layout(self.inputs[*i].layout.as_deref()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let buffers = client.upload_views_to(0, &views)?;
+        drop(views);
+        for ((i, stamp, arg), buffer) in pending.into_iter().zip(buffers) {
+            // The upload has read the memory: whatever kept it alive may go.
+            drop(arg);
+            match stamp {
+                // A stamp only comes with one device: its buffer is kept for the next calls.
+                Some(stamp) => weights.keep(i, stamp, buffer, args.owner(i)),
+                None => fresh[0][i] = Some(buffer),
             }
         }
         Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads, weight_shares, input_shares })

@@ -286,6 +286,80 @@ impl Client {
         Ok(Ok(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, element_type, dims, self.raw, self.id)))
     }
 
+    /// [`Client::upload_view_to`] of every view in `views`, on up to as many threads as the
+    /// machine has cores when there is enough to copy (a model's weights on its first call):
+    /// uploads that gather a permuted view (a weight in the layout the device's kernels take)
+    /// run at memory speed on one core, so they scale with cores. The buffers come back in the
+    /// order of `views`; the first error, if any, after every upload has finished (the
+    /// buffers made are destroyed).
+    pub fn upload_views_to(&self, device: usize, views: &[HostView<'_>]) -> Result<Vec<DeviceBuffer>> {
+        /// Below this many bytes in all, one thread: starting threads would cost more.
+        const PARALLEL_BYTES: usize = 8 << 20;
+        let total: usize = views.iter().map(|v| v.bytes.len()).sum();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(views.len());
+        if threads < 2 || total < PARALLEL_BYTES {
+            return views.iter().map(|v| self.upload_view_to(device, v)).collect();
+        }
+        let target = *self.devices.get(device).ok_or_else(|| {
+            Error::InvalidTensor(format!("device {device} does not exist: the client has {}", self.devices.len()))
+        })?;
+        /// The raw handles a worker needs: the C API is thread-safe, and the client and device
+        /// outlive the scope below.
+        #[derive(Clone, Copy)]
+        struct Handles(RawApi, *mut pjrt_sys::PJRT_Client, *mut pjrt_sys::PJRT_Device);
+        // SAFETY: see above; the pointers are only passed to the plugin's thread-safe calls.
+        unsafe impl Send for Handles {}
+        unsafe impl Sync for Handles {}
+        /// A buffer made on a worker, owned by the caller once the scope ends.
+        struct Made(Result<*mut pjrt_sys::PJRT_Buffer>);
+        // SAFETY: a raw buffer handed from the worker to the caller, used by one at a time.
+        unsafe impl Send for Made {}
+        let handles = Handles(self.raw, self.raw_client, target);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut made: Vec<Option<Made>> = (0..views.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (next, handles) = (&next, &handles);
+                    scope.spawn(move || {
+                        let Handles(raw, client, device) = *handles;
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(v) = views.get(i) else { break };
+                            let r = raw.buffer_from_host(client, device, v.element_type, &v.dims, v.byte_strides.as_deref(), &v.bytes);
+                            mine.push((i, Made(r)));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            for worker in workers {
+                // A worker that panicked leaves its slots empty: reported below.
+                for (i, m) in worker.join().unwrap_or_default() {
+                    made[i] = Some(m);
+                }
+            }
+        });
+        let mut buffers = Vec::with_capacity(views.len());
+        let mut first_error = None;
+        for (slot, v) in made.into_iter().zip(views) {
+            match slot.map(|m| m.0) {
+                Some(Ok(ptr)) => buffers.push(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, v.element_type, v.dims.clone(), self.raw, self.id)),
+                Some(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                None => {
+                    first_error.get_or_insert(Error::Transfer { direction: "host-to-device", message: "an upload thread panicked".into() });
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(buffers),
+        }
+    }
+
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.
     /// The bytes are read once, during the call (no staging copy): the caller may reuse them
     /// as soon as this returns. `bytes.len()` must be the dense size of `dims`. Booleans are
