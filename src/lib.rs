@@ -34,7 +34,7 @@ mod tensor;
 
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
-pub use dump::{stage_of, Dump, DumpConfig, DumpFilter, Report as DumpReport};
+pub use dump::{export_failed, import_failed, stage_of, Dump, DumpConfig, DumpFilter, Report as DumpReport};
 pub use error::{Error, Result};
 pub use repro::Repro;
 pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};

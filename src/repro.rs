@@ -1,5 +1,5 @@
 //! Reproductions of a failed compile: when lowering (a pass, codegen) or the PJRT compile
-//! fails, the graph as imported (`graph.gir`) and the StableHLO that failed (when lowering got
+//! fails, the graph as imported (`graph.gir`, or the dump's `01-import.gir`) and the StableHLO that failed (when lowering got
 //! that far) are written, dumping on or off, and the error carries the one `fxhlo` command
 //! that fails the same way from those files ([`Error::Reproducible`]). With dumping on they go
 //! into the graph's dump folder, beside the trace and the stages written before the failure
@@ -19,9 +19,10 @@ use crate::{env, Error, Result};
 /// Where a failure's files are and the command that reproduces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repro {
-    /// The folder holding `graph.gir` (and `stablehlo.mlir`, `plan.json`, `error.txt`).
+    /// The folder holding `graph.gir` or `01-import.gir` (and `stablehlo.mlir`, `plan.json`,
+    /// `error.txt`).
     pub dir: PathBuf,
-    /// `fxhlo compile <dir>/graph.gir --target cpu ...`, quoted for a POSIX shell.
+    /// `fxhlo compile <dir>/graph.gir --target cpu ...` (or `01-import.gir`), quoted for a POSIX shell.
     pub command: String,
     /// What the command cannot carry (frozen weights), if anything.
     pub note: Option<String>,
@@ -76,7 +77,12 @@ fn write_files(error: &Error, failed: Failed<'_>, graph: &Graph, options: &Optio
             .join(format!("fxhlo-repro-{}", &key.hex()[..8])),
     };
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
-    let gir = write(&dir, "graph.gir", fxhlo_ir::print(graph).as_bytes())?;
+    // The graph as imported: the dump's own `01-import.gir` when it wrote one (the same text),
+    // else `graph.gir`.
+    let gir = match dump.filter(|_| dumped.is_some()).and_then(Dump::import_file) {
+        Some(file) => file,
+        None => write(&dir, "graph.gir", fxhlo_ir::print(graph).as_bytes())?,
+    };
     write(&dir, "error.txt", format!("{error}\n").as_bytes())?;
     let mut args: Vec<String> = vec!["fxhlo".into(), "compile".into()];
     match failed {

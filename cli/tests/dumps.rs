@@ -277,7 +277,8 @@ fn a_failing_compile_with_dumping_on_leaves_its_trace_error_and_command() {
     let cases: [(&Path, &str, &str, &[&str]); 3] = [
         (&meta, "import", "node `permute` (aten.permute.default): trace meta says f32[8,15]", &["00-trace.json", "command.txt", "error.txt", "report.json", "report.txt"]),
         (&malformed, "import", "malformed trace JSON", &["00-trace.json", "command.txt", "error.txt", "report.json", "report.txt"]),
-        (&unknown, "codegen", "aten.frobnicate.default at node `permute`", &["00-trace.json", "command.txt", "error.txt", "graph.gir"]),
+        // The command reads the dump's `01-import.gir` (the filter has it written): no `graph.gir`.
+        (&unknown, "codegen", "aten.frobnicate.default at node `permute`", &["00-trace.json", "01-import.gir", "command.txt", "error.txt"]),
     ];
     for (bundle, stage, says, files) in cases {
         let dumps = root.join(format!("dumps-{}", bundle.file_stem().unwrap().to_string_lossy()));
@@ -289,6 +290,7 @@ fn a_failing_compile_with_dumping_on_leaves_its_trace_error_and_command() {
         for file in files {
             assert!(written.iter().any(|w| w == file), "{file} not in {written:?}");
         }
+        assert!(!written.iter().any(|w| w == "graph.gir"), "the imported graph written twice: {written:?}");
         let error = fs::read_to_string(dir.join("error.txt")).unwrap();
         assert!(error.starts_with(&format!("failed at: {stage}\n")) && error.contains(says), "{error}");
         assert_eq!(fs::read_to_string(dir.join("command.txt")).unwrap().trim(), command);
@@ -301,6 +303,14 @@ fn a_failing_compile_with_dumping_on_leaves_its_trace_error_and_command() {
         assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
         assert!(stderr(&again).contains(says), "{}", stderr(&again));
     }
+    // A filter without `import` writes no `01-import.gir`: the command reads `graph.gir`, written for it.
+    let dumps = root.join("dumps-unknown-stablehlo");
+    let out = fxhlo(&["compile", unknown.to_str().unwrap(), "--dump", "stablehlo", "--dump-dir", dumps.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (dir, command) = dumped_and_command(&out);
+    let written = names(&dir);
+    assert!(written.iter().any(|w| w == "graph.gir") && !written.iter().any(|w| w == "01-import.gir"), "{written:?}");
+    assert!(command.starts_with(&format!("fxhlo compile {} ", dir.join("graph.gir").display())), "{command}");
     // Dumping off: the import's error alone, and no folder.
     let none = root.join("no-dumps");
     let out = fxhlo(&["compile", meta.to_str().unwrap()], &[("FXHLO_DUMP_DIR", none.to_str().unwrap())]);

@@ -401,16 +401,24 @@ fn compile(
 }
 
 /// Imports `trace`: the exporter's trace dict, read straight into the schema, or a trace file's
-/// bytes (JSON or bincode).
+/// bytes (JSON or bincode). With `dump`, a trace that fails to import, one that does not fit
+/// the schema included, is dumped (`fxhlo::import_failed`) and the error says where.
 fn import(py: Python<'_>, trace: &Bound<'_, PyAny>, origin: &str, dump: Option<&fxhlo::DumpConfig>) -> PyResult<(fxhlo::ir::Graph, Option<fxhlo::Dump>)> {
     let start = Instant::now();
     let imported = match trace.cast::<pyo3::types::PyBytes>() {
         Ok(bytes) => fxhlo::import_trace(bytes.as_bytes(), origin.as_ref(), dump),
-        Err(_) => {
-            let parsed: fxhlo::frontend::schema::Trace =
-                pytrace::from_py(trace).map_err(|e| error(py, Class::Compile, &format!("{origin}: the trace does not fit fxhlo's schema: {e}")))?;
-            fxhlo::import_parsed(&parsed, origin.as_ref(), dump, start)
-        }
+        Err(_) => match pytrace::from_py::<fxhlo::frontend::schema::Trace>(trace) {
+            Ok(parsed) => fxhlo::import_parsed(&parsed, origin.as_ref(), dump, start),
+            Err(e) => {
+                let e = fxhlo::Error::Schema { origin: origin.into(), message: e.to_string() };
+                // With dumping on, the objects as JSON (what JSON cannot hold as its repr) go
+                // where a trace file that fails to import goes, with the error and the command.
+                Err(match dump {
+                    Some(config) => fxhlo::import_failed(config, pytrace::to_json(trace).as_bytes(), origin.as_ref(), e),
+                    None => e,
+                })
+            }
+        },
     };
     imported.map_err(|e| compile_error(py, &e))
 }
@@ -431,6 +439,26 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
         }
     }
     Ok(values)
+}
+
+/// Writes the dump of a graph the exporter refused (an `ExportError`: no trace exists) when
+/// dumping is on (`dump`, `dump_dir` as for [`compile`]; neither: `FXHLO_DUMP`): `files` (name,
+/// text: the FX graph, its nodes) and `error` (the message and traceback) into
+/// `<dump-dir>/<graph>-<digest8>/` with `error.txt` and the report. Returns the folder, or
+/// None when dumping is off.
+#[pyfunction]
+#[pyo3(signature = (graph, files, error, dump = None, dump_dir = None))]
+fn dump_export_failure(graph: &str, files: Vec<(String, String)>, error: &str, dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option<String>> {
+    let config = match dump_config(dump, dump_dir)? {
+        Some(config) => config,
+        None => match fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))? {
+            Some(config) => config,
+            None => return Ok(None),
+        },
+    };
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(name, text)| (name.as_str(), text.as_bytes())).collect();
+    let dir = fxhlo::export_failed(&config, graph, &files, error).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+    Ok(Some(dir.display().to_string()))
 }
 
 /// Compiles a trace ahead of time for the target in `options` (`{"device": "tpu:v6e:2x2"}`)
@@ -540,6 +568,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pass_names, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline_names, m)?)?;
     m.add_function(wrap_pyfunction!(dump_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(dump_export_failure, m)?)?;
     m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
     m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

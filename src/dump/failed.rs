@@ -6,7 +6,9 @@
 //! fails to import (malformed JSON or bincode, another schema version, shape inference
 //! disagreeing with the trace's metadata, a bad argument) gets a folder named by the trace's
 //! own digest, `<graph>-<trace8>/`, with the trace as received, `error.txt`, `command.txt`
-//! (the `fxhlo compile` of that trace, which fails the same way) and the report.
+//! (the `fxhlo compile` of that trace, which fails the same way) and the report. A graph the
+//! Python exporter refused (no trace at all) gets `<graph>-<graph8>/`, named by the digest of
+//! the files that describe it, with those files (the FX graph), `error.txt` and the report.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +20,7 @@ use crate::{Error, Result};
 /// or `compile` for what belongs to none (inputs, options, files).
 pub fn stage_of(error: &Error) -> &'static str {
     match error.root() {
-        Error::Frontend(_) | Error::Ir(_) => "import",
+        Error::Frontend(_) | Error::Ir(_) | Error::Schema { .. } => "import",
         Error::Passes(_) => "passes",
         Error::Codegen(_) => "codegen",
         Error::Runtime(_) | Error::AotCompile { .. } | Error::TargetCompilerCrashed { .. } | Error::AotWorker { .. } => {
@@ -38,7 +40,7 @@ pub(crate) fn error_text(error: &Error) -> String {
 /// reproduction ([`Error::Reproducible`], whose message says where the dump is). When the
 /// files cannot be written, `error` comes back as it is (with a warning): the import's error
 /// is the one to report.
-pub(crate) fn import_failed(config: &DumpConfig, trace: &[u8], origin: &Path, error: Error) -> Error {
+pub fn import_failed(config: &DumpConfig, trace: &[u8], origin: &Path, error: Error) -> Error {
     if matches!(error, Error::Reproducible { .. }) {
         return error;
     }
@@ -80,6 +82,47 @@ fn write_import_failure(config: &DumpConfig, trace: &[u8], origin: &Path, error:
     write(&dir, "report.json", report.to_json().as_bytes())?;
     tracing::info!(dir = %dir.display(), "dumped a trace that failed to import");
     Ok(Repro { dir, command, note: None, dumped: true })
+}
+
+/// Writes the dump of a graph that failed before there was a trace (the Python exporter
+/// refused it): `files` (name, contents: the FX graph as Python prints it, its nodes) and
+/// `error.txt` (`failed at: export`, then `error`: the exporter's message and where it was
+/// raised), with the report, into `<graph>-<digest8>/` under `config`'s folder, `digest` the
+/// blake3 of `files`. Returns the folder. A file name that is not a plain name (empty, `.`,
+/// `..`, a path separator) is refused.
+pub fn export_failed(config: &DumpConfig, graph: &str, files: &[(&str, &[u8])], error: &str) -> Result<PathBuf> {
+    let mut hasher = blake3::Hasher::new();
+    for (name, contents) in files {
+        if name.is_empty() || *name == "." || *name == ".." || name.contains(['/', '\\', '\0']) {
+            return Err(Error::Input(format!("dump file name {name:?} is not a plain file name")));
+        }
+        hasher.update(&(name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update(&(contents.len() as u64).to_le_bytes());
+        hasher.update(contents);
+    }
+    let digest = hasher.finalize().to_hex();
+    let name = if graph.is_empty() { "graph" } else { graph };
+    let dir = config.dir.join(format!("{}-{}", file_safe(name), &digest[..8]));
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+    for (file, contents) in files {
+        write(&dir, file, contents)?;
+    }
+    let error = error.trim_end();
+    write(&dir, "error.txt", format!("failed at: export\n{error}\n").as_bytes())?;
+    let first_line = error.lines().next().unwrap_or_default();
+    let report = Report {
+        key: "none: the exporter refused the graph (no trace)".to_string(),
+        graph: name.to_string(),
+        filter: config.filter.to_string(),
+        folder: dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        error: Some(format!("export: {first_line}")),
+        ..Report::default()
+    };
+    write(&dir, "report.txt", report.to_text().as_bytes())?;
+    write(&dir, "report.json", report.to_json().as_bytes())?;
+    tracing::info!(dir = %dir.display(), "dumped a graph the exporter refused");
+    Ok(dir)
 }
 
 /// The `name` of a JSON trace that parses as JSON (whatever else is wrong with it).

@@ -15,6 +15,8 @@
 //! report.txt, report.json  time per stage, nodes before/after each pass, cache hit or miss
 //! error.txt, command.txt   a failed compile: the stage and error; the command failing alike
 //! graph.gir (stablehlo.mlir) a failure after import: what the command reproduces it from
+//!                          (graph.gir only when the filter left 01-import.gir out: the
+//!                          command then reads that)
 //! ```
 //!
 //! A failed compile always keeps `00-trace.json`, whatever the filter; a trace that fails to
@@ -40,8 +42,8 @@ use fxhlo_passes::PassRun;
 use crate::cache::CacheKey;
 use crate::env;
 use crate::{Error, Result};
-pub use failed::stage_of;
-pub(crate) use failed::{import_failed, trace_of_bundle};
+pub use failed::{export_failed, import_failed, stage_of};
+pub(crate) use failed::trace_of_bundle;
 pub use report::{Report, StageRecord};
 
 /// Stage names a filter may name besides pass names (`passes` names every pass).
@@ -162,6 +164,8 @@ struct State {
     previous: HashSet<u64>,
     /// The time the trace took to import, when there was one.
     import_time: Option<Duration>,
+    /// `01-import.gir`, once written (the graph as imported: what a failure's command reads).
+    import_file: Option<PathBuf>,
     report: Report,
 }
 
@@ -183,6 +187,11 @@ impl Dump {
     /// The configuration.
     pub fn config(&self) -> &DumpConfig {
         &self.config
+    }
+
+    /// `01-import.gir` in the graph's folder, when the filter had it written.
+    pub(crate) fn import_file(&self) -> Option<PathBuf> {
+        self.lock().import_file.clone()
     }
 
     /// The graph's folder, once the pipeline opened it.
@@ -217,6 +226,7 @@ impl Dump {
         let mut state = self.lock();
         let wanted = self.config.filter.wants("import");
         let file = self.write_ir(&mut state, "import", wanted, graph)?;
+        state.import_file = state.dir.as_ref().zip(file.as_ref()).map(|(dir, f)| dir.join(f));
         state.report.imported_nodes = graph.node_count();
         let record = match state.import_time {
             Some(time) => StageRecord::timed("import", time),
