@@ -295,9 +295,16 @@ impl Client {
     pub fn upload_views_to(&self, device: usize, views: &[HostView<'_>]) -> Result<Vec<DeviceBuffer>> {
         /// Below this many bytes in all, one thread: starting threads would cost more.
         const PARALLEL_BYTES: usize = 8 << 20;
+        /// The machine's cores, read once: `available_parallelism` reads cgroup files on every
+        /// call (tens of µs, more than a small graph's whole call).
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let total: usize = views.iter().map(|v| v.bytes.len()).sum();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(views.len());
-        if threads < 2 || total < PARALLEL_BYTES {
+        if views.len() < 2 || total < PARALLEL_BYTES {
+            return views.iter().map(|v| self.upload_view_to(device, v)).collect();
+        }
+        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let threads = cores.min(views.len());
+        if threads < 2 {
             return views.iter().map(|v| self.upload_view_to(device, v)).collect();
         }
         let target = *self.devices.get(device).ok_or_else(|| {
