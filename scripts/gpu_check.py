@@ -271,7 +271,7 @@ def per_call(device: Device, options: dict, blocks: int, calls: int) -> dict:
                 if not torch.equal(got, x + 1):
                     raise AssertionError(f"x + 1 gave {got.tolist()}")
             except Exception as e:
-                if name == "fxhlo" and _is_device_error(e):
+                if name == "fxhlo" and _device_error(e):
                     raise
                 result[f"{name} error"] = _first_line(e)
                 del fns[name]
@@ -287,14 +287,15 @@ def per_call(device: Device, options: dict, blocks: int, calls: int) -> dict:
     return result | {f"{name} us": t * 1e6 for name, t in best.items()}
 
 
-def _is_device_error(e: BaseException) -> bool:
+def _device_error(e: BaseException):
+    """The fxhlo.DeviceError behind ``e`` (Dynamo wraps a backend's errors), or None."""
     import fxhlo
 
     while e is not None:
         if isinstance(e, fxhlo.DeviceError):
-            return True
+            return e
         e = e.__cause__ or e.__context__
-    return False
+    return None
 
 
 def run_case(name: str, variant: str, device: Device, options: dict, quick: bool, runs: int, target_s: float) -> dict:
@@ -334,7 +335,7 @@ def run_case(name: str, variant: str, device: Device, options: dict, quick: bool
                     del got
                     contenders[backend] = compiled
                 except Exception as e:
-                    if backend == "fxhlo" and _is_device_error(e):
+                    if backend == "fxhlo" and _device_error(e):
                         raise
                     row[f"{backend} error"] = _first_line(e)
                     if backend == "fxhlo":
@@ -344,7 +345,7 @@ def run_case(name: str, variant: str, device: Device, options: dict, quick: bool
             row["rounds"] = ms.pop("rounds")
             row.update({f"{k} ms": v for k, v in ms.items()})
     except Exception as e:
-        if _is_device_error(e):
+        if _device_error(e):
             raise
         row["error"] = f"{stage}: {_first_line(e)}"
     finally:
@@ -489,10 +490,10 @@ def main(argv=None) -> int:
         log("per call: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k}: {v}"
                                      for k, v in report["per_call"].items()))
     except Exception as e:
-        if _is_device_error(e):
-            log(f"gpu_check: fxhlo cannot use the {a.device} device: {_first_line(e)}\n"
+        if _device_error(e):
+            log(f"gpu_check: fxhlo cannot use the {a.device} device: {_first_line(_device_error(e))}\n"
                 f"  (the PJRT plugin: install {PLUGIN_PACKAGES[a.device]} for this Python, or set FXHLO_PJRT_PLUGIN)")
-            report["error"] = _first_line(e)
+            report["error"] = _first_line(_device_error(e))
             save()
             return 2
         report["per_call"] = {"error": _first_line(e)}
@@ -518,8 +519,8 @@ def main(argv=None) -> int:
         try:
             row = run_case(m, v, device, options, a.quick, runs, target_s)
         except Exception as e:  # a DeviceError: nothing more will run on this device
-            log(f"gpu_check: fxhlo lost the {a.device} device: {_first_line(e)}")
-            report["error"] = _first_line(e)
+            log(f"gpu_check: fxhlo lost the {a.device} device: {_first_line(_device_error(e) or e)}")
+            report["error"] = _first_line(_device_error(e) or e)
             save()
             return 2
         row["case s"] = time.perf_counter() - start

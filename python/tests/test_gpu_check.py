@@ -1,0 +1,142 @@
+"""The GPU check (scripts/gpu_check.sh, scripts/gpu_check.py) without a GPU: its quick mode runs
+the same code path on the CPU plugin and must give a table whose rows compiled, matched eager and
+have figures; the pieces a GPU run depends on (finding the CUDA plugin through the import system,
+the error measure, the messages when no CUDA device or no plugin is there) are checked here, so
+that the check cannot rot between the runs on a GPU machine."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "gpu_check.sh"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gpu_check = _load()
+
+
+def run_script(*args, env=None, timeout=900):
+    """``scripts/gpu_check.sh run ARGS`` with this interpreter."""
+    full_env = dict(os.environ, PYTHON=sys.executable, **(env or {}))
+    return subprocess.run(["bash", str(SCRIPT), "run", *args], cwd=ROOT, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_plugin_files_are_the_runtimes():
+    """gpu_check's early plugin check looks for the files the runtime loads (runtime/src/plugin.rs)."""
+    source = (ROOT / "runtime" / "src" / "plugin.rs").read_text()
+    for kind, device in (("Cuda", "cuda"), ("Cpu", "cpu")):
+        arm = re.search(rf"DeviceKind::{kind} => &\[(.*?)\]", source, re.S)
+        assert arm, f"no DeviceKind::{kind} arm in plugin_files"
+        assert re.findall(r'"([^"]+)"', arm.group(1)) == gpu_check.PLUGIN_FILES[device]
+
+
+def test_cuda13_plugin_is_found_through_the_import_system(tmp_path, monkeypatch):
+    """jax-cuda13-pjrt installs jax_plugins/xla_cuda13/xla_cuda_plugin.so (jax_plugins is a
+    namespace package): options={"device": "cuda"} finds it wherever this interpreter imports it
+    from, PYTHONPATH included, and prefers it to the CUDA 12 one."""
+    from fxhlo import _plugin
+
+    for version in ("xla_cuda12", "xla_cuda13"):
+        package = tmp_path / "jax_plugins" / version
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("raise RuntimeError('the plugin package must not be imported')\n")
+        (package / "xla_cuda_plugin.so").write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "jax_plugins" or m.startswith("jax_plugins.")]:
+        monkeypatch.delitem(sys.modules, name)
+    found = _plugin.find(gpu_check.PLUGIN_FILES["cuda"])
+    assert found == str(tmp_path / "jax_plugins" / "xla_cuda13" / "xla_cuda_plugin.so")
+    assert "jax_plugins.xla_cuda13" not in sys.modules
+
+
+def test_relative_error():
+    want = (torch.tensor([[1.0, -4.0], [2.0, 0.0]]), {"pooled": torch.tensor([10.0])})
+    assert gpu_check.relative_error((want[0].clone(), {"pooled": torch.tensor([10.0])}), want) == 0.0
+    # Relative to the largest magnitude of each output, the worst output counts.
+    got = (want[0] + 0.04, {"pooled": torch.tensor([10.5])})
+    assert gpu_check.relative_error(got, want) == pytest.approx(0.05)
+    assert gpu_check.relative_error((want[0], {"pooled": torch.tensor([float("nan")])}), want) == float("inf")
+    with pytest.raises(AssertionError, match="shape"):
+        gpu_check.relative_error((want[0].T.reshape(4), want[1]), want)
+    with pytest.raises(AssertionError, match="outputs"):
+        gpu_check.relative_error(want[0], want)
+
+
+def test_table_reports_errors_and_skips():
+    report = {"device": "cpu", "blocks": 7, "calls": 10, "variants": ["bf16x1", "f32x1"], "quick": False,
+              "per_call": {"eager us": 2.0, "inductor us": 10.0, "fxhlo error": "CompileError: boom"},
+              "skipped": 1, "elapsed s": 3.0, "cases": [
+                  {"model": "bert", "dtype": "bf16", "batch": 1, "match": True, "fxhlo err": 1e-3, "eager ms": 2.0,
+                   "inductor ms": 1.0, "fxhlo ms": 0.5, "fxhlo compile s": 3.0, "inductor compile s": 4.0},
+                  {"model": "resnet50", "dtype": "bf16", "batch": 1, "match": False, "fxhlo error": "ShapeError: f32[64]",
+                   "eager ms": 3.0, "inductor ms": 2.0},
+                  {"model": "resnet50", "dtype": "f32", "batch": 1, "match": False, "skipped": "time budget"}]}
+    text = gpu_check.table(report)
+    assert "resnet50 bf16x1: fxhlo: ShapeError: f32[64]" in text
+    assert "| resnet50           | f32x1   | skipped: time budget" in text
+    assert "1 of 2 cases compiled and matched eager" in text and "1 skipped" in text
+    assert "fxhlo: CompileError: boom" in text
+    assert "Inductor 2.00x, fxhlo 4.00x" in text
+
+
+def test_no_cuda_device_is_a_clear_exit():
+    """Without a CUDA device (hidden here even on a GPU machine) the check says so and exits 2."""
+    result = run_script("--quick", env={"CUDA_VISIBLE_DEVICES": ""}, timeout=300)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no CUDA device" in result.stdout
+
+
+def test_missing_carry_is_a_clear_exit(tmp_path):
+    """An interpreter for which neither carry/ nor the checkout has an extension is told what to build."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho cpython-399\n")
+    fake.chmod(0o755)
+    result = subprocess.run(["bash", str(SCRIPT), "run"], cwd=ROOT, env=dict(os.environ, PYTHON=str(fake)),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "scripts/gpu_check.sh build" in result.stderr
+
+
+@pytest.mark.slow
+def test_quick_run_on_the_cpu_plugin(tmp_path):
+    """`scripts/gpu_check.sh run --device cpu --quick`: every case compiles with fxhlo and Inductor,
+    matches eager, and has positive figures; the per-call figures are there for all three; the
+    table and the JSON under $OUT agree. Then a budget too small for any case skips them all."""
+    result = run_script("--device", "cpu", "--quick", env={"OUT": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    for contender in ("eager", "inductor", "fxhlo"):
+        assert report["per_call"][f"{contender} us"] > 0, report["per_call"]
+    cases = report["cases"]
+    assert [(r["model"], r["dtype"], r["batch"]) for r in cases] == [
+        (m, v.split("x")[0], int(v.split("x")[1])) for v in gpu_check.QUICK_VARIANTS for m in gpu_check.QUICK_MODELS]
+    for r in cases:
+        assert r["match"] is True, r
+        assert 0 <= r["fxhlo err"] <= gpu_check.TOLERANCE[gpu_check.DTYPES[r["dtype"]]], r
+        for key in ("eager ms", "inductor ms", "fxhlo ms", "fxhlo compile s", "inductor compile s"):
+            assert r[key] > 0, (key, r)
+    assert report["skipped"] == 0
+    assert f"{len(cases)} of {len(cases)} cases compiled and matched eager" in result.stdout
+    assert re.search(r"\| resnet50 +\| f32x1 +\| yes +\|", result.stdout), result.stdout
+
+    small = run_script("--device", "cpu", "--quick", "--budget", "1", "--json", str(tmp_path / "small.json"))
+    assert small.returncode == 1, small.stdout + small.stderr
+    report = json.loads((tmp_path / "small.json").read_text())
+    assert report["skipped"] == len(cases) and all(r.get("skipped") for r in report["cases"])
+    assert "skipping the last" in small.stdout and f"{len(cases)} skipped" in small.stdout
