@@ -236,8 +236,16 @@ def interleaved_ms(fns: dict, device: Device, runs: int, target_s: float) -> dic
     return {name: statistics.median(v) * 1e3 for name, v in samples.items()} | {"rounds": rounds}
 
 
+def _root(e: BaseException) -> BaseException:
+    """The error behind ``e``: Dynamo wraps a backend's error (BackendCompilerFailed ... from it)."""
+    while e.__cause__ is not None:
+        e = e.__cause__
+    return e
+
+
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
+    e = _root(e)
+    text = [line for line in str(e).strip().splitlines() if line.strip()]
     return f"{type(e).__name__}: {text[0][:200] if text else ''}"
 
 
@@ -338,8 +346,8 @@ def run_case(name: str, variant: str, device: Device, options: dict, quick: bool
                     if backend == "fxhlo" and _device_error(e):
                         raise
                     row[f"{backend} error"] = _first_line(e)
-                    if backend == "fxhlo":
-                        row["traceback"] = traceback.format_exc(limit=-6)
+                    row[f"{backend} error text"] = str(_root(e))[:4000]
+                    row[f"{backend} traceback"] = traceback.format_exc(limit=-8)
             stage = "timing"
             ms = interleaved_ms({k: (lambda m=m: m(*args, **kwargs)) for k, m in contenders.items()}, device, runs, target_s)
             row["rounds"] = ms.pop("rounds")
@@ -426,6 +434,7 @@ def main(argv=None) -> int:
                     help="seconds for the whole run; cases that would not fit are skipped (default 420)")
     ap.add_argument("--runs", type=int, default=50, help="most timed rounds per case (default 50, at least 5)")
     ap.add_argument("--json", help="write the results here (default: $OUT/gpu_check.json when OUT is set)")
+    ap.add_argument("--dump", metavar="DIR", help="fxhlo dumps each graph's trace into DIR (options dump='trace')")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
 
@@ -459,6 +468,8 @@ def main(argv=None) -> int:
 
     device = Device(a.device)
     options = {"device": a.device}
+    if a.dump:
+        options.update(dump="trace", dump_dir=a.dump)
     report = {
         "device": torch.cuda.get_device_name() if a.device == "cuda" else f"cpu ({platform.processor() or platform.machine()}, "
                                                                            f"{os.cpu_count()} cores)",

@@ -77,6 +77,17 @@ def test_relative_error():
         gpu_check.relative_error(want[0], want)
 
 
+def test_error_line_is_the_backends_own():
+    """A row names the error behind Dynamo's wrapper, by its first non-empty line."""
+    try:
+        try:
+            raise ValueError("\ntrace meta says f32[64] but shape inference gives bf16[0]\n  at node 3")
+        except ValueError as inner:
+            raise RuntimeError("backend='fxhlo' raised:") from inner
+    except RuntimeError as e:
+        assert gpu_check._first_line(e) == "ValueError: trace meta says f32[64] but shape inference gives bf16[0]"
+
+
 def test_table_reports_errors_and_skips():
     report = {"device": "cpu", "blocks": 7, "calls": 10, "variants": ["bf16x1", "f32x1"], "quick": False,
               "per_call": {"eager us": 2.0, "inductor us": 10.0, "fxhlo error": "CompileError: boom"},
