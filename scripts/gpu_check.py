@@ -29,7 +29,9 @@ not start (no CUDA device, fxhlo not importable, no PJRT plugin for the device).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
+import importlib.metadata
 import importlib.util
 import json
 import math
@@ -37,8 +39,11 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
 import traceback
+
+START = time.perf_counter()  # the budget counts from here: importing torch is part of the run
 
 try:
     import torch
@@ -368,7 +373,8 @@ def run_case(name: str, variant: str, device: Device, options: dict, quick: bool
 
 
 def _fmt(v, spec):
-    return format(v, spec) if isinstance(v, (int, float)) else "-"
+    """``v`` formatted by ``spec``, or a dash as wide when there is no figure."""
+    return format(v, spec) if isinstance(v, (int, float)) else "-".rjust(int(spec.split(".")[0] or 0))
 
 
 def table(report: dict) -> str:
@@ -430,13 +436,16 @@ def main(argv=None) -> int:
     ap.add_argument("--models", help=f"comma list of models (default: all: {', '.join(MODELS)})")
     ap.add_argument("--variants", help=f"comma list of <dtype>x<batch> cases, dtype f32 or bf16 "
                                        f"(default {','.join(VARIANTS)}; quick: {','.join(QUICK_VARIANTS)})")
-    ap.add_argument("--budget", type=float, default=float(os.environ.get("GPU_CHECK_BUDGET", 420)),
-                    help="seconds for the whole run; cases that would not fit are skipped (default 420)")
+    ap.add_argument("--budget", type=float, default=float(os.environ.get("GPU_CHECK_BUDGET", 400)),
+                    help="seconds for the whole run; cases that would not fit are skipped (default 400)")
+    ap.add_argument("--hard-limit", type=float, default=None,
+                    help="seconds after which a case still running is abandoned: the table so far is printed "
+                         "and the process exits 3 (default: budget + 65, under 8 minutes in all)")
     ap.add_argument("--runs", type=int, default=50, help="most timed rounds per case (default 50, at least 5)")
     ap.add_argument("--json", help="write the results here (default: $OUT/gpu_check.json when OUT is set)")
     ap.add_argument("--dump", metavar="DIR", help="fxhlo dumps each graph's trace into DIR (options dump='trace')")
     a = ap.parse_args(argv)
-    t0 = time.perf_counter()
+    t0 = START
 
     models = a.models.split(",") if a.models else list(QUICK_MODELS if a.quick else MODELS)
     variants = a.variants.split(",") if a.variants else list(QUICK_VARIANTS if a.quick else VARIANTS)
@@ -480,9 +489,9 @@ def main(argv=None) -> int:
     }
     for mod in ("torchvision", "transformers", "diffusers"):
         try:
-            report[mod] = __import__(mod).__version__
-        except Exception as e:  # a missing package fails only its models' rows
-            report[mod] = f"missing ({_first_line(e)})"
+            report[mod] = importlib.metadata.version(mod)
+        except importlib.metadata.PackageNotFoundError:  # fails only its models' rows
+            report[mod] = "missing"
     out = a.json or (os.path.join(os.environ["OUT"], "gpu_check.json") if os.environ.get("OUT") else None)
 
     def save():
@@ -492,6 +501,35 @@ def main(argv=None) -> int:
             with open(out + ".tmp", "w") as f:
                 json.dump(report, f, indent=1, default=str)
             os.replace(out + ".tmp", out)
+
+    # A compile that never returns must not take the table with it: past the hard limit, print
+    # what there is and leave (the running case is lost, the others are kept).
+    # If the stuck call holds the GIL, this thread cannot run: faulthandler's own thread then
+    # prints where every thread is and ends the process 20 s later (the rows so far are in the
+    # JSON and were printed as they came).
+    current = {"case": "the per-call check", "pending": []}
+
+    def abandon():
+        log(f"\ngpu_check: hard time limit ({hard_limit:.0f} s) reached during {current['case']}: abandoning it")
+        report["error"] = f"hard time limit reached during {current['case']}"
+        try:
+            for m2, v2 in current["pending"]:
+                d, b = v2.split("x")
+                abandoned = (m2, v2) == current.get("running")
+                report["cases"].append({"model": m2, "dtype": d, "batch": int(b), "match": False} | (
+                    {"error": "abandoned at the hard time limit"} if abandoned else {"skipped": "hard time limit"}))
+                report["skipped"] += 0 if abandoned else 1
+            save()
+            log("\n" + table(report))
+        finally:
+            sys.stdout.flush()
+            os._exit(3)
+
+    hard_limit = a.hard_limit if a.hard_limit is not None else a.budget + 65
+    watchdog = threading.Timer(max(0.0, hard_limit - (time.perf_counter() - t0)), abandon)
+    watchdog.daemon = True
+    watchdog.start()
+    faulthandler.dump_traceback_later(max(1.0, hard_limit + 20 - (time.perf_counter() - t0)), exit=True)
 
     log(f"gpu_check on {report['device']}: torch {torch.__version__}, python {report['python']}, "
         f"torchvision {report['torchvision']}, transformers {report['transformers']}, diffusers {report['diffusers']}")
@@ -524,9 +562,11 @@ def main(argv=None) -> int:
                 report["cases"].append({"model": m2, "dtype": d, "batch": int(b), "match": False,
                                         "skipped": f"time budget ({left:.0f} s left, a case takes ~{estimate:.0f} s)"})
             report["skipped"] = len(cases) - i
+            current["pending"] = []
             log(f"time budget: {left:.0f} s left, a case takes ~{estimate:.0f} s: skipping the last {len(cases) - i} cases")
             break
         start = time.perf_counter()
+        current.update(case=f"{m} {v}", running=(m, v), pending=cases[i:])
         try:
             row = run_case(m, v, device, options, a.quick, runs, target_s)
         except Exception as e:  # a DeviceError: nothing more will run on this device
@@ -537,11 +577,15 @@ def main(argv=None) -> int:
         row["case s"] = time.perf_counter() - start
         durations.append(row["case s"])
         report["cases"].append(row)
+        current.update(running=None, pending=cases[i + 1:])
         save()
         log(f"[{i + 1}/{len(cases)}] {m} {v}: {'match' if row['match'] else 'NO MATCH'}"
             + "".join(f", {k} {row[k]:.3g}" for k in ("fxhlo err", "eager ms", "inductor ms", "fxhlo ms") if k in row)
             + "".join(f"; {k}: {row[k]}" for k in ("error", "fxhlo error", "inductor error") if k in row)
             + f" ({row['case s']:.0f} s)")
+    watchdog.cancel()
+    faulthandler.cancel_dump_traceback_later()
+    current["pending"] = []
     save()
     log("\n" + table(report))
     if out:

@@ -124,6 +124,17 @@ def test_missing_carry_is_a_clear_exit(tmp_path):
 
 
 @pytest.mark.slow
+def test_hard_limit_prints_the_table_and_exits(tmp_path):
+    """A run past its hard limit (a compile that never returns) still prints the table and the
+    JSON, says where it was, and exits 3."""
+    result = run_script("--device", "cpu", "--quick", "--hard-limit", "0", "--json", str(tmp_path / "r.json"))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "hard time limit (0 s) reached during the per-call check" in result.stdout
+    assert "Per call of a cached x + 1" in result.stdout
+    assert "hard time limit" in json.loads((tmp_path / "r.json").read_text())["error"]
+
+
+@pytest.mark.slow
 def test_quick_run_on_the_cpu_plugin(tmp_path):
     """`scripts/gpu_check.sh run --device cpu --quick`: every case compiles with fxhlo and Inductor,
     matches eager, and has positive figures; the per-call figures are there for all three; the
