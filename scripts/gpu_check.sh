@@ -31,7 +31,7 @@ build() {
   local tag="cpython-${ver/./}-x86_64-linux-gnu"
   local target="${CARGO_TARGET_DIR:-$ROOT/target/gpu-check}"
   command -v cargo >/dev/null || { echo "gpu_check build: cargo not found (build where scripts/setup.sh was run)" >&2; exit 2; }
-  mkdir -p carry
+  rm -rf carry && mkdir -p carry
   # PyO3 without an interpreter: the ABI facts of the target CPython (a shared libpython, not
   # abi3). The extension links MLIR statically and needs only glibc and libstdc++ there.
   cat > carry/pyo3-config.txt <<EOF
@@ -46,7 +46,7 @@ EOF
   echo "gpu_check build: cargo build --release -p fxhlo-python for CPython $ver into $target"
   PYO3_CONFIG_FILE="$ROOT/carry/pyo3-config.txt" CARGO_TARGET_DIR="$target" \
     cargo build --release --quiet -p fxhlo-python
-  rm -rf carry/site && mkdir -p carry/site
+  mkdir -p carry/site
   # The package as git sees it (tracked and new files), without built extensions or bytecode.
   git ls-files -co --exclude-standard -- python/fxhlo | grep -v -E '(__pycache__|\.py[co]$|\.so$)' |
     while read -r f; do mkdir -p "carry/site/$(dirname "${f#python/}")"; cp "$f" "carry/site/${f#python/}"; done
