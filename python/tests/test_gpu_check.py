@@ -88,6 +88,21 @@ def test_error_line_is_the_backends_own():
         assert gpu_check._first_line(e) == "ValueError: trace meta says f32[64] but shape inference gives bf16[0]"
 
 
+def test_an_all_zero_output_is_no_match(monkeypatch):
+    """A model whose eager output is all zeros (torchvision's ViT head is zero-initialized) would
+    match anything: the case is an error, not a match."""
+    def zeros(batch, quick):
+        model = torch.nn.Linear(4, 3)
+        torch.nn.init.zeros_(model.weight)
+        torch.nn.init.zeros_(model.bias)
+        return model, (torch.randn(batch, 4),), {}
+
+    monkeypatch.setitem(gpu_check.MODELS, "zeros", zeros)
+    row = gpu_check.run_case("zeros", "f32x1", gpu_check.Device("cpu"), {"device": "cpu"}, True, 5, 0.1)
+    assert row["match"] is False
+    assert "eager's output is all zeros" in row["error"]
+
+
 def test_table_reports_errors_and_skips():
     report = {"device": "cpu", "blocks": 7, "calls": 10, "variants": ["bf16x1", "f32x1"], "quick": False,
               "per_call": {"eager us": 2.0, "inductor us": 10.0, "fxhlo error": "CompileError: boom"},
