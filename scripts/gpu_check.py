@@ -193,6 +193,8 @@ def relative_error(got, want) -> float:
     for g, w in zip(got, want):
         if g.shape != w.shape:
             raise AssertionError(f"output shape {tuple(g.shape)}, eager's is {tuple(w.shape)}")
+        if g.dtype != w.dtype or g.device != w.device:
+            raise AssertionError(f"output {g.dtype} on {g.device}, eager's is {w.dtype} on {w.device}")
         if not w.is_floating_point():
             worst = max(worst, 0.0 if torch.equal(g.cpu(), w.cpu()) else math.inf)
             continue
@@ -284,6 +286,8 @@ def per_call(device: Device, options: dict, blocks: int, calls: int) -> dict:
         for name, fn in list(fns.items()):
             try:
                 got = fn(x)
+                if got.device != x.device or got.dtype != x.dtype:
+                    raise AssertionError(f"x + 1 gave {got.dtype} on {got.device} for {x.dtype} on {x.device}")
                 if not torch.equal(got, x + 1):
                     raise AssertionError(f"x + 1 gave {got.tolist()}")
             except Exception as e:
