@@ -73,7 +73,7 @@ def test_relative_error():
     assert gpu_check.relative_error((want[0], {"pooled": torch.tensor([float("nan")])}), want) == float("inf")
     with pytest.raises(AssertionError, match="shape"):
         gpu_check.relative_error((want[0].T.reshape(4), want[1]), want)
-    with pytest.raises(AssertionError, match="bfloat16 on cpu, eager's is float32 on cpu"):
+    with pytest.raises(AssertionError, match="torch.bfloat16 on cpu, eager's is torch.float32 on cpu"):
         gpu_check.relative_error((want[0].bfloat16(), want[1]), want)
     with pytest.raises(AssertionError, match="outputs"):
         gpu_check.relative_error(want[0], want)
