@@ -44,6 +44,9 @@ import time
 import traceback
 
 START = time.perf_counter()  # the budget counts from here: importing torch is part of the run
+# The libraries' advice about loading pretrained weights does not apply to random ones.
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 
 try:
     import torch
@@ -247,10 +250,13 @@ def interleaved_ms(fns: dict, device: Device, runs: int, target_s: float) -> dic
 
 
 def _root(e: BaseException) -> BaseException:
-    """The error behind ``e``: Dynamo wraps a backend's error (BackendCompilerFailed ... from it)."""
-    while e.__cause__ is not None:
-        e = e.__cause__
-    return e
+    """The error behind ``e``: Dynamo wraps a backend's error in BackendCompilerFailed (its
+    ``inner_exception``; some releases also chain it as the cause)."""
+    while True:
+        inner = e.__cause__ or getattr(e, "inner_exception", None)
+        if not isinstance(inner, BaseException) or inner is e:
+            return e
+        e = inner
 
 
 def _first_line(e: BaseException) -> str:

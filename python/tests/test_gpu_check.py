@@ -80,14 +80,16 @@ def test_relative_error():
 
 
 def test_error_line_is_the_backends_own():
-    """A row names the error behind Dynamo's wrapper, by its first non-empty line."""
-    try:
-        try:
-            raise ValueError("\ntrace meta says f32[64] but shape inference gives bf16[0]\n  at node 3")
-        except ValueError as inner:
-            raise RuntimeError("backend='fxhlo' raised:") from inner
-    except RuntimeError as e:
-        assert gpu_check._first_line(e) == "ValueError: trace meta says f32[64] but shape inference gives bf16[0]"
+    """A row names the error behind Dynamo's wrapper (BackendCompilerFailed), by its first
+    non-empty line."""
+    def failing_backend(gm, example_inputs):
+        raise ValueError("\ntrace meta says f32[64] but shape inference gives bf16[0]\n  at node 3")
+
+    with pytest.raises(Exception) as caught:
+        torch.compile(lambda x: x * 2, backend=failing_backend, fullgraph=True)(torch.ones(2))
+    assert type(caught.value).__name__ == "BackendCompilerFailed"
+    assert gpu_check._first_line(caught.value) == (
+        "ValueError: trace meta says f32[64] but shape inference gives bf16[0]")
 
 
 def test_an_all_zero_output_is_no_match(monkeypatch):
