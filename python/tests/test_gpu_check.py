@@ -143,6 +143,18 @@ def test_missing_carry_is_a_clear_exit(tmp_path):
 
 
 @pytest.mark.slow
+def test_missing_plugin_is_a_clear_exit(tmp_path):
+    """No PJRT plugin for the device: fxhlo's DeviceError, said at once (not a table of failed
+    rows), exit 2."""
+    result = run_script("--device", "cpu", "--quick", "--json", str(tmp_path / "r.json"),
+                        env={"FXHLO_PJRT_PLUGIN": str(tmp_path / "no-plugin.so")})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "fxhlo cannot use the cpu device: DeviceError: PJRT plugin" in result.stdout
+    assert "install xla-cpu-pjrt" in result.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["error"].startswith("DeviceError")
+
+
+@pytest.mark.slow
 def test_hard_limit_prints_the_table_and_exits(tmp_path):
     """A run past its hard limit (a compile that never returns) still prints the table and the
     JSON, says where it was, and exits 3."""
