@@ -42,11 +42,14 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 
 START = time.perf_counter()  # the budget counts from here: importing torch is part of the run
 # The libraries' advice about loading pretrained weights does not apply to random ones.
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
+# diffusers' version checks are lru_cache'd: Dynamo says, once per call site, that it traces through.
+warnings.filterwarnings("ignore", message="Dynamo detected a call to a `functools.lru_cache`")
 
 try:
     import torch
