@@ -21,6 +21,7 @@ case so that a run killed from outside keeps what it measured.
 
 ``--device cpu --quick`` runs the same code on the CPU plugin with small configurations of a few
 of the models (python/tests/test_gpu_check.py does, so this script is tested without a GPU).
+The environment can say the same: GPU_CHECK_DEVICE=cpu, GPU_CHECK_QUICK=1, GPU_CHECK_BUDGET=<s>.
 
 Exit status: 0 when every case that ran compiled and matched, 1 otherwise, 2 when the check could
 not start (no CUDA device, fxhlo not importable, no PJRT plugin for the device).
@@ -403,7 +404,8 @@ def table(report: dict) -> str:
     pc = report.get("per_call", {})
     lines.append(f"Per call of a cached x + 1 (1 element, {report['device']}), best of {report['blocks']} blocks of "
                  f"{report['calls']} calls:")
-    lines.append("  " + "   ".join(f"{k} {_fmt(pc.get(f'{k} us'), '.1f')} us" for k in ("eager", "inductor", "fxhlo")))
+    lines.append("  " + "   ".join(f"{k} {pc[f'{k} us']:.1f} us" if f"{k} us" in pc else f"{k} -"
+                                   for k in ("eager", "inductor", "fxhlo")))
     for k in ("eager", "inductor", "fxhlo"):
         if f"{k} error" in pc:
             lines.append(f"  {k}: {pc[f'{k} error']}")
