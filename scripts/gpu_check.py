@@ -552,6 +552,7 @@ def main(argv=None) -> int:
     watchdog = threading.Timer(max(0.0, hard_limit - (time.perf_counter() - t0)), abandon)
     watchdog.daemon = True
     watchdog.start()
+    faulthandler.enable()  # a crash in native code (a plugin, a kernel) still says where it was
     faulthandler.dump_traceback_later(max(1.0, hard_limit + 20 - (time.perf_counter() - t0)), exit=True)
 
     log(f"gpu_check on {report['device']}: torch {torch.__version__}, python {report['python']}, "
