@@ -162,7 +162,10 @@ def test_hard_limit_prints_the_table_and_exits(tmp_path):
     assert result.returncode == 3, result.stdout + result.stderr
     assert "hard time limit (0 s) reached during the per-call check" in result.stdout
     assert "Per call of a cached x + 1" in result.stdout
-    assert "hard time limit" in json.loads((tmp_path / "r.json").read_text())["error"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert "hard time limit" in report["error"]
+    assert report["skipped"] == len(report["cases"]) == len(gpu_check.QUICK_MODELS) * len(gpu_check.QUICK_VARIANTS)
+    assert "| resnet50           | f32x1   | skipped: hard time limit" in result.stdout
 
 
 @pytest.mark.slow
