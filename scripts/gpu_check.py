@@ -49,6 +49,8 @@ START = time.perf_counter()  # the budget counts from here: importing torch is p
 # The libraries' advice about loading pretrained weights does not apply to random ones.
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
+# Nothing is downloaded (models come from configs); where there is no network, no lookup waits.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # diffusers' version checks are lru_cache'd: Dynamo says, once per call site, that it traces through.
 warnings.filterwarnings("ignore", message="Dynamo detected a call to a `functools.lru_cache`")
 
