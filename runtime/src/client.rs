@@ -256,8 +256,17 @@ impl Client {
     }
 
     /// Copies a strided view of host memory to the addressable device `device`; the plugin
-    /// gathers the elements into its own layout as it copies (see [`HostView`]).
+    /// gathers the elements into its own layout as it copies (see [`HostView`]). Where the
+    /// device's memory is host memory (the CPU plugin), a large strided view is gathered here
+    /// instead, in tiles, into memory the device then views.
     pub fn upload_view_to(&self, device: usize, view: &HostView<'_>) -> Result<DeviceBuffer> {
+        if self.memory_kind(device) == Some(MemoryKind::Host) && crate::gather::worth_gathering(view) {
+            // Gathered here: the plugin would copy after returning and make the next execution
+            // wait (see the gather module).
+            if let Ok(buffer) = self.share_to(device, crate::gather::gather(view)?)? {
+                return Ok(buffer);
+            }
+        }
         self.upload_strided_to(device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
     }
 
@@ -288,8 +297,8 @@ impl Client {
 
     /// [`Client::upload_view_to`] of every view in `views`, on up to as many threads as the
     /// machine has cores when there is enough to copy (a model's weights on its first call):
-    /// uploads that gather a permuted view (a weight in the layout the device's kernels take)
-    /// run at memory speed on one core, so they scale with cores. The buffers come back in the
+    /// gathering a permuted view (a weight in the layout the device's kernels take) runs at
+    /// memory speed on one core, so it scales with cores. The buffers come back in the
     /// order of `views`; the first error, if any, after every upload has finished (the
     /// buffers made are destroyed).
     pub fn upload_views_to(&self, device: usize, views: &[HostView<'_>]) -> Result<Vec<DeviceBuffer>> {
@@ -321,6 +330,7 @@ impl Client {
         struct Made(Result<*mut pjrt_sys::PJRT_Buffer>);
         // SAFETY: a raw buffer handed from the worker to the caller, used by one at a time.
         unsafe impl Send for Made {}
+        let host = self.memory_kind(device) == Some(MemoryKind::Host);
         let handles = Handles(self.raw, self.raw_client, target);
         let next = std::sync::atomic::AtomicUsize::new(0);
         let mut made: Vec<Option<Made>> = (0..views.len()).map(|_| None).collect();
@@ -334,7 +344,11 @@ impl Client {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(v) = views.get(i) else { break };
-                            let r = raw.buffer_from_host(client, device, v.element_type, &v.dims, v.byte_strides.as_deref(), &v.bytes);
+                            let r = if host && crate::gather::worth_gathering(v) {
+                                crate::gather::gather(v).and_then(|lent| raw.view_of_memory(client, device, lent))
+                            } else {
+                                raw.buffer_from_host(client, device, v.element_type, &v.dims, v.byte_strides.as_deref(), &v.bytes)
+                            };
                             mine.push((i, Made(r)));
                         }
                         mine

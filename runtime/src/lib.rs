@@ -31,6 +31,7 @@ pub mod element;
 pub mod env;
 pub mod error;
 pub mod executable;
+mod gather;
 mod kinds;
 pub mod plugin;
 pub mod share;

@@ -27,7 +27,7 @@ pub(crate) fn dense_len(element_type: ElementType, dims: &[i64]) -> Result<usize
 
 /// Checks that a strided view of `dims` with `byte_strides` (non-negative) stays inside `len`
 /// bytes, with checked arithmetic.
-fn check_strided(
+pub(crate) fn check_strided(
     element_type: ElementType,
     dims: &[i64],
     byte_strides: &[i64],
