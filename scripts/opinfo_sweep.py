@@ -14,6 +14,7 @@ the reason: the ATen ops fxhlo does not lower, the error's first line, or the la
 
     python scripts/opinfo_sweep.py --dtypes float32 --out testsuite/opinfo/results.json
     python scripts/opinfo_sweep.py --ops sin,cumsum -v          # a few ops, reasons printed
+    python scripts/opinfo_sweep.py --device cuda --ops nn.functional.batch_norm,nn.functional.layer_norm -v
 
 Ops run in worker processes (``--jobs``) that report one JSON line per op; a worker that dies
 (a crash in a compiler) or stalls past ``--timeout`` seconds on one op is replaced, and that op
@@ -34,6 +35,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("float32", "float16", "bfloat16", "int64", "bool")
+# The device the graphs are captured for (``--device``): ``cpu`` compiles through
+# torch.compile; another (``cuda``) captures on fake tensors of that device
+# (fxhlo.fake_device) and runs the trace on the CPU plugin, so device variants are found
+# without the device.
+DEVICE = "cpu"
 
 
 def op_key(op) -> str:
@@ -86,6 +92,31 @@ def _run(op, sample, backend: str | None):
     if backend is None:
         return fn(sample.input, *sample.args, **sample.kwargs)
     torch._dynamo.reset()
+    if backend == "fxhlo" and DEVICE != "cpu":
+        # The graph PyTorch would hand fxhlo on DEVICE, captured on fake tensors, run on the
+        # CPU plugin: an import or shape disagreement of a device variant fails the op here.
+        from torch.utils import _pytree as pytree
+
+        from fxhlo.fake_device import capture_for, run_trace
+
+        flat, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+        tensors = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
+
+        def on_tensors(*ts):
+            leaves = list(flat)
+            for i, t in zip(tensors, ts):
+                leaves[i] = t
+            x, args, kwargs = pytree.tree_unflatten(leaves, spec)
+            return fn(x, *args, **kwargs)
+
+        d = capture_for(on_tensors, [flat[i] for i in tensors], DEVICE, "opinfo")
+        outs = run_trace(d.trace, d.weights, d.inputs)
+        expected = fn(sample.input, *sample.args, **sample.kwargs)
+        leaves, out_spec = pytree.tree_flatten(expected)
+        # A graph that mutates an input (training batch norm's running stats) returns the new
+        # values first: the op's own outputs are the last ones.
+        outs = iter(outs[len(outs) - sum(isinstance(v, torch.Tensor) for v in leaves):])
+        return pytree.tree_unflatten([next(outs) if isinstance(v, torch.Tensor) else v for v in leaves], out_spec)
     compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
     with torch.no_grad():
         return compiled(sample.input, *sample.args, **sample.kwargs)
@@ -263,7 +294,7 @@ def sweep(names: list[str], dtypes: list[str], count: int, jobs: int, timeout: f
 
     def _run_batch(batch: list[str]) -> None:
         cmd = [sys.executable, __file__, "--worker", "--ops", ",".join(batch), "--dtypes", ",".join(dtypes),
-               "--samples", str(count)]
+               "--samples", str(count), "--device", DEVICE]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 env=dict(os.environ, PYTHONWARNINGS="ignore"))
         lines = queue.Queue()
@@ -338,9 +369,13 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds one op may take")
     ap.add_argument("--out", type=Path, help="write the per-op results as JSON")
+    ap.add_argument("--device", default="cpu", help="capture for this device: cpu (torch.compile), or cuda "
+                    "(fake CUDA tensors, their graph run on the CPU plugin)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every op, not only failures")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    global DEVICE
+    DEVICE = a.device
     dtypes = [d for d in a.dtypes.split(",") if d]
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:

@@ -15,9 +15,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use fxhlo_runtime::aot::{ALLOW_MULTIPLE_LIBTPU_LOAD, TPU_SKIP_MDS_QUERY};
-use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName};
+use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName, TopologyInfo};
 
-use crate::cache::{CacheKey, CompileCache, Tier};
+use crate::cache::{plugin_identity, topology_target_id, CacheKey, CompileCache, Tier};
 use crate::compile::{get_or_compile, Compiler, Origin};
 use crate::dump::file_safe;
 use crate::env::FXHLO_AOT_WORKER;
@@ -25,61 +25,97 @@ use crate::pipeline::{Lowered, Pipeline};
 use crate::{Error, Result};
 
 
-/// A target to compile for ahead of time, resolved: its plugin and the identity the cache key
-/// gives it.
+/// A target to compile for ahead of time, resolved: its plugin, its topology as the plugin
+/// describes it, and the identity the cache key gives it.
 #[derive(Debug, Clone)]
 pub struct AotTarget {
     /// The target's name (`tpu:v6e:2x2`).
     pub name: TargetName,
     /// The plugin and topology.
     pub target: Target,
-    /// The cache key's target field: device, topology and the plugin file's identity.
+    /// What the plugin's description of the topology says (read in the worker process).
+    pub topology: TopologyInfo,
+    /// The cache key's target field ([`crate::cache::topology_target_id`]): the same text a
+    /// client on a slice of this topology gives ([`crate::Session::target_id`]), so that a
+    /// TPU VM finds the executable compiled here.
     pub id: String,
 }
 
 impl AotTarget {
-    /// Finds the plugin for `name` (which must have a topology). Nothing is loaded: the plugin
-    /// is only opened by the worker.
-    pub fn resolve(name: &TargetName, env: &EnvConfig) -> Result<AotTarget> {
+    /// Finds the plugin for `name` (which must have a topology) and has the worker process
+    /// describe the topology (once per process and plugin file: the plugin is never loaded
+    /// here, where a crash or libtpu's start-up would take the caller down).
+    pub fn resolve(name: &TargetName, env: &EnvConfig, worker: &Worker) -> Result<AotTarget> {
         if !name.is_ahead_of_time() {
             return Err(Error::Options(format!(
                 "target `{name}` has no topology to compile for ahead of time (such as tpu:v6e:2x2)"
             )));
         }
         let target = Target::resolve_ahead_of_time(name, env)?;
-        let id = format!("{name} ahead of time, plugin {}", plugin_identity(&target.plugin));
-        Ok(AotTarget { name: name.clone(), target, id })
+        let topology = describe(&target, worker)?;
+        let id = topology_target_id(name.device, &plugin_identity(&target.plugin), &topology);
+        Ok(AotTarget { name: name.clone(), target, topology, id })
     }
 }
 
-/// The plugin file as the key names it: its installed package version when pip's metadata is
-/// beside it (`libtpu 0.0.52`), and its size and modification time, so that another build of
-/// the plugin never reuses an executable. Reading the file itself (137 MB for libtpu) would
-/// cost more than a cache hit saves.
-fn plugin_identity(plugin: &Path) -> String {
-    let meta = std::fs::metadata(plugin).ok();
-    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
-    let modified = meta
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let file = plugin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let package = package_version(plugin).map(|v| format!(" ({v})")).unwrap_or_default();
-    format!("{file}{package} {size} bytes modified {modified}")
+/// Topologies described so far in this process, by plugin file (with its identity: another
+/// build of the plugin is described again), topology name and worker program (a test's
+/// stand-in worker describes what it likes).
+type Described = Vec<((PathBuf, String, String, PathBuf), TopologyInfo)>;
+static DESCRIBED: std::sync::Mutex<Described> = std::sync::Mutex::new(Vec::new());
+
+/// `target`'s topology as its plugin describes it, read in the worker process (`--describe`):
+/// the fields a client on such a slice reports too ([`fxhlo_runtime::Client::topology`]).
+pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
+    let topology = target.topology.clone().unwrap_or_default();
+    let memo = (target.plugin.clone(), plugin_identity(&target.plugin), topology.clone(), worker.program.clone());
+    let described = DESCRIBED.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == memo).map(|(_, v)| v.clone());
+    if let Some(info) = described {
+        return Ok(info);
+    }
+    // What `Error::AotWorker` names: no graph yet, the target.
+    let graph = format!("{}:{topology}", target.device);
+    let dir = WorkDir::new()?;
+    let out = dir.0.join("topology.json");
+    let output = Command::new(&worker.program)
+        .args(&worker.args)
+        .arg("--plugin")
+        .arg(&target.plugin)
+        .arg("--topology")
+        .arg(&topology)
+        .arg("--describe")
+        .arg(&out)
+        .env(TPU_SKIP_MDS_QUERY.0, TPU_SKIP_MDS_QUERY.1)
+        .env(ALLOW_MULTIPLE_LIBTPU_LOAD.0, ALLOW_MULTIPLE_LIBTPU_LOAD.1)
+        .output()
+        .map_err(|e| start_error(&graph, worker, e))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let message = stderr.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(stderr.trim()).to_string();
+        if output.status.code() == Some(WORKER_COMPILE_ERROR) {
+            // The worker's message is the plugin's own error, already saying what was asked.
+            return Err(Error::AotWorker { graph, message });
+        }
+        let status = describe_status(&output.status);
+        return Err(Error::AotWorker { graph, message: format!("the worker crashed ({status}) describing the topology: {message}") });
+    }
+    let bytes = std::fs::read(&out).map_err(|source| Error::Io { path: out.clone(), source })?;
+    let info: TopologyInfo = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::AotWorker { graph, message: format!("the worker's topology description does not parse: {e}") })?;
+    DESCRIBED.lock().unwrap_or_else(|e| e.into_inner()).push((memo, info.clone()));
+    Ok(info)
 }
 
-/// `name version` of the pip package a plugin file came from (`site-packages/<pkg>/<file>`
-/// with `site-packages/<pkg>-<version>.dist-info` beside it).
-fn package_version(plugin: &Path) -> Option<String> {
-    let pkg_dir = plugin.parent()?;
-    let pkg = pkg_dir.file_name()?.to_str()?.to_string();
-    let site = pkg_dir.parent()?;
-    std::fs::read_dir(site).ok()?.filter_map(|e| e.ok()).find_map(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let rest = name.strip_suffix(".dist-info")?.strip_prefix(&format!("{pkg}-"))?.to_string();
-        Some(format!("{pkg} {rest}"))
-    })
+/// Why the worker `worker` could not be started, as an error naming `graph`.
+fn start_error(graph: &str, worker: &Worker, e: std::io::Error) -> Error {
+    Error::AotWorker {
+        graph: graph.to_string(),
+        message: format!(
+            "cannot start the ahead-of-time worker `{}`: {e}. Build the fxhlo binary (cargo build -p fxhlo-cli) \
+             or point {FXHLO_AOT_WORKER} at it",
+            worker.program.display()
+        ),
+    }
 }
 
 /// How to start the worker process: a program and the arguments before the worker's own.
@@ -143,7 +179,7 @@ impl Compiler for WorkerCompiler<'_> {
     }
 
     fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)> {
-        let (bytes, cost) = run_worker(&lowered.graph, lowered.program().code, self.target, self.worker, self.partitions, xla_dump_to)?;
+        let (bytes, cost) = run_worker(&lowered.graph, lowered.program().code, &self.target.name, &self.target.target, self.worker, self.partitions, xla_dump_to)?;
         Ok(((bytes.clone(), Some(cost)), Ok(bytes)))
     }
 
@@ -172,7 +208,7 @@ pub fn compile(
     worker: &Worker,
     fresh: bool,
 ) -> Result<(Lowered, AotCompiled)> {
-    let target = AotTarget::resolve(&options.device, env)?;
+    let target = AotTarget::resolve(&options.device, env, worker)?;
     let pipeline = Pipeline::new(options);
     let lowered = pipeline.lower(graph, frozen, dump, &target.id)?;
     let compiler = WorkerCompiler { target: &target, worker, partitions: pipeline.options().devices() };
@@ -191,25 +227,29 @@ pub fn compile(
 pub fn compile_module(
     name: &str,
     mlir: &str,
-    target: &AotTarget,
+    target: &TargetName,
+    env: &EnvConfig,
     worker: &Worker,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
-    run_worker(name, mlir.as_bytes(), target, worker, 1, None)
+    // No key, so no description of the topology: only its plugin.
+    let resolved = Target::resolve_ahead_of_time(target, env)?;
+    run_worker(name, mlir.as_bytes(), target, &resolved, worker, 1, None)
 }
 
 /// Runs the worker on `mlir` (text or bytecode) for `target`: the executable's bytes and its
 /// cost analysis, or a typed error (a compile error with the plugin's message; a crash with
 /// the module kept).
+#[allow(clippy::too_many_arguments)]
 fn run_worker(
     graph: &str,
     mlir: &[u8],
-    target: &AotTarget,
+    name: &TargetName,
+    target: &Target,
     worker: &Worker,
     partitions: usize,
     xla_dump_to: Option<&Path>,
 ) -> Result<(Vec<u8>, CostAnalysis)> {
-    let label = target.name.to_string();
-    let target = &target.target;
+    let label = name.to_string();
     let dir = WorkDir::new()?;
     let module = dir.0.join("module.mlir");
     let out = dir.0.join("executable.bin");
@@ -240,16 +280,7 @@ fn run_worker(
     if let Some(dir) = xla_dump_to {
         command.arg("--xla-dump-to").arg(dir);
     }
-    let output = command
-        .output()
-        .map_err(|e| Error::AotWorker {
-            graph: graph.to_string(),
-            message: format!(
-                "cannot start the ahead-of-time worker `{}`: {e}. Build the fxhlo binary (cargo build -p fxhlo-cli) \
-                 or point {FXHLO_AOT_WORKER} at it",
-                worker.program.display()
-            ),
-        })?;
+    let output = command.output().map_err(|e| start_error(graph, worker, e))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if output.status.success() {
         let bytes = std::fs::read(&out).map_err(io(&out))?;
@@ -362,7 +393,8 @@ impl Drop for WorkDir {
 pub const WORKER_COMPILE_ERROR: i32 = 3;
 
 /// The worker: `--plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>
-/// [--partitions <n>] [--xla-dump-to <folder>]`.
+/// [--partitions <n>] [--xla-dump-to <folder>]`, or `--plugin <so> --topology <t> --describe
+/// <json>` to write the topology's [`TopologyInfo`] instead (what the cache key is made of).
 /// Compiles the module for the topology, writes the serialized executable to `--out` and the
 /// cost analysis as JSON to `--cost`. Returns the process exit status: 0, or
 /// [`WORKER_COMPILE_ERROR`] after printing `error: <message>` on stderr, or 2 for bad
@@ -373,6 +405,20 @@ pub fn worker_main(args: &[String]) -> i32 {
         let i = args.iter().position(|a| a == flag)?;
         args.get(i + 1).cloned()
     };
+    if let (Some(plugin), Some(topology), Some(out)) = (get("--plugin"), get("--topology"), get("--describe")) {
+        let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology) };
+        let described = AotCompiler::new(&target)
+            .map_err(|e| e.to_string())
+            .and_then(|c| serde_json::to_vec(c.info()).map_err(|e| e.to_string()))
+            .and_then(|json| fxhlo_frontend::write_atomic(Path::new(&out), &json).map_err(|e| format!("{out}: {e}")));
+        return match described {
+            Ok(()) => 0,
+            Err(message) => {
+                eprintln!("error: {message}");
+                WORKER_COMPILE_ERROR
+            }
+        };
+    }
     let (Some(plugin), Some(topology), Some(module), Some(out), Some(cost)) =
         (get("--plugin"), get("--topology"), get("--module"), get("--out"), get("--cost"))
     else {

@@ -1,7 +1,9 @@
 //! Calling a [`Compiled`] graph: the one call path of the CLI, Rust users and the Python bridge.
-//! A call checks its arguments against the signature, uploads the user inputs, keeps weights
-//! resident on the device (uploaded again only when their [`WeightStamp`] changes), adds the
-//! bound parameters, runs, and takes the index checks off the outputs. The caller says where
+//! A call checks its arguments against the signature, gives the device the user inputs, keeps
+//! weights resident on the device (given again only when their [`WeightStamp`] changes), adds
+//! the bound parameters, runs, and takes the index checks off the outputs. An argument in
+//! memory the device addresses (a dense CPU tensor on the CPU plugin, a CUDA tensor on the
+//! CUDA plugin: [`CallArgs::lend`]) is shared, the buffer a view of it; any other is uploaded. The caller says where
 //! each argument's memory is through [`CallArgs`], read lazily: a resident weight is not read at
 //! all. The two halves, [`Compiled::prepare`] (uploads) and [`Call::execute`] (runs), are
 //! separate so that a caller can run without holding a lock it needs for reading (Python's GIL).
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::InputKind;
-use fxhlo_runtime::{DeviceBuffer, Executable, HostTensor, HostView};
+use fxhlo_runtime::{DeviceBuffer, Executable, HostTensor, HostView, Lent};
 
 use crate::cache::Tier;
 use crate::pipeline::{InputSignature, Lowered};
@@ -56,6 +58,14 @@ pub trait CallArgs {
 
     /// Input `i`'s memory, for an upload (checked against `sig` by the call).
     fn view(&self, i: usize, sig: &InputSignature) -> Result<Arg<'_>>;
+
+    /// Input `i`'s memory lent to the device without a copy, when the caller can lend it: a
+    /// dense tensor of `sig`'s type in memory the session's device may address (checked by
+    /// the call; memory it cannot address is copied through [`CallArgs::view`]). The default
+    /// lends nothing.
+    fn lend(&self, _i: usize, _sig: &InputSignature) -> Result<Option<Lent>> {
+        Ok(None)
+    }
 
     /// What keeps input `i`'s source alive while the session keeps its buffer, so that the
     /// identity in its stamp cannot be reused by another object.
@@ -102,6 +112,11 @@ pub struct Call<'c> {
     pub weight_uploads: u64,
     /// User inputs uploaded by this call.
     pub input_uploads: u64,
+    /// Parameters, buffers and constants this call gave the device as views of the caller's
+    /// memory (no copy; kept for the next calls like uploaded ones).
+    pub weight_shares: u64,
+    /// User inputs this call gave the device as views of the caller's memory (no copy).
+    pub input_shares: u64,
 }
 
 impl Compiled {
@@ -110,10 +125,13 @@ impl Compiled {
         &self.lowered.graph
     }
 
-    /// Checks `args` against the signature and uploads what the device does not hold: user
+    /// Checks `args` against the signature and gives the device what it does not hold: user
     /// inputs every call, weights (with a stamp) when `weights` holds no buffer of that
-    /// stamp. With a tensor-parallel plan, device `d` gets the `d`-th slice of each split input
-    /// and all of the others, uploaded every call (no residency across devices yet).
+    /// stamp; each shared where the caller lends memory the device addresses, else uploaded
+    /// (the uploads of one call together, on several threads when there is much to copy: a
+    /// model's weights on its first call). With a tensor-parallel plan, device `d` gets the
+    /// `d`-th slice of each split input and all of the others, uploaded every call (no
+    /// residency across devices yet).
     pub fn prepare<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &dyn CallArgs) -> Result<Call<'c>> {
         if args.count() != self.inputs.len() {
             return Err(Error::Input(format!(
@@ -126,41 +144,68 @@ impl Compiled {
         let devices = self.bound_buffers.len().max(1);
         let client = session.client();
         let mut fresh: Vec<Vec<Option<DeviceBuffer>>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
-        let (mut weight_uploads, mut input_uploads) = (0, 0);
+        let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares) = (0, 0, 0, 0);
+        // One device: the inputs to copy, uploaded together after the loop.
+        let mut pending: Vec<(usize, Option<WeightStamp>, Arg<'_>)> = Vec::new();
         for (i, sig) in self.inputs.iter().enumerate() {
             let stamp = if devices == 1 { args.stamp(i, sig)? } else { None };
             if weights.hit(i, stamp).is_some() {
                 fresh[0].push(None);
                 continue;
             }
+            if let Some(buffer) = share(session, sig, devices, args.lend(i, sig)?)? {
+                if sig.kind == InputKind::UserInput {
+                    input_shares += 1;
+                } else {
+                    weight_shares += 1;
+                }
+                match stamp {
+                    Some(stamp) => {
+                        weights.keep(i, stamp, buffer, args.owner(i));
+                        fresh[0].push(None);
+                    }
+                    None => fresh[0].push(Some(buffer)),
+                }
+                continue;
+            }
             let arg = args.view(i, sig)?;
             check(sig, &arg.view)?;
-            let mut uploaded = (0..devices)
-                .map(|d| {
-                    let view = match sig.split {
-                        Some(dim) => arg.view.clone().shard(dim, devices, d)?,
-                        None => arg.view.clone(),
-                    };
-                    Ok(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?)
-                })
-                .collect::<Result<Vec<_>>>()?;
             if sig.kind == InputKind::UserInput {
                 input_uploads += 1;
             } else {
                 weight_uploads += 1;
             }
-            if let Some(stamp) = stamp {
-                // A stamp only comes with one device: its buffer is kept for the next calls.
-                let buffer = uploaded.pop().ok_or_else(|| Error::Input("internal: no buffer uploaded".into()))?;
-                weights.keep(i, stamp, buffer, args.owner(i));
+            if devices == 1 {
+                // Uploaded together below (in parallel when there is much to copy).
                 fresh[0].push(None);
-            } else {
-                for (list, buffer) in fresh.iter_mut().zip(uploaded) {
-                    list.push(Some(buffer));
-                }
+                pending.push((i, stamp, arg));
+                continue;
+            }
+            // Several devices: each gets its slice of a split input, or all of it.
+            for (d, list) in fresh.iter_mut().enumerate() {
+                let view = match sig.split {
+                    Some(dim) => arg.view.clone().shard(dim, devices, d)?,
+                    None => arg.view.clone(),
+                };
+                list.push(Some(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?));
             }
         }
-        Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads })
+        let views = pending
+            .iter()
+            .map(|(i, _, arg)| arg.view.clone().in_layout(self.inputs[*i].layout.as_deref()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let buffers = client.upload_views_to(0, &views)?;
+        drop(views);
+        for ((i, stamp, arg), buffer) in pending.into_iter().zip(buffers) {
+            // The upload has read the memory: whatever kept it alive may go.
+            drop(arg);
+            match stamp {
+                // A stamp only comes with one device: its buffer is kept for the next calls.
+                Some(stamp) => weights.keep(i, stamp, buffer, args.owner(i)),
+                None => fresh[0][i] = Some(buffer),
+            }
+        }
+        Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads, weight_shares, input_shares })
     }
 
     /// [`Compiled::prepare`] and [`Call::execute`]: the outputs on the device.
@@ -248,6 +293,22 @@ impl Call<'_> {
         c.lowered.checks.strip(c.graph(), &mut outputs, |b| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0)))?;
         Ok(outputs)
     }
+}
+
+/// The device buffer viewing `lent`'s memory, when the device reads the input as the caller
+/// holds it (one device, no shard, no device layout) and can address that memory; `None`: copy.
+fn share(session: &Session, sig: &InputSignature, devices: usize, lent: Option<Lent>) -> Result<Option<DeviceBuffer>> {
+    let Some(lent) = lent else { return Ok(None) };
+    if devices != 1 || sig.split.is_some() || sig.layout.is_some() {
+        return Ok(None);
+    }
+    if lent.element_type != element_type(sig.ty.dtype) || lent.dims != sig.ty.shape.as_slice() {
+        return Err(Error::Input(format!(
+            "input `{}` expects {} but got {}{:?}",
+            sig.name, sig.ty, lent.element_type, lent.dims
+        )));
+    }
+    Ok(session.client().share_to(0, lent)?.ok())
 }
 
 /// An error unless `view` has the element type and dims `sig` says the caller passes.

@@ -75,10 +75,11 @@ pub(crate) fn get_or_compile<C: Compiler>(
     // Why the cache misses, asked before the compile fills it (only for the report).
     let miss = dump.map(|_| cache.explain_miss(&lowered.key).1);
     let result = obtain(compiler, cache, lowered, fresh, xla_dir.as_deref()).map_err(|e| match origin {
-        Some(o) if compiler.rejected(&e) => {
-            let root = dump.map(|d| d.config().dir.as_path());
+        // With dumping on, any failure here gets the module's reproduction in the dump folder
+        // (a crash of the compiler too), except a compile refused by FXHLO_ERROR_ON_COMPILE.
+        Some(o) if compiler.rejected(&e) || (dump.is_some() && !matches!(e, Error::CompileRefused { .. })) => {
             let failed = crate::repro::Failed::Compile { mlir: &lowered.mlir };
-            crate::repro::wrap(e, failed, o.graph, o.options, &lowered.key, o.frozen, root)
+            crate::repro::wrap(e, failed, o.graph, o.options, &lowered.key, o.frozen, dump)
         }
         _ => e,
     });

@@ -40,6 +40,11 @@ pub enum Error {
     #[error("graph `{graph}`: the {target} compiler crashed ({status}) compiling it; the module is kept in {} \
              for a bug report (reproduce: `fxhlo compile <that file> --target {target}`). Its last words:\n{stderr}", module.display())]
     TargetCompilerCrashed { graph: String, target: String, status: String, module: std::path::PathBuf, stderr: String },
+    /// A trace handed over as values of another language (the Python bridge's objects) that
+    /// does not fit the trace schema: a field missing or of the wrong kind, a value no trace
+    /// holds. `origin` names the trace (`<fxhlo_0_0>`).
+    #[error("{}: the trace does not fit fxhlo's schema: {message}", origin.display())]
+    Schema { origin: std::path::PathBuf, message: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),

@@ -110,9 +110,11 @@ impl Options {
             Some(tp) => serde_json::to_string(tp).unwrap_or_default(),
             None => "none".into(),
         };
+        // The device kind only: a topology (`tpu:v6e:2x2`) is the key's target field, which a
+        // TPU VM's client (`tpu`) describes alike, so both key one executable the same.
         format!(
             "device={} check_indices={} tensor_parallel={tp} {}",
-            self.device,
+            self.device.device,
             self.check_indices,
             passes_text(&self.passes())
         )
@@ -170,12 +172,13 @@ impl Pipeline {
             d.open(&key)?;
         }
         let lowered = self.lower_keyed(graph, frozen, dump, key.clone()).map_err(|e| match e {
+            // With dumping on, every failure gets its reproduction in the graph's dump folder.
+            e if dump.is_some() => crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, dump),
             // Ops fxhlo does not lower yet are named by the error itself (and are what Python's
             // eager fallback expects): no compiler failure to reproduce, so no folder.
             Error::Codegen(c) if matches!(*c, fxhlo_codegen::Error::Unsupported { .. }) => Error::Codegen(c),
             Error::Passes(_) | Error::Codegen(_) => {
-                let root = dump.map(|d| d.config().dir.as_path());
-                crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, root)
+                crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, None)
             }
             other => other,
         });

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use fxhlo_ir::Graph;
 use fxhlo_runtime::{Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostView, Target};
 
-use crate::cache::{target_id, CacheKey, CompileCache};
+use crate::cache::{plugin_identity, target_id, topology_target_id, CacheKey, CompileCache};
 use crate::call::{split_bound, Compiled};
 use crate::compile::{get_or_compile, Compiler, Origin};
 use crate::dump::{Dump, DumpConfig};
@@ -28,6 +28,8 @@ pub struct Session {
     cache: Arc<CompileCache>,
     /// What to dump of each graph compiled (`FXHLO_DUMP`, or [`Session::set_dump`]).
     dump: Option<DumpConfig>,
+    /// The cache key's target field for this client (see [`Session::target_id`]).
+    target_id: String,
 }
 
 impl Session {
@@ -57,7 +59,8 @@ impl Session {
         let target = Target::resolve_in(options.device.device, env)?;
         let client = Client::with_devices(&target, env, options.devices())?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
-        Ok(Session { pipeline: Pipeline::new(options), target, client, cache, dump })
+        let target_id = client_target_id(&target, &client);
+        Ok(Session { pipeline: Pipeline::new(options), target, client, cache, dump, target_id })
     }
 
     /// What this session dumps of each graph it compiles (from `FXHLO_DUMP` unless set).
@@ -75,11 +78,13 @@ impl Session {
         &self.cache
     }
 
-    /// This session's target as the cache key names it: the plugin's platform name and
-    /// version as PJRT reports them, and the device count.
+    /// This session's target as the cache key names it. On a TPU, what the client's topology
+    /// description says and the plugin's identity ([`topology_target_id`]): the same fields,
+    /// read the same way, as an ahead-of-time compile for that topology keys its executable
+    /// with, so a TPU VM starts warm from a cache filled on another machine. On other devices,
+    /// the plugin's platform name and version as PJRT reports them, and the device count.
     pub fn target_id(&self) -> String {
-        let c = &self.client;
-        target_id(&c.platform_name(), &c.platform_version(), c.addressable_device_count(), self.target.topology.as_deref())
+        self.target_id.clone()
     }
 
     /// The key of `graph` (as imported) compiled by this session with `frozen` inputs.
@@ -164,6 +169,19 @@ impl Session {
     }
 }
 
+/// The cache key's target field for `client` (see [`Session::target_id`]). A TPU plugin that
+/// cannot describe its topology keys as other devices do (with a warning): its entries then
+/// miss ahead-of-time ones, and nothing else changes.
+fn client_target_id(target: &Target, client: &Client) -> String {
+    if target.device == fxhlo_runtime::DeviceKind::Tpu {
+        match client.topology() {
+            Ok(topology) => return topology_target_id(target.device, &plugin_identity(&target.plugin), &topology),
+            Err(e) => tracing::warn!("fxhlo cache: {e}; keying without the topology, so executables compiled ahead of time are not found"),
+        }
+    }
+    target_id(&client.platform_name(), &client.platform_version(), client.addressable_device_count(), target.topology.as_deref())
+}
+
 /// A PJRT client as the [`Compiler`] of a session's misses.
 struct ClientCompiler<'a> {
     client: &'a Client,
@@ -211,11 +229,21 @@ fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: usiz
 /// Imports a trace (the exporter's JSON or its bincode encoding, told apart by their first
 /// bytes; `origin` names it in errors) and, with a dump configuration, makes the graph's
 /// [`Dump`] holding the trace and the import's time. What every caller with a trace starts
-/// with, before [`Session::compile`] or [`crate::aot::compile`].
+/// with, before [`Session::compile`] or [`crate::aot::compile`]. With a dump configuration, a
+/// trace that fails to import is dumped ([`crate::dump::import_failed`]) and the error says
+/// where.
 pub fn import_trace(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
+    import_trace_undumped(trace, origin, dump).map_err(|e| match dump {
+        Some(config) => crate::dump::import_failed(config, trace, origin, e),
+        None => e,
+    })
+}
+
+/// [`import_trace`] without the dump of a failure.
+fn import_trace_undumped(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
     let start = Instant::now();
     if !trace.starts_with(fxhlo_frontend::encoding::MAGIC) {
-        return import_parsed(&fxhlo_frontend::parse_json(trace, origin)?, origin, dump, start);
+        return import_parsed_undumped(&fxhlo_frontend::parse_json(trace, origin)?, origin, dump, start);
     }
     let view = fxhlo_frontend::parse_bin_view(trace, origin)?;
     let graph = fxhlo_frontend::import::import_view(&view, origin)?;
@@ -234,6 +262,27 @@ pub fn import_trace(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> R
 /// [`import_trace`] of a trace already read into the schema (the Python bridge reads the
 /// exporter's objects straight into it); `start` is when reading it began.
 pub fn import_parsed(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
+    import_parsed_undumped(trace, origin, dump, start).map_err(|e| match dump {
+        Some(config) => crate::dump::import_failed(config, fxhlo_frontend::to_json(trace).as_bytes(), origin, e),
+        None => e,
+    })
+}
+
+/// Opens a trace bundle (a folder or a trace file, see [`fxhlo_frontend::Bundle::open`]);
+/// with a dump configuration, one whose trace fails to import (or whose weights do not fit
+/// it) is dumped as [`import_trace`] dumps a failure, and the error says where.
+pub fn open_bundle(path: &Path, dump: Option<&DumpConfig>) -> Result<fxhlo_frontend::Bundle> {
+    fxhlo_frontend::Bundle::open(path).map_err(|e| {
+        let e = Error::from(e);
+        match (dump, crate::dump::trace_of_bundle(path)) {
+            (Some(config), Some((file, bytes))) => crate::dump::import_failed(config, &bytes, &file, e),
+            _ => e,
+        }
+    })
+}
+
+/// [`import_parsed`] without the dump of a failure.
+fn import_parsed_undumped(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
     let graph = fxhlo_frontend::import::import(trace, origin)?;
     let import_time = start.elapsed();
     let dump = dump.map(|config| Dump::new(config.clone(), &graph.name).with_trace(fxhlo_frontend::to_json(trace).into_bytes(), import_time));

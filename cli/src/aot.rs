@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fxhlo::aot::{AotCompiled, AotTarget, Worker};
+use fxhlo::aot::{AotCompiled, Worker};
 use fxhlo::runtime::{CostAnalysis, EnvConfig, TargetName};
 use fxhlo::{Dump, Frozen, Lowered, Options, TensorParallel};
 
@@ -27,10 +27,9 @@ pub(crate) fn compile(
 /// cost analysis and the time the compile took.
 fn compile_mlir(path: &Path, target: &TargetName) -> anyhow::Result<(String, Vec<u8>, CostAnalysis, Duration)> {
     let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let aot = AotTarget::resolve(target, &EnvConfig::from_env())?;
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let start = Instant::now();
-    let (bytes, cost) = fxhlo::aot::compile_module(&name, &mlir, &aot, &Worker::from_env())?;
+    let (bytes, cost) = fxhlo::aot::compile_module(&name, &mlir, target, &EnvConfig::from_env(), &Worker::from_env())?;
     Ok((name, bytes, cost, start.elapsed()))
 }
 

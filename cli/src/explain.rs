@@ -275,7 +275,7 @@ impl CacheLookup {
 fn target_id(options: &Options) -> Result<String, String> {
     let env = EnvConfig::from_env();
     if options.device.is_ahead_of_time() {
-        return fxhlo::aot::AotTarget::resolve(&options.device, &env).map(|t| t.id).map_err(|e| e.to_string());
+        return fxhlo::aot::AotTarget::resolve(&options.device, &env, &fxhlo::aot::Worker::from_env()).map(|t| t.id).map_err(|e| e.to_string());
     }
     // A cache of its own, off: the session is only asked for its target, never to compile.
     let off = CacheConfig { mode: CacheMode::Off, error_on_compile: true, ..CacheConfig::from_env() };

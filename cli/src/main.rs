@@ -330,7 +330,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let dump = dump.config()?;
             let start = std::time::Instant::now();
-            let bundle = open(&bundle)?;
+            let bundle = open_dumped(&bundle, dump.as_ref())?;
             let import = start.elapsed();
             let device = device_kind(device);
             let frozen = pass_args.frozen(&bundle);
@@ -388,7 +388,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench { bundle, device, compiles, runs, pass_args, dump } => {
             let dump = dump.config()?;
             let start = std::time::Instant::now();
-            let b = open(&bundle)?;
+            let b = open_dumped(&bundle, dump.as_ref())?;
             let import = start.elapsed();
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
@@ -465,7 +465,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let dump = dump.map(|config| Dump::new(config, &graph.name));
                 (graph, dump, Frozen::new())
             } else {
-                let bundle = open(&input)?;
+                let bundle = open_dumped(&input, dump.as_ref())?;
                 let dump = dump.map(|config| bundle_dump(config, &bundle, start.elapsed()));
                 let frozen = if freeze { fxhlo::frozen_weights(&bundle) } else { Frozen::new() };
                 (bundle.graph, dump, frozen)
@@ -616,7 +616,13 @@ fn cache_line(session: &Session, compiled: &Compiled) -> String {
 /// Opens a bundle; when its folder holds both graph.json and graph.bin, says on stderr which
 /// one was read and why.
 fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
-    let bundle = Bundle::open(path)?;
+    open_dumped(path, None)
+}
+
+/// [`open`], and with `dump` a bundle that fails to import is dumped (its trace, the error,
+/// the command that fails the same way) and the error says where.
+fn open_dumped(path: &std::path::Path, dump: Option<&DumpConfig>) -> anyhow::Result<Bundle> {
+    let bundle = fxhlo::open_bundle(path, dump)?;
     if let Some(why) = &bundle.choice {
         eprintln!("note: {why}");
     }

@@ -164,6 +164,41 @@ fn ahead_of_time_executables_go_through_the_cache_keyed_by_topology() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// What `fxhlo compile --target tpu:v6e:2x2 --cache` stores is the entry a TPU VM with a v6e
+/// 2x2 slice looks up for the same graph (`device="tpu"`): its session keys the target from its
+/// client's topology description, which the plugin's description of `v6e:2x2` stands in for
+/// here (no TPU): the same fields, read by the same code (`TopologyInfo`).
+#[test]
+fn a_tpu_vm_of_the_topology_finds_what_was_compiled_ahead_of_time() {
+    use fxhlo::runtime::{DeviceKind, EnvConfig, Target, TargetName};
+    let dir = scratch("vm-key");
+    let cache = dir.join("cache");
+    let env = [("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", cache.to_str().unwrap())];
+    let bundle = fixtures().join("mlp.fxt");
+    let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2", "--cache"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let aot_key = stdout(&out).split("cache key ").nth(1).map(|k| k.trim().to_string()).unwrap_or_default();
+
+    // The session of a TPU VM: `device="tpu"`, and the target as `Session::target_id` makes it
+    // from a client's topology (the plugin's description of v6e:2x2, in a worker process).
+    let name: TargetName = "tpu:v6e:2x2".parse().unwrap();
+    let plugin = Target::resolve_ahead_of_time(&name, &EnvConfig::from_env()).unwrap().plugin;
+    let worker = fxhlo::aot::Worker { program: env!("CARGO_BIN_EXE_fxhlo").into(), args: vec!["aot-worker".into()] };
+    let topology = Target { device: DeviceKind::Tpu, plugin: plugin.clone(), topology: Some("v6e:2x2".into()) };
+    let described = fxhlo::aot::describe(&topology, &worker).unwrap();
+    assert_eq!((described.platform_name.as_str(), described.device_count, described.layout().as_str()), ("tpu", 4, "2x2x1"), "{described:?}");
+    let id = fxhlo::cache::topology_target_id(DeviceKind::Tpu, &fxhlo::cache::plugin_identity(&plugin), &described);
+    let graph = fxhlo::frontend::Bundle::open(&bundle).unwrap().graph;
+    let vm = fxhlo::Pipeline::new(fxhlo::Options { device: DeviceKind::Tpu.into(), ..fxhlo::Options::default() });
+    let vm_key = vm.key(&graph, &fxhlo::Frozen::new(), &id);
+    assert_eq!(vm_key.hex(), aot_key, "the VM's key {vm_key:?}");
+    // And the folder the compile filled holds it: the VM's first call loads it.
+    let config = fxhlo::CacheConfig { mode: fxhlo::CacheMode::ReadOnly, ..fxhlo::CacheConfig::in_dir(&cache) };
+    let found = fxhlo::CompileCache::new(config).get(&vm_key);
+    assert!(matches!(found, Some((_, fxhlo::Tier::Disk))), "no entry for the VM's key");
+    let _ = fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_cost_of_a_matmul_is_two_m_n_k_flops() {
     let dir = scratch("cost");

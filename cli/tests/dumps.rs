@@ -240,3 +240,81 @@ fn a_lowering_failure_leaves_a_reproduction_that_fails_the_same_way() {
     assert!(!none_root.exists(), "no reproduction for an unsupported op");
     fs::remove_dir_all(root).ok();
 }
+
+/// `mlp.fxt`'s trace, changed by `edit`, as a bundle `<name>.fxt` under `root` (with the
+/// fixture's weights).
+fn broken_bundle(root: &Path, name: &str, edit: impl FnOnce(&str) -> String) -> PathBuf {
+    let dir = root.join(format!("{name}.fxt"));
+    fs::create_dir_all(&dir).unwrap();
+    let json = fs::read_to_string(fixture("mlp.fxt").join("graph.json")).unwrap();
+    let edited = edit(&json);
+    assert_ne!(edited, json, "the edit changed nothing");
+    fs::write(dir.join("graph.json"), edited).unwrap();
+    fs::copy(fixture("mlp.fxt").join("weights.safetensors"), dir.join("weights.safetensors")).unwrap();
+    dir
+}
+
+/// The `dumped to` and `reproduce with` lines of a failure.
+fn dumped_and_command(out: &std::process::Output) -> (PathBuf, String) {
+    let text = stderr(out);
+    let dir = text.lines().find_map(|l| l.strip_prefix("dumped to ")).map(PathBuf::from).unwrap_or_default();
+    let command = text.lines().find_map(|l| l.strip_prefix("reproduce with: ")).unwrap_or_default().to_string();
+    (dir, command)
+}
+
+/// A compile that fails with dumping on leaves, in its dump folder, the trace it failed on,
+/// `error.txt` (the stage, then the error naming the node and op) and `command.txt` (which
+/// fails the same way), and the error says where the folder is: at import (shape inference
+/// disagreeing with the trace's metadata; JSON that does not parse), and at codegen (an op
+/// fxhlo does not know). Without dumping, a trace that fails to import writes nothing.
+#[test]
+fn a_failing_compile_with_dumping_on_leaves_its_trace_error_and_command() {
+    let root = scratch("failed");
+    // `permute`'s metadata says f32[8,15]; shape inference gives f32[8,16].
+    let meta = broken_bundle(&root, "meta", |j| j.replacen("\"sizes\": [8, 16]", "\"sizes\": [8, 15]", 1));
+    let malformed = broken_bundle(&root, "malformed", |j| j[..j.len() / 2].to_string());
+    let unknown = broken_bundle(&root, "unknown", |j| j.replacen("aten.permute.default", "aten.frobnicate.default", 1));
+    let cases: [(&Path, &str, &str, &[&str]); 3] = [
+        (&meta, "import", "node `permute` (aten.permute.default): trace meta says f32[8,15]", &["00-trace.json", "command.txt", "error.txt", "report.json", "report.txt"]),
+        (&malformed, "import", "malformed trace JSON", &["00-trace.json", "command.txt", "error.txt", "report.json", "report.txt"]),
+        // The command reads the dump's `01-import.gir` (the filter has it written): no `graph.gir`.
+        (&unknown, "codegen", "aten.frobnicate.default at node `permute`", &["00-trace.json", "01-import.gir", "command.txt", "error.txt"]),
+    ];
+    for (bundle, stage, says, files) in cases {
+        let dumps = root.join(format!("dumps-{}", bundle.file_stem().unwrap().to_string_lossy()));
+        let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--dump", "import", "--dump-dir", dumps.to_str().unwrap()], &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let (dir, command) = dumped_and_command(&out);
+        assert_eq!(dir, graph_dir(&dumps), "{}", stderr(&out));
+        let written = names(&dir);
+        for file in files {
+            assert!(written.iter().any(|w| w == file), "{file} not in {written:?}");
+        }
+        assert!(!written.iter().any(|w| w == "graph.gir"), "the imported graph written twice: {written:?}");
+        let error = fs::read_to_string(dir.join("error.txt")).unwrap();
+        assert!(error.starts_with(&format!("failed at: {stage}\n")) && error.contains(says), "{error}");
+        assert_eq!(fs::read_to_string(dir.join("command.txt")).unwrap().trim(), command);
+        // The trace is the one given (the filter did not ask for it: a failure keeps it anyway).
+        let trace = fs::read(dir.join("00-trace.json")).unwrap();
+        assert_eq!(trace, fs::read(bundle.join("graph.json")).unwrap());
+        // The command, run, fails with the same error.
+        let args: Vec<&str> = command.split(' ').skip(1).collect();
+        let again = fxhlo(&args, &[]);
+        assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+        assert!(stderr(&again).contains(says), "{}", stderr(&again));
+    }
+    // A filter without `import` writes no `01-import.gir`: the command reads `graph.gir`, written for it.
+    let dumps = root.join("dumps-unknown-stablehlo");
+    let out = fxhlo(&["compile", unknown.to_str().unwrap(), "--dump", "stablehlo", "--dump-dir", dumps.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (dir, command) = dumped_and_command(&out);
+    let written = names(&dir);
+    assert!(written.iter().any(|w| w == "graph.gir") && !written.iter().any(|w| w == "01-import.gir"), "{written:?}");
+    assert!(command.starts_with(&format!("fxhlo compile {} ", dir.join("graph.gir").display())), "{command}");
+    // Dumping off: the import's error alone, and no folder.
+    let none = root.join("no-dumps");
+    let out = fxhlo(&["compile", meta.to_str().unwrap()], &[("FXHLO_DUMP_DIR", none.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!stderr(&out).contains("dumped to") && !none.exists(), "{}", stderr(&out));
+    fs::remove_dir_all(root).ok();
+}

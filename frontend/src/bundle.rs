@@ -67,6 +67,12 @@ impl Bundle {
     }
 }
 
+/// The trace file [`Bundle::open`] reads for `path` (a trace file, or the chosen one of a
+/// bundle folder), without reading it: what a dump of a bundle that fails to import saves.
+pub fn trace_file(path: &Path) -> Result<PathBuf> {
+    locate(path).map(|(_, file, _, _)| file)
+}
+
 /// The two encodings of a trace file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Encoding {

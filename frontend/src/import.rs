@@ -89,6 +89,7 @@ fn import_graph<'a>(
         files: Vec::new(),
         last: None,
         depth,
+        expanded: HashMap::default(),
     };
     for input in inputs {
         let ty = cx.tensor_type(input.name, &input.meta)?;
@@ -142,6 +143,9 @@ struct Importer<'a, 'p> {
     last: Option<(&'a str, ValueRef)>,
     /// How many control-flow levels down this graph is (0: the trace's own).
     depth: usize,
+    /// The results of each node imported as several ops ([`Mapped::Expanded`]), by trace name:
+    /// `getitem` reads them here (`None`: a result that is not a tensor).
+    expanded: HashMap<&'a str, Vec<Option<ValueRef>>, FxBuildHasher>,
 }
 
 impl<'a> Importer<'a, '_> {
@@ -211,12 +215,25 @@ impl<'a> Importer<'a, '_> {
     fn node(&mut self, spec: &'a NodeView<'a>) -> Result<()> {
         let metas = self.view.metas(spec);
         let mut results = Results::new();
+        // Only when some result is not a tensor: every result's type, `None` at those.
+        let mut partial: Vec<Option<TensorType>> = Vec::new();
         for (i, m) in metas.iter().enumerate() {
             match m {
-                Some(m) => results.push(self.tensor_type(spec.name, m)?),
-                // Every IR value is a tensor; ops returning None (training-only variants)
-                // have no inference use, so they are refused here with their name.
-                None => return Err(self.err(spec, format!("result {i} is None; fxhlo supports only ops whose results are all tensors"))),
+                Some(m) => {
+                    let t = self.tensor_type(spec.name, m)?;
+                    if !partial.is_empty() {
+                        partial.push(Some(t.clone()));
+                    }
+                    results.push(t);
+                }
+                None => {
+                    if partial.is_empty() {
+                        partial.extend(results.iter().cloned().map(Some));
+                    }
+                    partial.push(None);
+                    // `partial` now has i + 1 entries.
+                    debug_assert_eq!(partial.len(), i + 1);
+                }
             }
         }
         if results.is_empty() {
@@ -229,9 +246,20 @@ impl<'a> Importer<'a, '_> {
         operands.clear();
         let mapped = {
             let operand_type = |name: &str| self.value(spec.name, name).ok().and_then(|v| self.graph.value_type(v)).cloned();
-            aten::map(self.view, spec, &results, &operand_type)
+            let complete: &[TensorType] = if partial.is_empty() { &results } else { &[] };
+            aten::map(self.view, spec, complete, &partial, &operand_type)
         };
         let op = match mapped {
+            Mapped::Expanded(x) => {
+                self.operands = operands;
+                return self.expanded(spec, x, &results, &partial);
+            }
+            // Every IR value is a tensor; ops returning None or a number (training-only
+            // variants) have no inference use, so they are refused here with their name.
+            _ if partial.iter().any(Option::is_none) => {
+                let i = partial.iter().position(Option::is_none).unwrap_or_default();
+                return Err(self.err(spec, format!("result {i} is not a tensor; fxhlo supports only ops whose results are all tensors")));
+            }
             Mapped::GetItem(producer, index) => return self.getitem(spec, producer, index, &results),
             Mapped::Op(op, mapped) => {
                 self.operands_into(spec, &mapped, &mut operands)?;
@@ -258,7 +286,9 @@ impl<'a> Importer<'a, '_> {
             &heap
         };
         match infer::infer(&op, types) {
-            Ok(Some(inferred)) if inferred != results => return Err(self.mismatch(spec, &results, &inferred)),
+            // Auxiliary results whose form depends on the device (norm statistics) follow the
+            // meta where it shows one of the forms PyTorch's kernels give (`infer::agrees`).
+            Ok(Some(inferred)) if !infer::agrees(&op, types, &inferred, &results) => return Err(self.mismatch(spec, &results, &inferred)),
             Ok(_) => {}
             Err(message) => return Err(self.err(spec, message)),
         }
@@ -344,7 +374,74 @@ impl<'a> Importer<'a, '_> {
         }
     }
 
+    /// A node imported as the ops of `x` (see [`crate::aten::Expansion`]): each op named
+    /// `<node>.<step>` with the node's source line, its type inferred (or given, for `full`
+    /// and `arange`); each result the expansion gives must have the type of the node's meta.
+    fn expanded(&mut self, spec: &'a NodeView<'a>, x: aten::Expansion<'a>, results: &[TensorType], partial: &[Option<TensorType>]) -> Result<()> {
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
+        let mut values: Vec<ValueRef> = Vec::with_capacity(x.steps.len());
+        for step in x.steps {
+            let mut operands = Vec::with_capacity(step.operands.len());
+            for src in &step.operands {
+                operands.push(match *src {
+                    aten::Src::Value(n) => self.value(spec.name, n)?,
+                    aten::Src::Step(i) => *values.get(i).ok_or_else(|| self.err(spec, format!("step `{}` reads a later step", step.name)))?,
+                });
+            }
+            let types: Vec<&TensorType> = operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
+            let types = match infer::infer(&step.op, &types) {
+                Ok(Some(inferred)) => inferred,
+                Ok(None) => match step.ty {
+                    Some(t) => smallvec![t],
+                    None => return Err(self.err(spec, format!("step `{}` ({}) has no type", step.name, step.op.name()))),
+                },
+                Err(message) => return Err(self.err(spec, format!("step `{}`: {message}", step.name))),
+            };
+            let name = format!("{}.{}", spec.name, step.name);
+            let id = self
+                .graph
+                .add_node(name.clone(), step.op, &operands, types, source.clone())
+                .map_err(|source| Error::Ir { path: self.path.into(), source })?;
+            self.define(Cow::Owned(name), ValueRef::first(id))?;
+            values.push(ValueRef::first(id));
+        }
+        let meta = |i: usize| if partial.is_empty() { results.get(i) } else { partial.get(i).and_then(Option::as_ref) };
+        let mut outs = Vec::with_capacity(x.results.len());
+        for (i, r) in x.results.iter().enumerate() {
+            let Some(j) = r else {
+                outs.push(None);
+                continue;
+            };
+            let v = *values.get(*j).ok_or_else(|| self.err(spec, format!("result {i} names a missing step")))?;
+            match (self.graph.value_type(v), meta(i)) {
+                (Some(t), Some(m)) if t == m => outs.push(Some(v)),
+                (t, m) => {
+                    let found = t.map_or("nothing".into(), |t| t.to_string());
+                    let want = m.map_or("no tensor".into(), |m| m.to_string());
+                    return Err(self.err(spec, format!("result {i}: the meta says {want} but the expansion gives {found}")));
+                }
+            }
+        }
+        let main = outs.first().copied().flatten().ok_or_else(|| self.err(spec, "the expansion gives no output".into()))?;
+        // The node's own name stands for its main result (and is reserved, like any name).
+        self.define(Cow::Borrowed(spec.name), main)?;
+        self.expanded.insert(spec.name, outs);
+        Ok(())
+    }
+
     fn getitem(&mut self, spec: &'a NodeView<'a>, producer: &str, index: u32, results: &[TensorType]) -> Result<()> {
+        if let Some(outs) = self.expanded.get(producer) {
+            let v = match outs.get(index as usize) {
+                Some(Some(v)) => *v,
+                Some(None) => return Err(self.err(spec, format!("result {index} of `{producer}` is not a tensor"))),
+                None => return Err(self.err(spec, format!("`{producer}` has no result {index}"))),
+            };
+            return match self.graph.value_type(v) {
+                Some(t) if results.len() == 1 && *t == results[0] => self.define(Cow::Borrowed(spec.name), v),
+                Some(t) => Err(self.mismatch(spec, results, std::slice::from_ref(t))),
+                None => Err(self.err(spec, format!("`{producer}` has no result {index}"))),
+            };
+        }
         let base = self.value(spec.name, producer)?;
         let v = ValueRef { node: base.node, result: index };
         match self.graph.value_type(v) {

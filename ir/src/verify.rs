@@ -9,7 +9,8 @@
 //! 5. every node has at least one result, no result has a negative dimension, and every
 //!    result's size in bytes fits in an `i64` (so element and byte counts never overflow);
 //! 6. every `Op::Input` node is listed among the graph inputs exactly once, and only those are;
-//! 7. result types equal what [`crate::infer::infer`] computes from the operand types;
+//! 7. result types equal what [`crate::infer::infer`] computes from the operand types, but for
+//!    the device-dependent auxiliary results [`crate::infer::agrees`] accepts;
 //! 8. the graph has at least one output;
 //! 9. the bytes of a constant or of an input's bound value (when present: text-parsed data
 //!    has none) are exactly its type's size;
@@ -20,7 +21,7 @@
 use std::collections::HashSet;
 
 use crate::graph::{Graph, Node};
-use crate::infer::infer;
+use crate::infer::{agrees, infer};
 use crate::op::Op;
 use crate::types::{DType, TensorType};
 use crate::{Error, Result};
@@ -84,7 +85,7 @@ pub fn verify(graph: &Graph) -> Result<()> {
             }
         }
         match infer(&node.op, &types) {
-            Ok(Some(expected)) if expected != node.results => {
+            Ok(Some(expected)) if !agrees(&node.op, &types, &expected, &node.results) => {
                 let fmt = |v: &[crate::TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
                 return Err(err(
                     &node.name,

@@ -20,6 +20,10 @@ Dynamo and AOT Autograd
   * :func:`register_backend`: ``"fxhlo"`` in Dynamo's registry of backend names.
   * :func:`current_compile_id`, :func:`mutated_inputs`: what the compile in progress is
     (Dynamo's frame and compile numbers) and which of its inputs AOT Autograd found mutated.
+  * :func:`forward_metadata`, :func:`plain_runtime`: what AOT Autograd found about the graph it
+    hands the forward compiler (input mutations, output aliases, tokens, subclasses), and
+    whether its runtime wrappers would leave the compiled forward's calling convention
+    unchanged.
 
 Ops and decompositions
   * :data:`OpOverload`, :data:`HigherOrderOperator`: the types of ops in an FX graph.
@@ -34,6 +38,7 @@ Ops and decompositions
   * :func:`make_fx`: tracing a function into an FX graph (``torch.fx.experimental``).
 
 Fake tensors and symbolic shapes
+  * :data:`FakeTensorMode`: fake tensors (any device's, without the device).
   * :func:`detect_fake_mode`: the fake mode of a graph's ``meta["val"]`` values.
   * :func:`shape_env`, :func:`runtime_assertions`, :func:`sym_expr`: the sizes' symbols and
     what Dynamo asserts of them at run time.
@@ -59,6 +64,7 @@ from torch._dynamo.eval_frame import remove_from_cache
 from torch._dynamo.exc import BackendCompilerFailed
 from torch._functorch.aot_autograd import make_boxed_func  # noqa: F401 - re-exported
 from torch._higher_order_ops import while_loop  # noqa: F401 - re-exported
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: F401 - re-exported
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: F401 - re-exported
 from torch.fx.experimental.symbolic_shapes import free_symbols  # noqa: F401 - re-exported
 from torch.utils import _pytree as pytree  # noqa: F401 - re-exported
@@ -137,12 +143,43 @@ def current_compile_id() -> tuple[int, int] | None:
 
 def mutated_inputs() -> set[int]:
     """Positions of the inputs of the graph AOT Autograd is compiling now whose data or
-    metadata the graph mutates (from the tracing context's forward metadata); empty outside a
-    compile."""
-    ctx = torch._guards.TracingContext.try_get()
-    meta = getattr(ctx, "fw_metadata", None)
+    metadata the graph mutates (from :func:`forward_metadata`); empty outside a compile."""
+    meta = forward_metadata()
     return {i for i, info in enumerate(getattr(meta, "input_info", None) or [])
             if info.mutates_data or info.mutates_metadata}
+
+
+def forward_metadata():
+    """AOT Autograd's metadata of the forward graph being compiled (its
+    ``ViewAndMutationMeta``), read from the tracing context while a forward compiler runs; None
+    where this PyTorch does not keep it there."""
+    context = torch._guards.TracingContext.try_get()
+    return getattr(context, "fw_metadata", None)
+
+
+def plain_runtime(meta) -> bool:
+    """Whether AOT Autograd's runtime wrappers are the identity for a graph with ``meta``
+    (:func:`forward_metadata`): no input mutated (data or metadata), every output a fresh
+    tensor that needs no gradient (no alias of an input or of another output), no intermediate
+    bases, effect tokens, functionalized RNG state or tensor subclasses. False when any field
+    is missing: a PyTorch that describes the graph otherwise keeps the wrappers."""
+    if meta is None:
+        return False
+    try:
+        from torch._functorch._aot_autograd.schemas import OutputType
+
+        return (
+            not any(i.mutates_data or i.mutates_metadata for i in meta.input_info)
+            and all(o.output_type == OutputType.non_alias and not o.requires_grad for o in meta.output_info)
+            and meta.num_intermediate_bases == 0
+            and not meta.tokens
+            and not meta.is_rng_op_functionalized
+            and getattr(meta, "num_graphsafe_rng_states", 0) == 0
+            and not any(type(m).__name__ == "SubclassCreationMeta" for m in meta.subclass_inp_meta)
+            and not any(type(m).__name__ == "SubclassCreationMeta" for m in meta.subclass_fw_graph_out_meta)
+        )
+    except (AttributeError, ImportError, TypeError):
+        return False
 
 
 # ---- ops and decompositions -----------------------------------------------------------------
@@ -161,11 +198,11 @@ def aten_op(name: str):
         return None
 
 
-def schema(op: OpOverload):
+def schema(op):
     """``op``'s ``FunctionSchema``: ``name`` (``aten::add``), ``arguments`` (each with ``name``,
     ``type`` (printed ``Tensor``, ``number``, ...), ``has_default_value()``, ``default_value``,
-    ``kwarg_only``)."""
-    return op._schema
+    ``kwarg_only``); None for a target without one (a Python function, a higher-order op)."""
+    return getattr(op, "_schema", None)
 
 
 def has_composite_implicit_kernel(op) -> bool:

@@ -29,6 +29,7 @@ import re
 import os
 import sys
 import time
+import traceback
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -394,6 +395,10 @@ def _compile_forward(opts: BackendOptions, name: str, graph):
             return _graph_break.split(gm, functools.partial(_compile_part, opts, name), name)
         return _compile_trace(opts, name, gm, graph.inputs, opts.freeze)
     except (_export.ExportError, CompileError) as e:
+        if isinstance(e, _export.ExportError):
+            # One the exporter raised outside a trace's export (a node refused before the graph
+            # is broken at its scalar reads); one from _compile_trace is dumped already.
+            _dump_export_failure(opts, name, gm, e)
         # A missing device is not a graph fxhlo cannot compile: DeviceError always raises.
         if opts.fallback != "eager":
             if isinstance(e, CompileError):
@@ -409,10 +414,14 @@ def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, in
     from . import _native
 
     start = time.perf_counter()
-    cap = _export.Capture(gm, inputs, None)
-    # The trace goes to Rust as the objects it is made of, read straight into the schema: no
-    # JSON text on the way (the exporter's files are written with `to_json`).
-    trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
+    try:
+        cap = _export.Capture(gm, inputs, None)
+        # The trace goes to Rust as the objects it is made of, read straight into the schema:
+        # no JSON text on the way (the exporter's files are written with `to_json`).
+        trace, _ = _export.trace_dict(cap, name, Path.cwd().resolve(), collect_weights=False)
+    except _export.ExportError as e:
+        _dump_export_failure(opts, name, gm, e)
+        raise
     constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes
                  if n.op == "get_attr" and "fxhlo_subgraph" not in n.meta]
     frozen = _frozen(trace, inputs, constants) if freeze else None
@@ -421,6 +430,65 @@ def _compile_trace(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, in
         return _compile_ahead_of_time(opts, name, trace, frozen, gm)
     exe = _native.compile(trace, f"<{name}>", opts.compile_options(), opts.dump, frozen, opts.dump_dir)
     return CompiledGraph(exe, constants, OutputLayout.of(gm), {"export_s": export_s, **exe.stages})
+
+
+def _describe_value(val) -> str:
+    """A node's ``meta["val"]`` in a line: a tensor's dtype, shape and device, a sequence's
+    items, anything else by its type and value."""
+    if isinstance(val, torch.Tensor):
+        shape = ", ".join(str(s) for s in val.shape)
+        return f"{str(val.dtype).removeprefix('torch.')}[{shape}] on {val.device}"
+    if isinstance(val, (list, tuple)):
+        return "(" + ", ".join(_describe_value(v) for v in val) + ")"
+    if val is None:
+        return "no value"
+    return f"{type(val).__name__} {val!r}"
+
+
+def _target_text(target) -> str:
+    """An FX node's target as text: an ATen overload's name, a function's qualified name."""
+    if isinstance(target, (str, _compat.OpOverload)):
+        return str(target)
+    qualname = getattr(target, "__qualname__", None)
+    if qualname is not None:
+        return f"{getattr(target, '__module__', None) or '?'}.{qualname}"
+    return repr(target)
+
+
+def _fx_files(gm: torch.fx.GraphModule) -> list:
+    """What describes ``gm`` in a dump: ``fx-graph.py`` (its code, as ``print_readable``
+    writes it) and ``fx-nodes.txt`` (each node: name, op, target, the meta value's type)."""
+    try:
+        code = gm.print_readable(print_output=False)
+    except Exception:  # noqa: BLE001 - a graph that cannot print itself still has its code
+        code = gm.code
+    lines = []
+    for node in gm.graph.nodes:
+        lines.append(f"{node.name}\t{node.op}\t{_target_text(node.target)}\t{_describe_value(node.meta.get('val'))}")
+    return [("fx-graph.py", code), ("fx-nodes.txt", "name\top\ttarget\tmeta val\n" + "\n".join(lines) + "\n")]
+
+
+def _dump_export_failure(opts: BackendOptions, name: str, gm: torch.fx.GraphModule, error: Exception) -> None:
+    """With dumping on (``dump``, ``dump_dir`` or ``FXHLO_DUMP``), a graph the exporter refused
+    (``error``, an ExportError: there is no trace) is written to ``<dump-dir>/<name>-<digest8>/``
+    (the FX graph, its nodes, ``error.txt`` with the error and its traceback, the report), and
+    ``error``'s message ends with ``dumped to <folder>`` (docs/dumps.md). Once per error; a
+    dump that cannot be written is a warning, and the exporter's error is raised as it is."""
+    if getattr(error, "fxhlo_dump", None) is not None:
+        return
+    from . import _native
+
+    text = (f"{type(error).__name__}: {error}\n\nTraceback (most recent call last):\n"
+            + "".join(traceback.format_tb(error.__traceback__)))
+    try:
+        folder = _native.dump_export_failure(name, _fx_files(gm), text, opts.dump, opts.dump_dir)
+    except Exception as e:  # noqa: BLE001 - the export's error is the one to report
+        warnings.warn(f"fxhlo: cannot write the dump of graph {name}, which the exporter refused: {e}", stacklevel=3)
+        return
+    error.fxhlo_dump = folder or ""
+    if folder:
+        message = str(error.args[0]) if error.args else ""
+        error.args = (f"{message}\ndumped to {folder}", *error.args[1:])
 
 
 def _fall_back(opts: BackendOptions, name: str, fw_gm: torch.fx.GraphModule, error: Exception):

@@ -99,7 +99,7 @@ def encode_float(x: float):
 
 def _schema_type(node: torch.fx.Node, position) -> str:
     """The declared type of an argument (by index or keyword name), e.g. ``List[Tensor]``."""
-    schema = getattr(node.target, "_schema", None)
+    schema = _compat.schema(node.target)
     if schema is None:
         return ""
     for i, arg in enumerate(schema.arguments):
@@ -309,21 +309,35 @@ def _describe_input(node: torch.fx.Node, inp: CapturedInput) -> str:
     return f"input {node.name}" + (f" ({inp.source})" if inp.source else "")
 
 
+def _unread_result(node: torch.fx.Node, index: int, val) -> bool:
+    """Whether result ``index`` of a multi-result node is one a trace writes as ``null``: not a
+    tensor (``None``, or the ints a fused attention kernel returns beside its tensors), or a
+    tensor of a dtype fxhlo has no type for that no ``getitem`` reads (flash attention's
+    ``uint64`` RNG state)."""
+    if not isinstance(val, torch.Tensor):
+        return True
+    if val.dtype in _DTYPES:
+        return False
+    return not any(u.target is operator.getitem and u.args[1] == index for u in node.users)
+
+
 def _result_metas(node: torch.fx.Node, producers: dict) -> list:
-    """One meta per result. A multi-result op keeps every position; a result that is None (some
-    ops return None for outputs they do not compute) has the meta ``None`` (``null``)."""
+    """One meta per result. A multi-result op keeps every position; a result that is not a
+    tensor (some ops return None for outputs they do not compute, the fused attention kernels
+    ints) or that nothing reads and fxhlo cannot type has the meta ``None`` (``null``)."""
     what = _describe_node(node)
     if node.target is operator.getitem:
         producer, index = node.args
         vals = producers.get(producer.name)
-        if vals is not None and vals[index] is None:
-            raise ExportError(f"{what} selects result {index} of {producer.name}, which is None")
+        if vals is not None and not isinstance(vals[index], torch.Tensor):
+            found = "None" if vals[index] is None else f"not a tensor ({type(vals[index]).__name__})"
+            raise ExportError(f"{what} selects result {index} of {producer.name}, which is {found}")
     val = node.meta.get("val")
     if isinstance(val, (tuple, list)):
-        if all(v is None for v in val):
+        if all(not isinstance(v, torch.Tensor) for v in val):
             raise ExportError(f"{what} returns no tensor")
         producers[node.name] = list(val)
-        return [None if v is None else _meta(v, f"{what} result {i}") for i, v in enumerate(val)]
+        return [None if _unread_result(node, i, v) else _meta(v, f"{what} result {i}") for i, v in enumerate(val)]
     if val is None:
         raise ExportError(f"{what} returns no tensor (ops run only for side effects cannot be traced)")
     return [_meta(val, what)]

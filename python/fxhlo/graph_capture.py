@@ -23,6 +23,7 @@ import torch
 
 from . import _compat
 from . import legalize as _legalize
+from .decompositions import attention as _attention
 from .decompositions import decompositions
 from .errors import ExportError
 
@@ -67,15 +68,45 @@ def aot_capture(gm: torch.fx.GraphModule, example_inputs, inputs: list, name: st
     that runs it; that callable comes back in the legalizations' wrappers. ``inputs`` are
     :func:`classify`'s. The backward, when autograd asks for one, runs in eager PyTorch."""
 
-    def fw_compiler(fw_gm, _fw_inputs):
-        graph = _legalize.run(fw_gm, inputs, name, legalizations)
-        return graph.wrap(on_forward(graph))
+    forwards = []
 
-    return _compat.aot_autograd(
+    def fw_compiler(fw_gm, fw_inputs):
+        graph = _legalize.run(fw_gm, inputs, name, legalizations)
+        compiled = graph.wrap(on_forward(graph))
+        forwards.append((compiled, len(fw_inputs), _compat.forward_metadata()))
+        return compiled
+
+    # Attention before AOT Autograd: the dispatcher would pick a device's kernel below the
+    # decomposition table (fxhlo.decompositions.attention).
+    _attention.intercept(gm)
+    wrapped = _compat.aot_autograd(
         fw_compiler=fw_compiler,
         bw_compiler=_eager_backward,
         decompositions=decompositions(),
     )(gm, example_inputs)
+    return _direct(forwards, example_inputs) or wrapped
+
+
+def _direct(forwards: list, example_inputs):
+    """The compiled forward itself, called without AOT Autograd's runtime wrappers, when those
+    wrappers would do nothing for this graph: one inference graph taking Dynamo's arguments as
+    they are (no duplicates merged, no effect tokens or RNG state added), mutating no input and
+    returning no alias (:func:`fxhlo._compat.plain_runtime`). The wrappers cost more per call
+    than a small graph's execution (measured on a one-element ``x + 1``: see docs/benchmarks.md);
+    anything they would change keeps them. None: keep the wrappers."""
+    if len(forwards) != 1:
+        return None
+    compiled, arity, meta = forwards[0]
+    if arity != len(example_inputs) or not _compat.plain_runtime(meta):
+        return None
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
+        return None
+
+    def direct(*args):
+        return compiled(list(args))
+
+    direct._fxhlo_direct = True
+    return direct
 
 
 def _eager_backward(bw_gm: torch.fx.GraphModule, _inputs):

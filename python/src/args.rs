@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 
 use fxhlo::ir::InputKind;
-use fxhlo::runtime::HostView;
+use fxhlo::runtime::{HostView, Lent};
 use fxhlo::{Arg, CallArgs, InputSignature, WeightStamp};
 use pyo3::prelude::*;
 
-use crate::torch::{data_ptr, dense_cpu, tensor_bytes, version, Dtypes};
+use crate::torch::{data_ptr, dense_cpu, lendable, tensor_bytes, version, Dtypes};
 
 /// The tensors of one call, in the executable's input order, with the graph position of each
 /// (for messages).
@@ -56,6 +56,20 @@ impl CallArgs for TorchArgs<'_, '_> {
         let bytes = unsafe { tensor_bytes(ptr, sig.ty.size_bytes()) };
         let view = HostView::dense(fxhlo::element_type(sig.ty.dtype), sig.ty.shape.to_vec(), bytes);
         Ok(Arg { view, keep: Some(Box::new(dense)) })
+    }
+
+    fn lend(&self, i: usize, sig: &InputSignature) -> fxhlo::Result<Option<Lent>> {
+        let Some((position, t)) = self.tensors.get(i) else { return Ok(None) };
+        let Some((memory, ptr, stream)) = self.keep(lendable(sig, *position, t, self.dt))? else { return Ok(None) };
+        Ok(Some(Lent {
+            element_type: fxhlo::element_type(sig.ty.dtype),
+            dims: sig.ty.shape.to_vec(),
+            ptr: ptr as *mut u8,
+            memory,
+            stream,
+            // The tensor object keeps its storage alive until the device is done with it.
+            owner: Box::new(t.clone().unbind()),
+        }))
     }
 
     fn owner(&self, i: usize) -> Box<dyn std::any::Any> {

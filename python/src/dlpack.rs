@@ -1,13 +1,15 @@
-//! Outputs handed to torch without a copy: a PJRT buffer in host memory (the CPU plugin)
-//! wrapped as a DLPack capsule that `torch.from_dlpack` adopts. The tensor owns the buffer;
-//! when torch frees the tensor (on whatever thread), the buffer is destroyed.
+//! Outputs handed to torch without a copy: a PJRT buffer whose memory torch can address (host
+//! memory on the CPU plugin, CUDA memory on the CUDA plugin) wrapped as a DLPack capsule that
+//! `torch.from_dlpack` adopts. The tensor owns the buffer; when torch frees the tensor (on
+//! whatever thread), the buffer is destroyed. The buffer is ready before the capsule is made
+//! (`SharedBuffer` waits), so torch's streams need no event to order after it.
 //!
 //! Layout of the structs: DLPack's `dlpack.h` (the unversioned `DLManagedTensor`, which every
 //! PyTorch release reads from a capsule named `dltensor`).
 
 use std::ffi::{c_void, CStr};
 
-use fxhlo::runtime::{ElementType, HostResidentBuffer};
+use fxhlo::runtime::{ElementType, MemoryKind, SharedBuffer};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
@@ -44,12 +46,13 @@ struct DlManagedTensor {
 
 /// What the capsule keeps alive: the buffer and the shape array `dl_tensor.shape` points at.
 struct Owner {
-    _buffer: HostResidentBuffer,
+    _buffer: SharedBuffer,
     _shape: Vec<i64>,
 }
 
 const NAME: &CStr = c"dltensor";
 const DL_CPU: i32 = 1;
+const DL_CUDA: i32 = 2;
 
 /// DLPack's (type code, bits) of an element type.
 fn dl_dtype(t: ElementType) -> DlDataType {
@@ -93,12 +96,16 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
     }
 }
 
-/// A `dltensor` capsule owning `buffer`, a dense row-major tensor of `element` and `dims`.
-pub fn capsule<'py>(py: Python<'py>, buffer: HostResidentBuffer, element: ElementType, dims: &[i64]) -> PyResult<Bound<'py, PyAny>> {
+/// A `dltensor` capsule owning `buffer`, a dense row-major tensor of `element` and `dims` in the
+/// buffer's memory.
+pub fn capsule<'py>(py: Python<'py>, buffer: SharedBuffer, element: ElementType, dims: &[i64]) -> PyResult<Bound<'py, PyAny>> {
     let mut shape = dims.to_vec();
     let dl_tensor = DlTensor {
         data: buffer.data() as *mut c_void,
-        device: DlDevice { device_type: DL_CPU, device_id: 0 },
+        device: match buffer.memory() {
+            MemoryKind::Host => DlDevice { device_type: DL_CPU, device_id: 0 },
+            MemoryKind::Cuda(ordinal) => DlDevice { device_type: DL_CUDA, device_id: ordinal },
+        },
         ndim: shape.len() as i32,
         dtype: dl_dtype(element),
         shape: shape.as_mut_ptr(),

@@ -12,10 +12,12 @@
 //! compiling the module's bytecode where no cache holds the executable). The common case, one
 //! thread, pays one hash lookup per call.
 //!
-//! Transfers: inputs are read straight from the tensor's memory (one copy, into the device
-//! buffer). Outputs in host memory (the CPU plugin) become torch tensors without a copy
-//! (DLPack: the tensor owns the PJRT buffer); on other devices they are written straight into
-//! a fresh `torch.empty` tensor (one copy).
+//! Transfers: a tensor in memory the device addresses (a dense CPU tensor on the CPU plugin, a
+//! CUDA tensor on the CUDA plugin) is shared, not copied: the device buffer is a view of the
+//! tensor's storage, which it keeps alive (`TorchArgs::lend`); any other is copied once into a
+//! device buffer. Outputs the same way back: in memory torch addresses they become torch
+//! tensors without a copy (DLPack: the tensor owns the PJRT buffer); elsewhere (a TPU) they are
+//! written straight into a fresh `torch.empty` tensor (one copy).
 //! Parameters and buffers stay on the device between calls and are uploaded again only when
 //! their tensor object, storage pointer or version counter changed.
 
@@ -34,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use fxhlo::runtime::DeviceBuffer;
+use fxhlo::runtime::{DeviceBuffer, MemoryKind};
 use fxhlo::CallArgs;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -117,6 +119,8 @@ impl Executable {
         let call = st.compiled.prepare(&st.session, &mut st.resident, &args).map_err(raise)?;
         p.weight_uploads.fetch_add(call.weight_uploads, Ordering::Relaxed);
         p.input_uploads.fetch_add(call.input_uploads, Ordering::Relaxed);
+        p.weight_shares.fetch_add(call.weight_shares, Ordering::Relaxed);
+        p.input_shares.fetch_add(call.input_shares, Ordering::Relaxed);
         let start = Instant::now();
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
             let call = SameThread(call);
@@ -128,18 +132,22 @@ impl Executable {
         .map_err(raise)?;
         st.last_run = start.elapsed();
         p.calls.fetch_add(1, Ordering::Relaxed);
-        outputs_to_torch(py, dt, outputs)
+        outputs_to_torch(py, dt, outputs, st.session.client().memory_kind(0))
     }
 
     /// Counters since compilation: `calls`, `weight_uploads` (parameters, buffers and
     /// constants sent to the device: once each unless PyTorch's version counter says the
-    /// tensor changed), `input_uploads` (user inputs, one per input per call).
+    /// tensor changed), `input_uploads` (user inputs copied to the device, one per input per
+    /// call), and the same two given to the device as views of the tensor's own memory instead
+    /// of copies: `weight_shares`, `input_shares`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         let p = &self.program;
         d.set_item("calls", p.calls.load(Ordering::Relaxed))?;
         d.set_item("weight_uploads", p.weight_uploads.load(Ordering::Relaxed))?;
         d.set_item("input_uploads", p.input_uploads.load(Ordering::Relaxed))?;
+        d.set_item("weight_shares", p.weight_shares.load(Ordering::Relaxed))?;
+        d.set_item("input_shares", p.input_shares.load(Ordering::Relaxed))?;
         Ok(d)
     }
 
@@ -249,16 +257,17 @@ impl Executable {
     }
 }
 
-/// A call's outputs as torch tensors: in host memory (the CPU plugin) the tensor adopts the
-/// PJRT buffer (DLPack, no copy); elsewhere each is copied into a fresh `torch.empty` tensor.
-fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<DeviceBuffer>) -> PyResult<Bound<'py, PyList>> {
+/// A call's outputs as torch tensors: in `memory` torch can address (host memory on the CPU
+/// plugin, CUDA memory on the CUDA plugin) the tensor adopts the PJRT buffer (DLPack, no copy);
+/// elsewhere (a TPU) each is copied into a fresh CPU `torch.empty` tensor.
+fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<DeviceBuffer>, memory: Option<MemoryKind>) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     let rt = |e: fxhlo::runtime::Error| call_error(py, &e.into());
     for out in outputs {
         let (element, dims) = (out.element_type(), out.dims().to_vec());
         let len = out.byte_size().map_err(rt)?;
         let out = if len > 0 {
-            match out.into_host_resident().map_err(rt)? {
+            match out.into_shared(memory).map_err(rt)? {
                 Ok(host) => {
                     let capsule = dlpack::capsule(py, host, element, &dims)?;
                     list.append(dt.from_dlpack.bind(py).call1((capsule,))?)?;
@@ -384,22 +393,32 @@ fn compile(
         calls: AtomicU64::new(0),
         weight_uploads: AtomicU64::new(0),
         input_uploads: AtomicU64::new(0),
+        weight_shares: AtomicU64::new(0),
+        input_shares: AtomicU64::new(0),
     });
     insert_loaded(&program, session, compiled);
     Ok(Executable { program })
 }
 
 /// Imports `trace`: the exporter's trace dict, read straight into the schema, or a trace file's
-/// bytes (JSON or bincode).
+/// bytes (JSON or bincode). With `dump`, a trace that fails to import, one that does not fit
+/// the schema included, is dumped (`fxhlo::import_failed`) and the error says where.
 fn import(py: Python<'_>, trace: &Bound<'_, PyAny>, origin: &str, dump: Option<&fxhlo::DumpConfig>) -> PyResult<(fxhlo::ir::Graph, Option<fxhlo::Dump>)> {
     let start = Instant::now();
     let imported = match trace.cast::<pyo3::types::PyBytes>() {
         Ok(bytes) => fxhlo::import_trace(bytes.as_bytes(), origin.as_ref(), dump),
-        Err(_) => {
-            let parsed: fxhlo::frontend::schema::Trace =
-                pytrace::from_py(trace).map_err(|e| error(py, Class::Compile, &format!("{origin}: the trace does not fit fxhlo's schema: {e}")))?;
-            fxhlo::import_parsed(&parsed, origin.as_ref(), dump, start)
-        }
+        Err(_) => match pytrace::from_py::<fxhlo::frontend::schema::Trace>(trace) {
+            Ok(parsed) => fxhlo::import_parsed(&parsed, origin.as_ref(), dump, start),
+            Err(e) => {
+                let e = fxhlo::Error::Schema { origin: origin.into(), message: e.to_string() };
+                // With dumping on, the objects as JSON (what JSON cannot hold as its repr) go
+                // where a trace file that fails to import goes, with the error and the command.
+                Err(match dump {
+                    Some(config) => fxhlo::import_failed(config, pytrace::to_json(trace).as_bytes(), origin.as_ref(), e),
+                    None => e,
+                })
+            }
+        },
     };
     imported.map_err(|e| compile_error(py, &e))
 }
@@ -420,6 +439,26 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
         }
     }
     Ok(values)
+}
+
+/// Writes the dump of a graph the exporter refused (an `ExportError`: no trace exists) when
+/// dumping is on (`dump`, `dump_dir` as for [`compile`]; neither: `FXHLO_DUMP`): `files` (name,
+/// text: the FX graph, its nodes) and `error` (the message and traceback) into
+/// `<dump-dir>/<graph>-<digest8>/` with `error.txt` and the report. Returns the folder, or
+/// None when dumping is off.
+#[pyfunction]
+#[pyo3(signature = (graph, files, error, dump = None, dump_dir = None))]
+fn dump_export_failure(graph: &str, files: Vec<(String, String)>, error: &str, dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option<String>> {
+    let config = match dump_config(dump, dump_dir)? {
+        Some(config) => config,
+        None => match fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))? {
+            Some(config) => config,
+            None => return Ok(None),
+        },
+    };
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(name, text)| (name.as_str(), text.as_bytes())).collect();
+    let dir = fxhlo::export_failed(&config, graph, &files, error).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+    Ok(Some(dir.display().to_string()))
 }
 
 /// Compiles a trace ahead of time for the target in `options` (`{"device": "tpu:v6e:2x2"}`)
@@ -529,6 +568,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pass_names, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline_names, m)?)?;
     m.add_function(wrap_pyfunction!(dump_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(dump_export_failure, m)?)?;
     m.add_function(wrap_pyfunction!(compile_ahead_of_time, m)?)?;
     m.add_function(wrap_pyfunction!(aot_worker, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -164,3 +164,133 @@ impl<'de> VariantAccess<'de> for Value<'_> {
         self.deserialize_any(visitor)
     }
 }
+
+/// Containers nested deeper than this are written as their `repr` (a list that holds itself
+/// would otherwise never end).
+const MAX_DEPTH: usize = 256;
+
+/// `value` as JSON text, for the dump of a trace that does not fit the schema: what JSON can
+/// hold as it is (dicts in their order, lists and tuples as arrays, str, int, float, bool,
+/// None), a non-finite float as the exporter writes it (`"nan"`, `"inf"`, `"-inf"`), anything
+/// else (an object no trace holds, a dict key that is not a str, a container nested too deep)
+/// as the string of its `repr`. Indented like the exporter's `to_json`: one space a level,
+/// lists of scalars on one line.
+pub(crate) fn to_json(value: &Bound<'_, PyAny>) -> String {
+    let mut out = String::new();
+    write_json(value, 0, &mut out);
+    out.push('\n');
+    out
+}
+
+/// `v` as a JSON string literal of its `repr` (or of its type's name when even that fails).
+fn repr_json(v: &Bound<'_, PyAny>) -> String {
+    let text = v
+        .repr()
+        .ok()
+        .and_then(|r| r.to_str().ok().map(str::to_string))
+        .unwrap_or_else(|| format!("<{} without a repr>", v.get_type().name().map(|n| n.to_string()).unwrap_or_default()));
+    json_string(&text)
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+/// `v` as one JSON scalar, or `None` when it is a container.
+fn scalar_json(v: &Bound<'_, PyAny>) -> Option<String> {
+    if v.is_none() {
+        Some("null".into())
+    } else if v.is_instance_of::<PyBool>() {
+        Some(if v.is_truthy().unwrap_or(false) { "true" } else { "false" }.into())
+    } else if v.is_instance_of::<PyInt>() {
+        // Any size: JSON's numbers have no limit (the reader then says which field overflows).
+        Some(match v.str().ok().and_then(|s| s.to_str().ok().map(str::to_string)) {
+            Some(digits) if digits.trim_start_matches('-').chars().all(|c| c.is_ascii_digit()) && !digits.is_empty() => digits,
+            _ => repr_json(v),
+        })
+    } else if v.is_instance_of::<PyFloat>() {
+        let x: f64 = v.extract().unwrap_or(f64::NAN);
+        Some(if x.is_nan() {
+            json_string("nan")
+        } else if x.is_infinite() {
+            json_string(if x > 0.0 { "inf" } else { "-inf" })
+        } else {
+            serde_json::to_string(&x).unwrap_or_else(|_| repr_json(v))
+        })
+    } else if let Ok(s) = v.cast::<PyString>() {
+        Some(match s.to_str() {
+            Ok(text) => json_string(text),
+            // A str JSON cannot hold (a lone surrogate): its repr.
+            Err(_) => repr_json(v),
+        })
+    } else if v.is_instance_of::<PyDict>() || v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        None
+    } else {
+        Some(repr_json(v))
+    }
+}
+
+fn write_json(v: &Bound<'_, PyAny>, level: usize, out: &mut String) {
+    if let Some(s) = scalar_json(v) {
+        out.push_str(&s);
+        return;
+    }
+    if level >= MAX_DEPTH {
+        out.push_str(&repr_json(v));
+        return;
+    }
+    let pad = " ".repeat(level + 1);
+    if let Ok(d) = v.cast::<PyDict>() {
+        if d.is_empty() {
+            out.push_str("{}");
+            return;
+        }
+        out.push_str("{\n");
+        for (i, (k, x)) in d.iter().enumerate() {
+            if i > 0 {
+                out.push_str(",\n");
+            }
+            out.push_str(&pad);
+            let key = match k.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(json_string)) {
+                Some(key) => key,
+                None => repr_json(&k),
+            };
+            out.push_str(&key);
+            out.push_str(": ");
+            write_json(&x, level + 1, out);
+        }
+        out.push('\n');
+        out.push_str(&" ".repeat(level));
+        out.push('}');
+        return;
+    }
+    let items: Vec<Bound<'_, PyAny>> = match v.try_iter() {
+        Ok(iter) => iter.filter_map(Result::ok).collect(),
+        Err(_) => {
+            out.push_str(&repr_json(v));
+            return;
+        }
+    };
+    if items.is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    let scalars: Option<Vec<String>> = items.iter().map(scalar_json).collect();
+    if let Some(scalars) = scalars {
+        out.push('[');
+        out.push_str(&scalars.join(", "));
+        out.push(']');
+        return;
+    }
+    out.push_str("[\n");
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        out.push_str(&pad);
+        write_json(x, level + 1, out);
+    }
+    out.push('\n');
+    out.push_str(&" ".repeat(level));
+    out.push(']');
+}

@@ -39,6 +39,9 @@ pub(crate) struct Program {
     pub(crate) calls: AtomicU64,
     pub(crate) weight_uploads: AtomicU64,
     pub(crate) input_uploads: AtomicU64,
+    /// Weights and user inputs shared with the device instead of copied (`Executable.stats`).
+    pub(crate) weight_shares: AtomicU64,
+    pub(crate) input_shares: AtomicU64,
 }
 
 /// Seconds spent in each native stage of a compile, and where the executable came from.

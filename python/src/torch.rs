@@ -1,6 +1,6 @@
 //! Reading torch tensors from Rust: dtypes, the checks and the dense CPU view an upload needs.
 
-use fxhlo::runtime::ElementType;
+use fxhlo::runtime::{ElementType, MemoryKind};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -89,6 +89,29 @@ pub(crate) fn dense_cpu<'py>(sig: &InputSignature, index: usize, t: &Bound<'py, 
         t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
     }
     Ok(t)
+}
+
+/// Where a dense tensor of the graph's input `index` (`sig`, checked) lives, for lending it to
+/// the device: the memory, its first element's address, and for a CUDA tensor the handle of
+/// the stream PyTorch queues its work on (the device's work on the tensor waits for it). `None`
+/// for a tensor that is not dense (it is copied).
+pub(crate) fn lendable(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -> PyResult<Option<(MemoryKind, usize, isize)>> {
+    let py = t.py();
+    check_signature(sig, index, t, dt)?;
+    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
+        return Ok(None);
+    }
+    let (memory, stream) = if t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
+        (MemoryKind::Host, 0)
+    } else if t.getattr(pyo3::intern!(py, "is_cuda"))?.is_truthy()? {
+        let device = t.getattr(pyo3::intern!(py, "device"))?;
+        let ordinal: i32 = device.getattr(pyo3::intern!(py, "index"))?.extract::<Option<i32>>()?.unwrap_or(0);
+        let stream = py.import("torch")?.getattr("cuda")?.call_method1("current_stream", (device,))?;
+        (MemoryKind::Cuda(ordinal), stream.getattr("cuda_stream")?.extract()?)
+    } else {
+        return Ok(None);
+    };
+    Ok(Some((memory, data_ptr(t)?, stream)))
 }
 
 pub(crate) fn data_ptr(t: &Bound<'_, PyAny>) -> PyResult<usize> {

@@ -2,6 +2,7 @@
 on the model fixtures and the larger standard graphs, compared with eager; PyTorch's calling
 conventions; every option; resident weights; errors."""
 
+import importlib
 import json
 import threading
 import warnings
@@ -169,8 +170,10 @@ def test_buffer_mutation_is_seen_by_the_next_call():
         x = torch.full((3,), float(i + 1))
         assert_matches(c(x), e(x), f"call {i}")
     assert_matches(m.total, e.total, "buffer after 3 calls")
-    # The buffer changed on every call (copy back bumps its version): uploaded every call.
-    assert last_graph().executable.stats()["weight_uploads"] == 3
+    # The buffer changed on every call (copy back bumps its version): given to the device every
+    # call (shared: a view of the buffer's storage on the CPU plugin).
+    stats = last_graph().executable.stats()
+    assert given(stats, "weight") == 3, stats
 
 
 @pytest.mark.parametrize("make", [
@@ -259,6 +262,12 @@ def test_with_autograd_enabled_the_backward_runs_eagerly():
 # ---- resident weights -----------------------------------------------------------------------
 
 
+def given(stats: dict, what: str) -> int:
+    """How many ``what`` (``"weight"`` or ``"input"``) tensors the calls so far gave the device:
+    uploaded (copied), or shared (the device buffer a view of the tensor's memory)."""
+    return stats[f"{what}_uploads"] + stats[f"{what}_shares"]
+
+
 def test_unchanged_weights_are_uploaded_once_and_updates_are_seen():
     m = Linear()
     x = torch.randn(3, 6)
@@ -267,15 +276,15 @@ def test_unchanged_weights_are_uploaded_once_and_updates_are_seen():
         for _ in range(5):
             assert_matches(run(x), m.fc(x), "unchanged weights")
         stats = last_graph().executable.stats()
-        assert stats["calls"] == 5 and stats["weight_uploads"] == 2 and stats["input_uploads"] == 5, stats
+        assert stats["calls"] == 5 and given(stats, "weight") == 2 and given(stats, "input") == 5, stats
         m.fc.weight.mul_(-3.0)  # in place: same tensor object, version counter bumped
         assert_matches(run(x), m.fc(x), "after an in-place update")
-        assert last_graph().executable.stats()["weight_uploads"] == 3
+        assert given(last_graph().executable.stats(), "weight") == 3
         m.fc.bias.copy_(torch.ones(4))
         assert_matches(run(x), m.fc(x), "after a copy_ into the bias")
-        assert last_graph().executable.stats()["weight_uploads"] == 4
+        assert given(last_graph().executable.stats(), "weight") == 4
         run(x)
-        assert last_graph().executable.stats()["weight_uploads"] == 4
+        assert given(last_graph().executable.stats(), "weight") == 4
 
 
 def test_weights_under_inference_mode_have_no_version_and_are_uploaded_each_call():
@@ -286,7 +295,7 @@ def test_weights_under_inference_mode_have_no_version_and_are_uploaded_each_call
         run(x)
         run(x)
         assert_matches(run(x), m.fc(x), "inference mode")
-    assert last_graph().executable.stats()["weight_uploads"] == 6
+    assert given(last_graph().executable.stats(), "weight") == 6
 
 
 # ---- options --------------------------------------------------------------------------------
@@ -425,6 +434,53 @@ def test_unsupported_ops_with_fallback_error_lists_every_one():
     assert "test_backend.py:" in message, "the source line of each op is named"
     ops = info.value.inner_exception.ops
     assert [(t, n) for t, n, _ in ops] == [("fxhlotest.twice.default", "twice"), ("fxhlotest.twice.default", "twice_1")]
+
+
+def test_a_graph_that_fails_import_leaves_its_trace_error_and_command_in_its_dump(tmp_path, monkeypatch):
+    """With dumping on, a graph whose trace fails to import (here shape inference disagreeing
+    with the trace's metadata, as the CUDA variants' statistics did) is dumped: the trace, the
+    error (stage, node, op) and the command that fails the same way, and the error says where."""
+    exporter = importlib.import_module("fxhlo.export")  # `fxhlo.export` is the function
+    real = exporter.trace_dict
+
+    def wrong_meta(*args, **kwargs):
+        trace, weights = real(*args, **kwargs)
+        meta = trace["nodes"][0]["meta"][0]
+        meta["sizes"] = [s + 1 for s in meta["sizes"]]
+        return trace, weights
+
+    monkeypatch.setattr(exporter, "trace_dict", wrong_meta)
+    m, x = Linear(), torch.randn(3, 6)
+    with torch.no_grad(), pytest.raises(Exception) as info:
+        compile_(m.fc, dump="stablehlo", dump_dir=tmp_path)(x)
+    (folder,) = tmp_path.iterdir()
+    message = str(info.value)
+    assert isinstance(info.value.inner_exception, fxhlo.CompileError), message
+    assert f"dumped to {folder}" in message, message
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == ["00-trace.json", "command.txt", "error.txt", "report.json", "report.txt"], files
+    error = (folder / "error.txt").read_text()
+    assert error.startswith("failed at: import\n") and "(aten.permute.default)" in error, error
+    trace = json.loads((folder / "00-trace.json").read_text())
+    assert folder.name.startswith(trace["name"] + "-")
+    assert (folder / "command.txt").read_text().strip() == f"fxhlo compile {folder / '00-trace.json'}"
+
+
+def test_an_op_fxhlo_does_not_know_leaves_its_trace_error_and_command_in_its_dump(tmp_path):
+    with pytest.raises(Exception) as info:
+        compile_(uses_unsupported, dump="import", dump_dir=tmp_path)(torch.randn(3))
+    (folder,) = tmp_path.iterdir()
+    message = str(info.value)
+    # Still the error the eager fallback reads, with where the dump is.
+    assert isinstance(info.value.inner_exception, fxhlo.UnsupportedOpsError), message
+    assert f"dumped to {folder}" in message, message
+    files = {p.name for p in folder.iterdir()}
+    assert {"00-trace.json", "01-import.gir", "error.txt", "command.txt"} <= files, files
+    # The command reads the dump's own 01-import.gir: the graph is not written twice.
+    assert "graph.gir" not in files, files
+    error = (folder / "error.txt").read_text()
+    assert error.startswith("failed at: codegen\n") and "fxhlotest.twice.default at node `twice`" in error, error
+    assert (folder / "command.txt").read_text().startswith(f"fxhlo compile {folder / '01-import.gir'} --target cpu")
 
 
 def test_unsupported_ops_with_fallback_eager_warns_once_and_runs():
@@ -649,17 +705,17 @@ def test_long_executions_let_other_python_threads_run():
     took = time.perf_counter() - start
     after = exe.stats()
     assert after["calls"] == before["calls"] + 1, (before, after)
-    per_call = after["input_uploads"] - before["input_uploads"]
+    per_call = given(after, "input") - given(before, "input")
     assert per_call >= 1, (before, after)
     # `input_uploads - per_call * calls` is `idle` between calls, and `idle + per_call` inside a
     # call from its last upload until its execution has finished.
-    idle = after["input_uploads"] - per_call * after["calls"]
+    idle = given(after, "input") - per_call * after["calls"]
     seen, stop = [], threading.Event()
 
     def watch():
         while not stop.is_set():
             s = exe.stats()
-            if s["input_uploads"] - per_call * s["calls"] == idle + per_call:
+            if given(s, "input") - per_call * s["calls"] == idle + per_call:
                 seen.append(s)
                 return
 

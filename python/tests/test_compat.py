@@ -201,6 +201,32 @@ def test_mutated_inputs_are_the_graph_inputs_the_forward_writes():
     assert _compat.mutated_inputs() == set()
 
 
+def test_forward_metadata_and_plain_runtime():
+    seen = []
+
+    def fw_compiler(gm, _inputs):
+        meta = _compat.forward_metadata()
+        seen.append((meta is not None and len(meta.input_info), _compat.plain_runtime(meta)))
+        return _compat.make_boxed_func(gm.forward)
+
+    def pure(x, y):
+        return x * y + 1
+
+    def mutating(x, y):
+        y.add_(1)
+        return x * y
+
+    def aliasing(x, y):
+        return x.view(-1), x * y
+
+    with torch.no_grad():
+        for f in (pure, mutating, aliasing):
+            torch.compile(f, backend=_compat.aot_autograd(fw_compiler=fw_compiler), fullgraph=True,
+                          dynamic=False)(torch.ones(3), torch.ones(3))
+    assert seen == [(2, True), (2, False), (2, False)], seen
+    assert _compat.forward_metadata() is None and not _compat.plain_runtime(None)
+
+
 # ---- ops and decompositions -----------------------------------------------------------------
 
 
@@ -218,6 +244,7 @@ def test_schema_names_the_op_and_its_arguments():
     assert [str(a.type) for a in s.arguments[:2]] == ["Tensor", "Tensor"]  # legalize.py reads "Tensor"
     alpha = s.arguments[2]
     assert alpha.has_default_value() and alpha.default_value == 1 and alpha.kwarg_only
+    assert _compat.schema(torch.sin) is None
 
 
 def test_aten_op_finds_overloads_and_packets_and_none_for_what_this_release_lacks():
@@ -265,10 +292,16 @@ def test_make_fx_traces_aten_ops_with_a_decomposition_table():
 # ---- fake tensors and symbolic shapes -------------------------------------------------------
 
 
-def test_detect_fake_mode_finds_the_mode_of_fake_values():
-    from torch._subclasses.fake_tensor import FakeTensorMode
+def test_fake_tensor_mode_makes_tensors_of_any_device_without_it():
+    with _compat.FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        t = mode.from_tensor(torch.ones(2, 3)).to("cuda")
+        u = torch.empty(4, device="cuda", dtype=torch.bfloat16)
+    assert t.device.type == "cuda" and t.shape == (2, 3)
+    assert u.device.type == "cuda" and u.dtype == torch.bfloat16
 
-    mode = FakeTensorMode()
+
+def test_detect_fake_mode_finds_the_mode_of_fake_values():
+    mode = _compat.FakeTensorMode()
     with mode:
         fake = torch.empty(2, 3)
     assert _compat.detect_fake_mode([fake]) is mode
@@ -277,10 +310,9 @@ def test_detect_fake_mode_finds_the_mode_of_fake_values():
 
 
 def test_runtime_assertions_sym_expr_and_free_symbols_of_unbacked_sizes():
-    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    mode = FakeTensorMode(shape_env=ShapeEnv())
+    mode = _compat.FakeTensorMode(shape_env=ShapeEnv())
     env = _compat.shape_env(mode)
     assert env is not None
     u0, u1 = env.create_unbacked_symint(), env.create_unbacked_symint()

@@ -105,7 +105,14 @@ def test_a_crash_of_the_tpu_compiler_is_a_compile_error_and_python_lives_on(tmp_
     """The worker stands in for a TPU compiler that dies with SIGSEGV (as libtpu 0.0.52 did on
     every transformer): the crash ends the worker, not this process."""
     worker = tmp_path / "segfaulting-worker"
-    worker.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    # It describes the topology (`--describe <file>`, for the cache key) as libtpu does, then
+    # dies compiling.
+    topology = ('{"platform_name": "tpu", "platform_version": "v5 lite", "device_count": 4, '
+                '"device_kinds": ["TPU v5 lite"], "bounds": [2, 2, 1]}')
+    worker.write_text("#!/bin/sh\n"
+                      'while [ $# -gt 0 ]; do [ "$1" = --describe ] && { printf %s "$TOPOLOGY" > "$2"; exit 0; }; shift; done\n'
+                      "kill -SEGV $$\n")
+    monkeypatch.setenv("TOPOLOGY", topology)
     worker.chmod(worker.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("FXHLO_AOT_WORKER", str(worker))
     torch._dynamo.reset()

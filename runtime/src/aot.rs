@@ -32,9 +32,7 @@ pub struct AotCompiler {
     raw: RawApi,
     topology: *mut PJRT_TopologyDescription,
     target: Target,
-    platform_name: String,
-    platform_version: String,
-    device_count: usize,
+    info: TopologyInfo,
 }
 
 impl Drop for AotCompiler {
@@ -52,9 +50,7 @@ impl std::fmt::Debug for AotCompiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AotCompiler")
             .field("target", &self.target)
-            .field("platform", &self.platform_name)
-            .field("version", &self.platform_version)
-            .field("devices", &self.device_count)
+            .field("topology", &self.info)
             .finish_non_exhaustive()
     }
 }
@@ -131,63 +127,16 @@ impl AotCompiler {
             return Err(fail("the plugin returned no topology".into()));
         }
         // Owned from here: dropped (destroyed) on every early return below.
-        let mut compiler = AotCompiler {
-            raw,
-            topology: args.topology,
-            target: target.clone(),
-            platform_name: String::new(),
-            platform_version: String::new(),
-            device_count: 0,
-        };
-        compiler.platform_name = compiler.topology_text(TopologyText::Name).map_err(fail)?;
-        compiler.platform_version = compiler.topology_text(TopologyText::Version).map_err(fail)?;
-        compiler.device_count = compiler.topology_devices().map_err(fail)?;
+        let mut compiler = AotCompiler { raw, topology: args.topology, target: target.clone(), info: TopologyInfo::default() };
+        // SAFETY: the topology was just created by this plugin and lives as long as `compiler`.
+        compiler.info = unsafe { TopologyInfo::read(raw, compiler.topology) }.map_err(fail)?;
         tracing::debug!(
             topology = %name,
-            platform = %compiler.platform_name,
-            version = %compiler.platform_version,
-            devices = compiler.device_count,
+            info = ?compiler.info,
             elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
             "described topology"
         );
         Ok(compiler)
-    }
-
-    fn topology_text(&self, which: TopologyText) -> std::result::Result<String, String> {
-        let api = self.raw.table();
-        let (ptr, len) = match which {
-            TopologyText::Name => {
-                let f = api.PJRT_TopologyDescription_PlatformName.ok_or("no PJRT_TopologyDescription_PlatformName")?;
-                let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformName_Args::new();
-                args.topology = self.topology;
-                // SAFETY: live topology; the text is owned by it.
-                self.raw.check(unsafe { f(&mut args) })?;
-                (args.platform_name, args.platform_name_size)
-            }
-            TopologyText::Version => {
-                let f = api.PJRT_TopologyDescription_PlatformVersion.ok_or("no PJRT_TopologyDescription_PlatformVersion")?;
-                let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
-                args.topology = self.topology;
-                // SAFETY: as above.
-                self.raw.check(unsafe { f(&mut args) })?;
-                (args.platform_version, args.platform_version_size)
-            }
-        };
-        // SAFETY: the plugin returned `len` bytes at `ptr`, alive with the topology.
-        Ok(unsafe { text(ptr, len) })
-    }
-
-    fn topology_devices(&self) -> std::result::Result<usize, String> {
-        let f = self
-            .raw
-            .table()
-            .PJRT_TopologyDescription_GetDeviceDescriptions
-            .ok_or("no PJRT_TopologyDescription_GetDeviceDescriptions")?;
-        let mut args = pjrt_sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
-        args.topology = self.topology;
-        // SAFETY: live topology; the array is owned by it.
-        self.raw.check(unsafe { f(&mut args) })?;
-        Ok(args.num_descriptions)
     }
 
     /// The target compiled for.
@@ -195,19 +144,24 @@ impl AotCompiler {
         &self.target
     }
 
+    /// What the topology description says (platform, version, devices, layout).
+    pub fn info(&self) -> &TopologyInfo {
+        &self.info
+    }
+
     /// The platform name the topology reports (`tpu`).
     pub fn platform_name(&self) -> &str {
-        &self.platform_name
+        &self.info.platform_name
     }
 
     /// The platform version the topology reports (for libtpu: the chip, `TFRT TPU v6 lite`).
     pub fn platform_version(&self) -> &str {
-        &self.platform_version
+        &self.info.platform_version
     }
 
     /// Devices (chips) in the topology.
     pub fn device_count(&self) -> usize {
-        self.device_count
+        self.info.device_count
     }
 
     /// Compiles StableHLO text for the topology and serializes the executable. A rejected
@@ -248,9 +202,98 @@ impl AotCompiler {
     }
 }
 
-enum TopologyText {
-    Name,
-    Version,
+/// What a PJRT topology description says about the devices an executable is compiled for,
+/// read the same way from a topology described by name (ahead of time, [`AotCompiler`]) and
+/// from a live client's own topology ([`crate::Client::topology`]): the compile cache keys a
+/// TPU target by these fields, so that an executable compiled ahead of time for `v6e:2x2` is
+/// the entry a client on a v6e 2x2 slice looks up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TopologyInfo {
+    /// `PJRT_TopologyDescription_PlatformName` (`tpu`).
+    pub platform_name: String,
+    /// `PJRT_TopologyDescription_PlatformVersion` (libtpu: the chip, `TFRT TPU v6 lite`).
+    pub platform_version: String,
+    /// Devices in the topology (every chip of the slice, not only this host's).
+    pub device_count: usize,
+    /// The distinct `PJRT_DeviceDescription_Kind`s, sorted (`TPU v6 lite`).
+    pub device_kinds: Vec<String>,
+    /// The layout: one more than the largest of the devices' `coords` attribute in each
+    /// dimension (`[2, 2, 1]` for `v6e:2x2`); empty where the plugin gives no coordinates.
+    pub bounds: Vec<i64>,
+}
+
+impl TopologyInfo {
+    /// Reads `topology` through `raw`'s functions; a function the plugin lacks is an error
+    /// naming it, except the device attributes (then `bounds` is empty).
+    ///
+    /// # Safety
+    /// `topology` must be a live topology description of `raw`'s plugin.
+    pub(crate) unsafe fn read(raw: RawApi, topology: *mut PJRT_TopologyDescription) -> std::result::Result<TopologyInfo, String> {
+        let api = raw.table();
+        let name = api.PJRT_TopologyDescription_PlatformName.ok_or("no PJRT_TopologyDescription_PlatformName")?;
+        let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformName_Args::new();
+        args.topology = topology;
+        raw.check(name(&mut args))?;
+        let platform_name = text(args.platform_name, args.platform_name_size);
+        let version = api.PJRT_TopologyDescription_PlatformVersion.ok_or("no PJRT_TopologyDescription_PlatformVersion")?;
+        let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
+        args.topology = topology;
+        raw.check(version(&mut args))?;
+        let platform_version = text(args.platform_version, args.platform_version_size);
+        let describe = api
+            .PJRT_TopologyDescription_GetDeviceDescriptions
+            .ok_or("no PJRT_TopologyDescription_GetDeviceDescriptions")?;
+        let mut args = pjrt_sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
+        args.topology = topology;
+        raw.check(describe(&mut args))?;
+        let devices: &[*mut pjrt_sys::PJRT_DeviceDescription] =
+            if args.descriptions.is_null() { &[] } else { std::slice::from_raw_parts(args.descriptions, args.num_descriptions) };
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut bounds: Vec<i64> = Vec::new();
+        for &device in devices {
+            if let Some(kind) = api.PJRT_DeviceDescription_Kind {
+                let mut args = pjrt_sys::PJRT_DeviceDescription_Kind_Args::new();
+                args.device_description = device;
+                raw.check(kind(&mut args))?;
+                kinds.insert(text(args.device_kind, args.device_kind_size));
+            }
+            for (i, c) in device_coords(raw, device).into_iter().enumerate() {
+                match bounds.get_mut(i) {
+                    Some(b) => *b = (*b).max(c + 1),
+                    None => bounds.push(c + 1),
+                }
+            }
+        }
+        Ok(TopologyInfo { platform_name, platform_version, device_count: devices.len(), device_kinds: kinds.into_iter().collect(), bounds })
+    }
+
+    /// The layout as text: `2x2x1`, or `-` without coordinates.
+    pub fn layout(&self) -> String {
+        if self.bounds.is_empty() {
+            return "-".to_string();
+        }
+        self.bounds.iter().map(i64::to_string).collect::<Vec<_>>().join("x")
+    }
+}
+
+/// The `coords` attribute of a device description (an int64 list), empty when absent.
+///
+/// # Safety
+/// `device` must be a live device description of `raw`'s plugin.
+unsafe fn device_coords(raw: RawApi, device: *mut pjrt_sys::PJRT_DeviceDescription) -> Vec<i64> {
+    let Some(f) = raw.table().PJRT_DeviceDescription_Attributes else { return Vec::new() };
+    let mut args = pjrt_sys::PJRT_DeviceDescription_Attributes_Args::new();
+    args.device_description = device;
+    if raw.check(f(&mut args)).is_err() || args.attributes.is_null() {
+        return Vec::new();
+    }
+    for a in std::slice::from_raw_parts(args.attributes, args.num_attributes) {
+        let list = a.type_ == pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64List;
+        if list && text(a.name, a.name_size) == "coords" && !a.__bindgen_anon_1.int64_array_value.is_null() {
+            return std::slice::from_raw_parts(a.__bindgen_anon_1.int64_array_value, a.value_size).to_vec();
+        }
+    }
+    Vec::new()
 }
 
 /// `len` bytes at `ptr` as text (lossy); empty for a null pointer.

@@ -12,6 +12,7 @@ use crate::env::EnvConfig;
 use crate::error::{guard, Error, Result};
 use crate::executable::{self, CompileOptions, Executable, Program};
 use crate::plugin::{self, RawApi};
+use crate::share::{Lent, MemoryKind};
 
 /// Source of [`Client`] ids, so buffers and executables can be checked against their owner.
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
@@ -157,6 +158,28 @@ impl Client {
         self.devices.len()
     }
 
+    /// What the client's own topology description says (`PJRT_Client_TopologyDescription`),
+    /// read as the ahead-of-time compiler reads a topology it describes by name: the fields
+    /// the compile cache keys a TPU target by, so that a TPU VM finds what was compiled for
+    /// its slice elsewhere. An error where the plugin has no such description.
+    pub fn topology(&self) -> Result<crate::aot::TopologyInfo> {
+        let fail = |message: String| Error::Pjrt { operation: "PJRT_Client_TopologyDescription", message };
+        let f = self
+            .raw
+            .table()
+            .PJRT_Client_TopologyDescription
+            .ok_or_else(|| fail("the plugin does not implement it".into()))?;
+        let mut args = pjrt_sys::PJRT_Client_TopologyDescription_Args::new();
+        args.client = self.raw_client;
+        // SAFETY: live client; the topology is owned by the client (never destroyed here).
+        self.raw.check(unsafe { f(&mut args) }).map_err(fail)?;
+        if args.topology.is_null() {
+            return Err(fail("the plugin returned no topology".into()));
+        }
+        // SAFETY: the client's live topology, of this plugin.
+        unsafe { crate::aot::TopologyInfo::read(self.raw, args.topology) }.map_err(fail)
+    }
+
     /// The PJRT C API version the plugin implements, `(major, minor)`.
     pub fn api_version(&self) -> (i32, i32) {
         self.api_version
@@ -233,9 +256,129 @@ impl Client {
     }
 
     /// Copies a strided view of host memory to the addressable device `device`; the plugin
-    /// gathers the elements into its own layout as it copies (see [`HostView`]).
+    /// gathers the elements into its own layout as it copies (see [`HostView`]). Where the
+    /// device's memory is host memory (the CPU plugin), a large strided view is gathered here
+    /// instead, in tiles, into memory the device then views.
     pub fn upload_view_to(&self, device: usize, view: &HostView<'_>) -> Result<DeviceBuffer> {
+        if self.memory_kind(device) == Some(MemoryKind::Host) && crate::gather::worth_gathering(view) {
+            // Gathered here: the plugin would copy after returning and make the next execution
+            // wait (see the gather module).
+            if let Ok(buffer) = self.share_to(device, crate::gather::gather(view)?)? {
+                return Ok(buffer);
+            }
+        }
         self.upload_strided_to(device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
+    }
+
+    /// The memory addressable device `device` computes on, as another library names it: host
+    /// memory for the CPU plugin, the CUDA device of that ordinal for the CUDA plugin; `None`
+    /// where no other library can address it (a TPU).
+    pub fn memory_kind(&self, device: usize) -> Option<MemoryKind> {
+        let &d = self.devices.get(device)?;
+        match self.target.device {
+            DeviceKind::Cpu => Some(MemoryKind::Host),
+            DeviceKind::Cuda => self.raw.local_hardware_id(d).map(MemoryKind::Cuda),
+            DeviceKind::Tpu => None,
+        }
+    }
+
+    /// A buffer on the addressable device `device` that is a view of `lent`'s memory: no copy,
+    /// the executable reads (and PyTorch may keep writing) the same memory. `Ok(Err(lent))`
+    /// gives it back when this device cannot address it (other memory, or less aligned than
+    /// [`crate::share::SHARE_ALIGNMENT`]): the caller copies it instead.
+    pub fn share_to(&self, device: usize, lent: Lent) -> Result<std::result::Result<DeviceBuffer, Lent>> {
+        if self.memory_kind(device) != Some(lent.memory) || !crate::share::shareable(lent.ptr) {
+            return Ok(Err(lent));
+        }
+        let (element_type, dims) = (lent.element_type, lent.dims.clone());
+        let ptr = self.raw.view_of_memory(self.raw_client, self.devices[device], lent)?;
+        Ok(Ok(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, element_type, dims, self.raw, self.id)))
+    }
+
+    /// [`Client::upload_view_to`] of every view in `views`, on up to as many threads as the
+    /// machine has cores when there is enough to copy (a model's weights on its first call):
+    /// gathering a permuted view (a weight in the layout the device's kernels take) runs at
+    /// memory speed on one core, so it scales with cores. The buffers come back in the
+    /// order of `views`; the first error, if any, after every upload has finished (the
+    /// buffers made are destroyed).
+    pub fn upload_views_to(&self, device: usize, views: &[HostView<'_>]) -> Result<Vec<DeviceBuffer>> {
+        /// Below this many bytes in all, one thread: starting threads would cost more.
+        const PARALLEL_BYTES: usize = 8 << 20;
+        /// The machine's cores, read once: `available_parallelism` reads cgroup files on every
+        /// call (tens of µs, more than a small graph's whole call).
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let total: usize = views.iter().map(|v| v.bytes.len()).sum();
+        if views.len() < 2 || total < PARALLEL_BYTES {
+            return views.iter().map(|v| self.upload_view_to(device, v)).collect();
+        }
+        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let threads = cores.min(views.len());
+        if threads < 2 {
+            return views.iter().map(|v| self.upload_view_to(device, v)).collect();
+        }
+        let target = *self.devices.get(device).ok_or_else(|| {
+            Error::InvalidTensor(format!("device {device} does not exist: the client has {}", self.devices.len()))
+        })?;
+        /// The raw handles a worker needs: the C API is thread-safe, and the client and device
+        /// outlive the scope below.
+        #[derive(Clone, Copy)]
+        struct Handles(RawApi, *mut pjrt_sys::PJRT_Client, *mut pjrt_sys::PJRT_Device);
+        // SAFETY: see above; the pointers are only passed to the plugin's thread-safe calls.
+        unsafe impl Send for Handles {}
+        unsafe impl Sync for Handles {}
+        /// A buffer made on a worker, owned by the caller once the scope ends.
+        struct Made(Result<*mut pjrt_sys::PJRT_Buffer>);
+        // SAFETY: a raw buffer handed from the worker to the caller, used by one at a time.
+        unsafe impl Send for Made {}
+        let host = self.memory_kind(device) == Some(MemoryKind::Host);
+        let handles = Handles(self.raw, self.raw_client, target);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut made: Vec<Option<Made>> = (0..views.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (next, handles) = (&next, &handles);
+                    scope.spawn(move || {
+                        let Handles(raw, client, device) = *handles;
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(v) = views.get(i) else { break };
+                            let r = if host && crate::gather::worth_gathering(v) {
+                                crate::gather::gather(v).and_then(|lent| raw.view_of_memory(client, device, lent))
+                            } else {
+                                raw.buffer_from_host(client, device, v.element_type, &v.dims, v.byte_strides.as_deref(), &v.bytes)
+                            };
+                            mine.push((i, Made(r)));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            for worker in workers {
+                // A worker that panicked leaves its slots empty: reported below.
+                for (i, m) in worker.join().unwrap_or_default() {
+                    made[i] = Some(m);
+                }
+            }
+        });
+        let mut buffers = Vec::with_capacity(views.len());
+        let mut first_error = None;
+        for (slot, v) in made.into_iter().zip(views) {
+            match slot.map(|m| m.0) {
+                Some(Ok(ptr)) => buffers.push(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, v.element_type, v.dims.clone(), self.raw, self.id)),
+                Some(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                None => {
+                    first_error.get_or_insert(Error::Transfer { direction: "host-to-device", message: "an upload thread panicked".into() });
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(buffers),
+        }
     }
 
     /// Copies a dense row-major tensor, given as its bytes, to this client's first device.

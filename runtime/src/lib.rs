@@ -31,13 +31,15 @@ pub mod element;
 pub mod env;
 pub mod error;
 pub mod executable;
+mod gather;
 mod kinds;
 pub mod plugin;
+pub mod share;
 pub mod signature;
 mod transfer;
 pub mod view;
 
-pub use aot::{AotCompiler, AotExecutable, CostAnalysis};
+pub use aot::{AotCompiler, AotExecutable, CostAnalysis, TopologyInfo};
 pub use buffer::HostTensor;
 pub use client::Client;
 pub use device::{cuda_preflight, tpu_preflight, DeviceKind, Target, TargetName};
@@ -49,7 +51,8 @@ pub use executable::{CompileOptions, Executable, Program, ProgramSignature};
 pub use signature::Signature;
 /// The half-precision types [`HostTensor::from_f16`] / [`HostTensor::from_bf16`] take.
 pub use half::{bf16, f16};
-pub use transfer::HostResidentBuffer;
+pub use share::{Lent, MemoryKind};
+pub use transfer::SharedBuffer;
 pub use view::HostView;
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use pjrt_sys::{
 use crate::element::ElementType;
 use crate::error::{Error, Result};
 use crate::plugin::RawApi;
+use crate::share::MemoryKind;
 
 /// The byte length of a dense tensor, or an error naming the dims that overflow.
 pub(crate) fn dense_len(element_type: ElementType, dims: &[i64]) -> Result<usize> {
@@ -26,7 +27,7 @@ pub(crate) fn dense_len(element_type: ElementType, dims: &[i64]) -> Result<usize
 
 /// Checks that a strided view of `dims` with `byte_strides` (non-negative) stays inside `len`
 /// bytes, with checked arithmetic.
-fn check_strided(
+pub(crate) fn check_strided(
     element_type: ElementType,
     dims: &[i64],
     byte_strides: &[i64],
@@ -258,23 +259,25 @@ impl RawApi {
     }
 }
 
-/// A device buffer whose contents live in host memory, detached from its client so that it
-/// can be handed to another owner (a torch tensor, through DLPack) and dropped on any thread.
-/// Dropping it destroys the buffer.
-pub struct HostResidentBuffer {
+/// A device buffer whose memory is lent to another owner (a torch tensor, through DLPack),
+/// detached from its client so that it can be dropped on any thread. Dropping it destroys the
+/// buffer.
+pub struct SharedBuffer {
     buffer: *mut PJRT_Buffer,
     data: *mut u8,
     len: usize,
+    memory: MemoryKind,
     raw: RawApi,
 }
 
 // SAFETY: the PJRT C API is thread-safe; this holds only the raw buffer and the plugin's
 // static function table, never the `Rc`-based client wrapper.
-unsafe impl Send for HostResidentBuffer {}
-unsafe impl Sync for HostResidentBuffer {}
+unsafe impl Send for SharedBuffer {}
+unsafe impl Sync for SharedBuffer {}
 
-impl HostResidentBuffer {
-    /// The contents' address (dense, row-major); valid while `self` lives.
+impl SharedBuffer {
+    /// The contents' address (dense, row-major) in [`SharedBuffer::memory`]; valid while
+    /// `self` lives.
     pub fn data(&self) -> *mut u8 {
         self.data
     }
@@ -288,30 +291,43 @@ impl HostResidentBuffer {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Where the contents are.
+    pub fn memory(&self) -> MemoryKind {
+        self.memory
+    }
 }
 
-impl Drop for HostResidentBuffer {
+impl Drop for SharedBuffer {
     fn drop(&mut self) {
         self.raw.destroy_buffer(self.buffer);
     }
 }
 
 impl crate::DeviceBuffer {
-    /// Hands the buffer over without a copy when its contents are in host memory (the CPU
-    /// plugin): `Ok(Err(self))` gives it back unchanged where they are not.
+    /// Hands the buffer over without a copy when its contents are in `memory` that another
+    /// library can address (host memory on the CPU plugin, CUDA memory on the CUDA plugin:
+    /// what [`crate::Client::memory_kind`] says): `Ok(Err(self))` gives it back unchanged where
+    /// they are not (`memory` `None`, or a CPU buffer not in host memory). Waits until the
+    /// buffer is ready.
     ///
     /// The client stays alive for as long as the process: the detached buffer keeps no
     /// reference to it, and PJRT requires the client to outlive its buffers.
-    pub fn into_host_resident(self) -> Result<std::result::Result<HostResidentBuffer, Self>> {
+    pub fn into_shared(self, memory: Option<MemoryKind>) -> Result<std::result::Result<SharedBuffer, Self>> {
         let len = self.byte_size()?;
         let ptr = self.raw_ptr();
         let raw = self.raw();
-        let Some(data) = raw.host_pointer(ptr)? else {
-            return Ok(Err(self));
+        let data = match memory {
+            Some(MemoryKind::Host) => match raw.host_pointer(ptr)? {
+                Some(data) => data,
+                None => return Ok(Err(self)),
+            },
+            Some(MemoryKind::Cuda(_)) => raw.device_pointer(ptr)?,
+            None => return Ok(Err(self)),
         };
         // The wrapper would destroy the buffer and release its client reference on drop: keep
         // both (the client reference is what keeps the client alive, see above).
         std::mem::forget(self.into_pjrt());
-        Ok(Ok(HostResidentBuffer { buffer: ptr, data, len, raw }))
+        Ok(Ok(SharedBuffer { buffer: ptr, data, len, memory: memory.unwrap_or(MemoryKind::Host), raw }))
     }
 }

@@ -34,6 +34,11 @@ impl<'a> HostView<'a> {
         self.byte_strides.clone().unwrap_or_else(|| row_major_byte_strides(self.element_type, &self.dims))
     }
 
+    /// The byte strides of a dense row-major tensor of the view's dims.
+    pub fn dense_strides(&self) -> Vec<i64> {
+        row_major_byte_strides(self.element_type, &self.dims)
+    }
+
     /// The view with its dims permuted: dim `i` of the result is dim `perm[i]` of this one
     /// (`torch.permute(perm)`).
     pub fn permuted(self, perm: &[usize]) -> Result<HostView<'a>> {

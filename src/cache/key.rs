@@ -33,7 +33,9 @@ pub struct CacheKey {
     pub frozen: Option<String>,
     /// [`Options::fingerprint`].
     pub options: String,
-    /// The target: `cpu 0.81 (1 device)`, with the topology for ahead-of-time targets.
+    /// The target: `cpu 0.81 (1 device)` ([`target_id`]); on TPU, ahead of time or on a TPU
+    /// VM alike, what the topology description says and the plugin's identity
+    /// ([`topology_target_id`]).
     pub target: String,
     /// `XLA_FLAGS` as set when compiling.
     pub xla_flags: String,
@@ -201,4 +203,66 @@ pub fn target_id(platform: &str, version: &str, devices: usize, topology: Option
         Some(t) => format!("{platform} {version} ({devices} device{plural}, topology {t})"),
         None => format!("{platform} {version} ({devices} device{plural})"),
     }
+}
+
+/// The target part of a key for a device whose client describes its topology (TPU), made
+/// from the same fields whether the topology was described by name for an ahead-of-time
+/// compile ([`crate::aot::AotTarget`]) or is a TPU VM's live client's
+/// ([`crate::Session::target_id`]): the device kind, the topology's platform name and
+/// version, its device count, kinds and layout, and the plugin's identity. No topology name
+/// (`v6e:2x2`: a client does not know it; the kinds and layout say the same) and nothing of
+/// this machine: what one machine compiles, another with that slice finds.
+/// `tpu: tpu TFRT TPU v6 lite (4 devices: TPU v6 lite, layout 2x2x1); plugin libtpu.so (libtpu 0.0.52, 137 bytes)`.
+pub fn topology_target_id(device: fxhlo_runtime::DeviceKind, plugin: &str, t: &fxhlo_runtime::TopologyInfo) -> String {
+    let plural = if t.device_count == 1 { "" } else { "s" };
+    // libtpu's version has its build on a second line: one line reads better in listings.
+    let version = t.platform_version.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!(
+        "{device}: {} {version} ({} device{plural}: {}, layout {}); plugin {plugin}",
+        t.platform_name,
+        t.device_count,
+        t.device_kinds.join(", "),
+        t.layout()
+    )
+}
+
+/// The plugin file as the key names it: its pip package and version when the package's
+/// metadata is beside it (`libtpu.so (libtpu 0.0.52, 137045832 bytes)`), which any machine
+/// with that package names alike; else its size and modification time, which tell another
+/// build apart on this machine only. Reading the file itself (137 MB for libtpu) would cost
+/// more than a cache hit saves.
+pub fn plugin_identity(plugin: &std::path::Path) -> String {
+    let meta = std::fs::metadata(plugin).ok();
+    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+    let file = plugin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(package) = package_version(plugin) {
+        return format!("{file} ({package}, {size} bytes)");
+    }
+    let modified = meta
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{file} ({size} bytes, modified {modified})")
+}
+
+/// `name version` of the pip package a plugin file came from (`site-packages/<pkg>/<file>`
+/// with `site-packages/<pkg>-<version>.dist-info` beside it).
+fn package_version(plugin: &std::path::Path) -> Option<String> {
+    let pkg_dir = plugin.parent()?;
+    let pkg = pkg_dir.file_name()?.to_str()?.to_string();
+    let site = pkg_dir.parent()?;
+    let mut found: Vec<String> = std::fs::read_dir(site)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rest = name.strip_suffix(".dist-info")?.strip_prefix(&format!("{pkg}-"))?.to_string();
+            Some(format!("{pkg} {rest}"))
+        })
+        .collect();
+    // Deterministic when a folder holds two (a botched upgrade): the key must not depend on
+    // the order the folder is listed in.
+    found.sort();
+    found.pop()
 }

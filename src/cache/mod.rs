@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub use key::{target_id, CacheKey};
+pub use key::{plugin_identity, target_id, topology_target_id, CacheKey};
 pub use miss::{Candidate, FieldDiff, Miss};
 
 use crate::env;

@@ -13,13 +13,21 @@
 //! NN-xla/                  XLA's own dump of the HLO it compiled (xla_dump_to), on a PJRT compile
 //! cache-key.json           the cache key's fields
 //! report.txt, report.json  time per stage, nodes before/after each pass, cache hit or miss
+//! error.txt, command.txt   a failed compile: the stage and error; the command failing alike
+//! graph.gir (stablehlo.mlir) a failure after import: what the command reproduces it from
+//!                          (graph.gir only when the filter left 01-import.gir out: the
+//!                          command then reads that)
 //! ```
+//!
+//! A failed compile always keeps `00-trace.json`, whatever the filter; a trace that fails to
+//! import gets a folder named by the trace's digest instead (see [`failed`]).
 //!
 //! Numbers do not depend on the filter: a stage left out of the filter keeps its number, so
 //! the files of two dumps of one graph line up. Every file is written atomically (a temporary
 //! file renamed over the old one). Dumps never change what is compiled: they are not part of
 //! [`crate::Options`] nor of the cache key.
 
+mod failed;
 mod graphviz;
 mod report;
 
@@ -34,6 +42,8 @@ use fxhlo_passes::PassRun;
 use crate::cache::CacheKey;
 use crate::env;
 use crate::{Error, Result};
+pub use failed::{export_failed, import_failed, stage_of};
+pub(crate) use failed::trace_of_bundle;
 pub use report::{Report, StageRecord};
 
 /// Stage names a filter may name besides pass names (`passes` names every pass).
@@ -154,6 +164,8 @@ struct State {
     previous: HashSet<u64>,
     /// The time the trace took to import, when there was one.
     import_time: Option<Duration>,
+    /// `01-import.gir`, once written (the graph as imported: what a failure's command reads).
+    import_file: Option<PathBuf>,
     report: Report,
 }
 
@@ -175,6 +187,11 @@ impl Dump {
     /// The configuration.
     pub fn config(&self) -> &DumpConfig {
         &self.config
+    }
+
+    /// `01-import.gir` in the graph's folder, when the filter had it written.
+    pub(crate) fn import_file(&self) -> Option<PathBuf> {
+        self.lock().import_file.clone()
     }
 
     /// The graph's folder, once the pipeline opened it.
@@ -209,6 +226,7 @@ impl Dump {
         let mut state = self.lock();
         let wanted = self.config.filter.wants("import");
         let file = self.write_ir(&mut state, "import", wanted, graph)?;
+        state.import_file = state.dir.as_ref().zip(file.as_ref()).map(|(dir, f)| dir.join(f));
         state.report.imported_nodes = graph.node_count();
         let record = match state.import_time {
             Some(time) => StageRecord::timed("import", time),
@@ -310,14 +328,17 @@ impl Dump {
         Ok(())
     }
 
-    /// Writes why compiling stopped (`error.txt`), for a reader of the dump.
+    /// Writes why compiling stopped (`error.txt`: the stage, then the error), for a reader of
+    /// the dump, and the trace (`00-trace.json`) whatever the filter: a failed compile's
+    /// folder always holds what it failed on.
     pub fn failed(&self, error: &Error) -> Result<()> {
         let mut state = self.lock();
-        state.report.error = Some(error.to_string());
-        match &state.dir {
-            Some(dir) => write(dir, "error.txt", format!("{error}\n").as_bytes()).map(drop),
-            None => Ok(()),
+        state.report.error = Some(format!("{}: {error}", stage_of(error)));
+        let Some(dir) = &state.dir else { return Ok(()) };
+        if let Some(json) = &self.trace {
+            write(dir, "00-trace.json", json)?;
         }
+        write(dir, "error.txt", failed::error_text(error).as_bytes()).map(drop)
     }
 
     /// Writes `report.txt` and `report.json` with what is known so far (called after each

@@ -84,7 +84,8 @@ impl Report {
             };
             let _ = writeln!(out, "{:<28} {ms:>10} {changed:>8} {nodes:>13}  {}", s.stage, s.file.as_deref().unwrap_or(""));
         }
-        let total: f64 = self.stages.iter().filter_map(|s| s.ms).sum();
+        // `+ 0.0`: the sum of nothing is -0.0, which would print as `-0.00`.
+        let total: f64 = self.stages.iter().filter_map(|s| s.ms).sum::<f64>() + 0.0;
         let _ = writeln!(out, "{:<28} {total:>10.2}", "total");
         match &self.cache {
             Some(cache) => {

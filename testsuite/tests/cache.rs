@@ -138,6 +138,39 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// Entries keyed the way an older fxhlo keyed them (an ahead-of-time target named by its
+/// topology and its plugin file's modification time, before targets were keyed by what the
+/// topology description says) stay in the folder: a lookup with today's key misses them,
+/// naming the fields that differ, and nothing fails; each is still found by its own key.
+#[test]
+fn entries_of_an_older_key_make_up_miss_and_say_why() {
+    let dir = scratch("older");
+    let g = graph(2, "");
+    let aot: Options = Options { device: "tpu:v6e:2x2".parse().unwrap(), ..Options::default() };
+    let mut old = CacheKey::new(&g, &aot, &Frozen::new(), "tpu:v6e:2x2 ahead of time, plugin libtpu.so (libtpu 0.0.52) 1 bytes modified 2".into());
+    old.options = old.options.replacen("device=tpu", "device=tpu:v6e:2x2", 1);
+    CompileCache::new(CacheConfig::in_dir(&dir)).put(&old, vec![7; 64]);
+
+    let topology = fxhlo::runtime::TopologyInfo {
+        platform_name: "tpu".into(),
+        platform_version: "TFRT TPU v6 lite".into(),
+        device_count: 4,
+        device_kinds: vec!["TPU v6 lite".into()],
+        bounds: vec![2, 2, 1],
+    };
+    let target = fxhlo::cache::topology_target_id(fxhlo::runtime::DeviceKind::Tpu, "libtpu.so (libtpu 0.0.52, 1 bytes)", &topology);
+    let vm = Options { device: fxhlo::runtime::DeviceKind::Tpu.into(), ..Options::default() };
+    let new = CacheKey::new(&g, &vm, &Frozen::new(), target);
+    // The topology lives in the target field: the options of both spellings agree.
+    assert_eq!(new.options, CacheKey::new(&g, &aot, &Frozen::new(), String::new()).options);
+    let fresh = CompileCache::new(CacheConfig::in_dir(&dir));
+    assert!(fresh.get(&new).is_none());
+    let (_, detail) = fresh.explain_miss(&new);
+    assert!(detail.contains("target") && detail.contains("options"), "{detail}");
+    assert_eq!(fresh.get(&old).map(|(bytes, _)| bytes.len()), Some(64));
+    let _ = fs::remove_dir_all(&dir);
+}
+
 /// A truncated entry, a flipped payload byte, garbage and another format version are each
 /// detected, removed and recompiled, with the right result.
 #[test]

@@ -2,8 +2,10 @@
 //! (`_native_batch_norm_legit_no_training`).
 //!
 //! Statistics are computed in f32 for 16-bit inputs and the variance is the biased one (divide
-//! by N), as PyTorch does; `rstd = rsqrt(var + eps)`. Batch norm's two extra results are the
-//! empty tensors PyTorch returns in inference.
+//! by N), as PyTorch does; `rstd = rsqrt(var + eps)`. The statistics results take the dtype
+//! (and, for batch norm, the shape) of the node's types: each device's kernel returns its own
+//! form of them (`fxhlo_ir::infer::agrees`). Inference batch norm's are empty on the CPU and
+//! the running mean and `rsqrt(running_var + eps)` on CUDA.
 
 use fxhlo_ir::{Scalar, TensorType};
 use melior::ir::{Location, Value};
@@ -127,8 +129,29 @@ pub fn batch_norm<'c, 'a>(
     let y = e.op("stablehlo.multiply", loc, &[centered, rstd], &xt, &[])?;
     let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
     let out = e.convert(y, &xt, x.1.dtype, loc)?;
-    let empty = |t: &TensorType| e.splat(Scalar::Int(0), t, loc);
-    Ok(vec![out, empty(&results[1])?, empty(&results[2])?])
+    let mut values = vec![out];
+    // The saved statistics in the form the node's types say (see `fxhlo_ir::infer::agrees`):
+    // empty (CPU, cuDNN), or CUDA's running mean and `rsqrt(running_var + eps)` per channel,
+    // then zeros for what follows (cuDNN's empty reserve space).
+    for (i, t) in results.iter().enumerate().skip(1) {
+        let v = match i {
+            1 | 2 if t.num_elements() > 0 => {
+                let p = arg(e, operands, base + i - 1)?;
+                let ct = TensorType::new(work, p.1.shape.clone());
+                let pv = e.convert(p.0, p.1, work, loc)?;
+                let stat = if i == 1 {
+                    pv
+                } else {
+                    let var = e.op("stablehlo.add", loc, &[pv, e.splat(norm.eps, &ct, loc)?], &ct, &[])?;
+                    e.op("stablehlo.rsqrt", loc, &[var], &ct, &[])?
+                };
+                e.convert(stat, &ct, t.dtype, loc)?
+            }
+            _ => e.splat(Scalar::Int(0), t, loc)?,
+        };
+        values.push(v);
+    }
+    Ok(values)
 }
 
 /// Operand 0, and its value and type in the dtype the statistics are computed in.

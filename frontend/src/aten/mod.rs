@@ -9,6 +9,7 @@
 //! families first: most nodes of a trace are elementwise or shape ops).
 
 mod args;
+mod attention;
 mod creation;
 mod elementwise;
 mod index;
@@ -25,6 +26,7 @@ use fxhlo_ir::{BinaryOp, Op, Scalar, TensorType};
 
 use crate::schema::{ArgView as Arg, NodeView, TraceView};
 use args::{Args, Got};
+pub use attention::{Expansion, Src};
 pub use unsupported::Unsupported;
 
 /// An operand of a mapped op: a value by name, or a scalar that becomes a 0-d `full` node.
@@ -46,6 +48,8 @@ pub enum Mapped<'a> {
     Op(Op, Operands<'a>),
     /// `getitem(producer, index)`: an alias for one result of a multi-result node.
     GetItem(&'a str, u32),
+    /// A call the IR has no single op for (a device's fused attention kernel), as a few ops.
+    Expanded(Expansion<'a>),
     /// Not modelled: keep as `Op::Unknown`, for this reason.
     Unknown(Unsupported),
 }
@@ -65,8 +69,11 @@ struct Call<'a, 'r> {
     /// `aten.<name>` for `aten.` and `prims.` targets alike: the IR's family names.
     aten_name: Cow<'a, str>,
     a: Args<'a>,
-    /// The node's result types, from its meta.
+    /// The node's result types, from its meta, when every result is a tensor.
     results: &'r [TensorType],
+    /// Every result's type when some result is not a tensor (an int, or `None`: only an
+    /// [`Mapped::Expanded`] call takes those), `None` at those; empty otherwise.
+    metas: &'r [Option<TensorType>],
     /// The type of an operand already imported, by trace name.
     operand_type: &'r dyn Fn(&str) -> Option<TensorType>,
 }
@@ -102,6 +109,20 @@ impl<'a, 'r> Call<'a, 'r> {
         Ok(Mapped::Op(Op::Binary(b), smallvec![self.x()?, self.a.tensor(1, "other")?]))
     }
 
+    /// Result `i`'s type; `None` for a result that is not a tensor (or past the last).
+    fn meta(&self, i: usize) -> Option<&'r TensorType> {
+        if self.metas.is_empty() {
+            self.results.get(i)
+        } else {
+            self.metas.get(i).and_then(Option::as_ref)
+        }
+    }
+
+    /// How many results the node has, tensors or not.
+    fn result_count(&self) -> usize {
+        self.results.len().max(self.metas.len())
+    }
+
     /// The node's first result type (the importer refuses a node without one).
     fn result(&self) -> Got<&'r TensorType> {
         self.results.first().ok_or_else(|| Unsupported::results("the node has no result"))
@@ -113,17 +134,20 @@ type Family = for<'a, 'r> fn(&Call<'a, 'r>) -> Mapping<'a>;
 
 /// The families, asked in this order (most frequent first; no two claim one target and
 /// overload, so the order changes nothing else).
-const FAMILIES: [Family; 7] = [elementwise::map, shape::map, reduce::map, nn::map, linalg::map, index::map, creation::map];
+const FAMILIES: [Family; 8] =
+    [elementwise::map, shape::map, reduce::map, nn::map, linalg::map, index::map, creation::map, attention::map];
 
-/// Maps one call. `results` are the node's result types from its meta.
+/// Maps one call. `metas` are the node's result types from its meta (`None` for a result
+/// that is not a tensor), `results` the same when every one is a tensor, else empty.
 pub fn map<'a>(
     view: &'a TraceView<'a>,
     node: &NodeView<'a>,
     results: &[TensorType],
+    metas: &[Option<TensorType>],
     operand_type: &dyn Fn(&str) -> Option<TensorType>,
 ) -> Mapped<'a> {
     let a = Args { view, args: view.args(node.args), kwargs: view.kwargs(node) };
-    map_call(node.target, a, results, operand_type).unwrap_or_else(Mapped::Unknown)
+    map_call(node.target, a, results, metas, operand_type).unwrap_or_else(Mapped::Unknown)
 }
 
 /// [`map`], or why the call cannot be mapped.
@@ -131,6 +155,7 @@ fn map_call<'a>(
     target: &'a str,
     a: Args<'a>,
     results: &[TensorType],
+    metas: &[Option<TensorType>],
     operand_type: &dyn Fn(&str) -> Option<TensorType>,
 ) -> Mapping<'a> {
     // A byte loop, not `rsplit_once`: memrchr's setup costs more than these short names.
@@ -164,7 +189,7 @@ fn map_call<'a>(
     };
     // The IR's family names are `aten.<name>`; only a `prims.` target needs a new string.
     let aten_name = if op.starts_with("aten.") { Cow::Borrowed(op) } else { Cow::Owned(format!("aten.{name}")) };
-    let call = Call { qualified: op, name, overload, aten_name, a, results, operand_type };
+    let call = Call { qualified: op, name, overload, aten_name, a, results, metas, operand_type };
     for family in FAMILIES {
         match family(&call) {
             Err(Unsupported::NoLowering) => continue,

@@ -1,4 +1,4 @@
-//! Neural-network layers: normalizations (layer, group, batch), convolution, pooling,
+//! Neural-network layers: normalizations (layer, group, batch in each device's form), convolution, pooling,
 //! upsampling, grid sampling and embedding bags.
 
 use fxhlo_ir::smallvec::smallvec;
@@ -26,6 +26,19 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             ops.push(a.tensor(3, "running_mean")?);
             ops.push(a.tensor(4, "running_var")?);
             c.op(Op::BatchNorm { eps: a.scalar(6, "eps")?, has_weight, has_bias }, ops)
+        }
+        // The same evaluation-mode batch norm under its other names: PyTorch's generic op with
+        // `training=False`, and the cuDNN and MIOpen kernels CUDA and ROCm pick (whose saved
+        // statistics and reserve space are empty in evaluation; see `infer::agrees`).
+        "native_batch_norm" | "cudnn_batch_norm" | "miopen_batch_norm" | "_native_batch_norm_legit" if c.overload == "default" => {
+            if a.bool(5, "training", true)? {
+                return Err(Unsupported::value("training", "true", "false (fxhlo lowers evaluation-mode batch norm; training graphs use `_native_batch_norm_legit_functional`)"));
+            }
+            let (mut ops, has_weight, has_bias) = affine(c, 1, 2)?;
+            ops.push(a.tensor(3, "running_mean")?);
+            ops.push(a.tensor(4, "running_var")?);
+            let eps = if name == "cudnn_batch_norm" || name == "miopen_batch_norm" { a.scalar(7, "epsilon")? } else { a.scalar(7, "eps")? };
+            c.op(Op::BatchNorm { eps, has_weight, has_bias }, ops)
         }
         "_native_batch_norm_legit" if c.overload == "no_stats" => {
             let (ops, has_weight, has_bias) = affine(c, 1, 2)?;

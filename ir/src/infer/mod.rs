@@ -2,11 +2,13 @@
 //! The importer checks a trace's meta against it and the verifier re-checks it after every
 //! pass. Rules follow PyTorch (broadcasting, type promotion, Python slicing).
 
+mod device;
 mod index;
 mod nn;
 mod promote;
 mod shape;
 
+pub use device::{accumulate, agrees};
 pub use nn::per_dim;
 pub use promote::{promote_types, result_type};
 pub use shape::{is_legacy_empty, slice_bounds};

@@ -4,6 +4,7 @@ mod compile_run;
 mod dtypes;
 mod errors;
 mod serialize;
+mod share;
 
 use fxhlo_runtime::{Client, DeviceKind, HostTensor, Target};
 
