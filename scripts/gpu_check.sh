@@ -81,7 +81,7 @@ run() {
   done
   if [[ -z "$site" ]]; then
     local built
-    # `|| true`: without carry/ at all, ls fails and pipefail would end the script unexplained.
+    # (No carry/ at all is not an error here: `ls` fails, and pipefail must not end the script.)
     built="$(ls carry/site/fxhlo/ 2>/dev/null | sed -n 's/^_native\.\(cpython-[0-9]*\)-.*\.so$/\1/p' | head -1 || true)"
     if [[ -n "$built" ]]; then
       echo "gpu_check run: carry/ has fxhlo built for $built but $py is $have: rebuild it with GPU_CHECK_PY=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")') scripts/gpu_check.sh build" >&2

@@ -16,8 +16,9 @@ TORCH_RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")
 COMMITTED = ROOT / "testsuite" / "fixtures"
 
 
-def _load_gen_fixtures():
-    spec = importlib.util.spec_from_file_location("gen_fixtures", ROOT / "scripts" / "gen_fixtures.py")
+def load_script(name: str):
+    """The project script ``scripts/<name>.py`` as a module (scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     # Registered under its name, as an import would: Dynamo (torch 2.11) imports the module of a
     # global it traces by name, and the fixture builders' forwards read the module's globals.
@@ -26,7 +27,7 @@ def _load_gen_fixtures():
     return module
 
 
-gen_fixtures = _load_gen_fixtures()
+gen_fixtures = load_script("gen_fixtures")
 NAMES = list(gen_fixtures.FIXTURE_BUILDERS)
 
 
@@ -226,3 +227,16 @@ def without_defaults(v):
     if isinstance(v, dict):
         return {k: without_defaults(x) for k, x in v.items() if x is not None and x != []}
     return [without_defaults(x) for x in v] if isinstance(v, list) else v
+
+
+class BufferCounter(torch.nn.Module):
+    """A module that adds its input to a buffer on every call and returns twice the total: a
+    graph that mutates an input (AOT Autograd writes the buffer back after each call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x):
+        self.total.add_(x)
+        return self.total * 2

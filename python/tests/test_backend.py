@@ -14,7 +14,7 @@ from torch import nn
 import fxhlo
 from fxhlo.models import MODELS
 
-from conftest import NAMES, ROOT, compile_, gen_fixtures, without_defaults, raises_options_error
+from conftest import NAMES, ROOT, BufferCounter, compile_, gen_fixtures, without_defaults, raises_options_error
 
 
 def tolerance(dtype):
@@ -155,16 +155,7 @@ def test_input_mutation_is_copied_back():
 
 
 def test_buffer_mutation_is_seen_by_the_next_call():
-    class Counter(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("total", torch.zeros(3))
-
-        def forward(self, x):
-            self.total.add_(x)
-            return self.total * 2
-
-    m, e = Counter(), Counter()
+    m, e = BufferCounter(), BufferCounter()
     c = compile_(m)
     for i in range(3):
         x = torch.full((3,), float(i + 1))

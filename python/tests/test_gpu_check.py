@@ -4,7 +4,6 @@ have figures; the pieces a GPU run depends on (finding the CUDA plugin through t
 the error measure, the messages when no CUDA device or no plugin is there) are checked here, so
 that the check cannot rot between the runs on a GPU machine."""
 
-import importlib.util
 import json
 import os
 import re
@@ -14,19 +13,11 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gpu_check = _load()
+gpu_check = load_script("gpu_check")
 
 
 def run_script(*args, env=None, timeout=900):

@@ -12,6 +12,8 @@ import torch
 
 import fxhlo
 
+from conftest import BufferCounter
+
 
 def _compile(fn):
     compiled = torch.compile(fn, backend="fxhlo", fullgraph=True, dynamic=False)
@@ -122,16 +124,6 @@ def _spy_direct(monkeypatch):
     return taken
 
 
-class _Counter(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("total", torch.zeros(3))
-
-    def forward(self, x):
-        self.total.add_(x)
-        return self.total * 2
-
-
 @pytest.mark.parametrize("case", ["plain", "mutates_a_buffer", "returns_a_view_of_its_input", "needs_gradients"])
 def test_the_wrappers_are_skipped_only_where_they_would_do_nothing(case, monkeypatch):
     # AOT Autograd's runtime wrappers write mutated inputs back, rebuild aliases and hook up
@@ -143,7 +135,7 @@ def test_the_wrappers_are_skipped_only_where_they_would_do_nothing(case, monkeyp
     if case == "plain":
         fn, eager = (lambda a: a.sin() + 1), (lambda a: a.sin() + 1)
     elif case == "mutates_a_buffer":
-        fn, eager = _Counter(), _Counter()
+        fn, eager = BufferCounter(), BufferCounter()
     elif case == "returns_a_view_of_its_input":
         fn = eager = lambda a: (a.view(3, 1), a * 2)
     else:

@@ -131,5 +131,5 @@ impl RawApi {
 
 /// Whether `ptr` may be viewed by a plugin (see [`SHARE_ALIGNMENT`]).
 pub fn shareable(ptr: *const u8) -> bool {
-    (ptr as usize) % SHARE_ALIGNMENT == 0
+    (ptr as usize).is_multiple_of(SHARE_ALIGNMENT)
 }
