@@ -17,6 +17,7 @@ before the dispatcher anyway (``fxhlo.decompositions.attention``); the CUDA kern
 
 from __future__ import annotations
 
+import contextlib
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +89,7 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
         graphs.append(graph)
         return _compat.make_boxed_func(graph.module.forward)
 
-    with torch.no_grad():
+    with torch.no_grad(), _no_real_constants(device):
         _capture.aot_capture(gm, fake, inputs, name, on_forward)
     (graph,) = graphs
     # The legalized graph's inputs hold the real tensors (classify's), so the weights are real.
@@ -96,6 +97,28 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
     trace, weights = trace_dict(cap, name, Path.cwd())
     user = {spec["name"]: inp.value for spec, inp in zip(trace["inputs"], graph.inputs) if inp.kind == "user_input"}
     return DeviceTrace(trace, weights, user)
+
+
+@contextlib.contextmanager
+def _no_real_constants(device: str):
+    """AOT Autograd's tracer computes a small tensor made of constants for real, outside the
+    fake mode (``proxy_tensor.CONSTANT_NUMEL_LIMIT``, one element): ``torch.tensor([],
+    device="cuda")`` (transformers' KV cache starts each layer so) becomes a real CUDA copy,
+    which fails without a driver. For a device other than the CPU that folding is off while
+    capturing: the graph's nodes are the same (the folded value is only kept beside them, for a
+    later ``.item()``); a model that reads such a value while traced fails with PyTorch's
+    data-dependent error instead."""
+    from torch.fx.experimental import proxy_tensor
+
+    if torch.device(device).type == "cpu":
+        yield
+        return
+    before = proxy_tensor.CONSTANT_NUMEL_LIMIT
+    proxy_tensor.CONSTANT_NUMEL_LIMIT = -1
+    try:
+        yield
+    finally:
+        proxy_tensor.CONSTANT_NUMEL_LIMIT = before
 
 
 def _move_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
