@@ -109,10 +109,13 @@ def _run(op, sample, backend: str | None):
             x, args, kwargs = pytree.tree_unflatten(leaves, spec)
             return fn(x, *args, **kwargs)
 
-        d = capture_for(on_tensors, [flat[i] for i in tensors], DEVICE, "opinfo")
-        outs = run_trace(d.trace, d.weights, d.inputs)
         expected = fn(sample.input, *sample.args, **sample.kwargs)
         leaves, out_spec = pytree.tree_flatten(expected)
+        if not any(isinstance(v, torch.Tensor) for v in leaves):
+            # No tensor out (torch.broadcast_shapes): nothing runs on the device.
+            return expected
+        d = capture_for(on_tensors, [flat[i] for i in tensors], DEVICE, "opinfo")
+        outs = run_trace(d.trace, d.weights, d.inputs)
         # A graph that mutates an input (training batch norm's running stats) returns the new
         # values first: the op's own outputs are the last ones.
         outs = iter(outs[len(outs) - sum(isinstance(v, torch.Tensor) for v in leaves):])

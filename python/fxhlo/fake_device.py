@@ -89,7 +89,7 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
         graphs.append(graph)
         return _compat.make_boxed_func(graph.module.forward)
 
-    with torch.no_grad(), _no_real_constants(device):
+    with torch.no_grad(), _without_the_device(device):
         _capture.aot_capture(gm, fake, inputs, name, on_forward)
     (graph,) = graphs
     # The legalized graph's inputs hold the real tensors (classify's), so the weights are real.
@@ -100,25 +100,35 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
 
 
 @contextlib.contextmanager
-def _no_real_constants(device: str):
-    """AOT Autograd's tracer computes a small tensor made of constants for real, outside the
-    fake mode (``proxy_tensor.CONSTANT_NUMEL_LIMIT``, one element): ``torch.tensor([],
-    device="cuda")`` (transformers' KV cache starts each layer so) becomes a real CUDA copy,
-    which fails without a driver. For a device other than the CPU that folding is off while
-    capturing: the graph's nodes are the same (the folded value is only kept beside them, for a
-    later ``.item()``); a model that reads such a value while traced fails with PyTorch's
-    data-dependent error instead."""
+def _without_the_device(device: str):
+    """What AOT Autograd's tracing asks of the device for real, answered without it (for a
+    device other than the CPU, while capturing):
+
+    * The tracer computes a small tensor made of constants for real, outside the fake mode
+      (``proxy_tensor.CONSTANT_NUMEL_LIMIT``, one element): ``torch.tensor([], device="cuda")``
+      (transformers' KV cache starts each layer so) becomes a real CUDA copy, which fails
+      without a driver. The folding is off: the graph's nodes are the same (the folded value is
+      only kept beside them, for a later ``.item()``); a model that reads such a value while
+      traced fails with PyTorch's data-dependent error instead.
+    * Training batch norm's decomposition asks cuDNN the size of its reserve space (a uint8
+      tensor for the backward, dropped from the forward graph): without a GPU the size is 0.
+    """
     from torch.fx.experimental import proxy_tensor
 
     if torch.device(device).type == "cpu":
         yield
         return
     before = proxy_tensor.CONSTANT_NUMEL_LIMIT
+    reserve = getattr(torch._C, "_get_cudnn_batch_norm_reserve_space_size", None)
     proxy_tensor.CONSTANT_NUMEL_LIMIT = -1
+    if reserve is not None and not torch.cuda.is_available():
+        torch._C._get_cudnn_batch_norm_reserve_space_size = lambda *_: 0
     try:
         yield
     finally:
         proxy_tensor.CONSTANT_NUMEL_LIMIT = before
+        if reserve is not None:
+            torch._C._get_cudnn_batch_norm_reserve_space_size = reserve
 
 
 def _move_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
