@@ -47,13 +47,14 @@ def _fake(mode, t, device: str):
     if not isinstance(t, torch.Tensor):
         return t
     with mode:
-        return mode.from_tensor(t).to(device)
+        return mode.from_tensor(t, static_shapes=True).to(device)
 
 
 def capture_for(model, args, device: str = "cuda", name: str = "fake") -> DeviceTrace:
     """Captures ``model(*args)`` (real CPU tensors) as fxhlo's backend would see it with every
     tensor on ``device``, faked: Dynamo runs on the real tensors, AOT Autograd on fake ones."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     seen = []
 
@@ -81,7 +82,9 @@ def capture_for(model, args, device: str = "cuda", name: str = "fake") -> Device
     gm, real = seen[0]
     _move_factories(gm, torch.device(device))
     inputs = _capture.classify(gm, real)
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    # With a shape environment, as Dynamo's own fake mode has: higher-order ops (the
+    # while_loop of fxhlo's polynomial decompositions) trace through it.
+    mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
     fake = [_fake(mode, t, device) for t in real]
     graphs = []
 
