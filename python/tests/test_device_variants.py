@@ -5,6 +5,8 @@ captured on fake CUDA tensors (:mod:`fxhlo.fake_device`) and run on the CPU plug
 attention kernels are called directly (on fake tensors SDPA's own kernel choice falls back to
 the math form). Each numerical test prints the largest error it saw."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn as nn
@@ -203,3 +205,31 @@ def test_devices_doc_is_up_to_date():
     """docs/devices.md is generated from testsuite/devices/*.json by `scripts/cuda_graphs.py doc`."""
     cg = _cuda_graphs()
     assert cg.DOC.read_text() == cg.devices_doc(), "docs/devices.md is stale: run python scripts/cuda_graphs.py doc"
+
+
+def test_what_the_capture_asked_of_the_device():
+    """Three things a fake-CUDA capture once asked the CUDA runtime for or could not trace (found
+    by the OpInfo sweep and the zoo): training batch norm's cuDNN reserve size, a constant made
+    with ``torch.tensor([], device=...)`` (transformers' KV cache), the ``while_loop`` of the
+    polynomial decompositions (needs a shape environment)."""
+
+    class Asks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+
+        def forward(self, x, n):
+            empty = torch.tensor([], dtype=x.dtype, device=x.device)
+            y = torch.cat([empty, self.bn(x).flatten()])
+            return y, torch.special.hermite_polynomial_h(x, n)
+
+    torch.manual_seed(0)
+    model = Asks().train()
+    x, n = torch.randn(3, 4), torch.tensor([[0.0, 1, 2, 5]])
+    d = capture_for(copy.deepcopy(model), (x, n), "cuda")
+    outs = run_trace(d.trace, d.weights, d.inputs)
+    with torch.no_grad():
+        expected = model(x, n)
+    # The running statistics' updates come first, then the model's outputs.
+    for i, (g, e) in enumerate(zip(outs[-2:], expected)):
+        _check(f"asks output {i}", g, e, 1e-5)
