@@ -115,7 +115,11 @@ def _without_the_device(device: str):
       traced fails with PyTorch's data-dependent error instead.
     * Training batch norm's decomposition asks cuDNN the size of its reserve space (a uint8
       tensor for the backward, dropped from the forward graph): without a GPU the size is 0.
+    * An op with no meta kernel (``geqrf``, ``histogram``) is run for real by the fake mode, on
+      the tensors' device: without that device it runs on the CPU, and its results are fake
+      tensors of the device with the CPU kernel's sizes and strides.
     """
+    from torch._subclasses import fake_tensor
     from torch.fx.experimental import proxy_tensor
 
     if torch.device(device).type == "cpu":
@@ -123,15 +127,50 @@ def _without_the_device(device: str):
         return
     before = proxy_tensor.CONSTANT_NUMEL_LIMIT
     reserve = getattr(torch._C, "_get_cudnn_batch_norm_reserve_space_size", None)
+    fallback = fake_tensor.run_fallback_kernel
+    there = torch.device(device)
+    absent = there.type == "cuda" and not torch.cuda.is_available()
     proxy_tensor.CONSTANT_NUMEL_LIMIT = -1
-    if reserve is not None and not torch.cuda.is_available():
-        torch._C._get_cudnn_batch_norm_reserve_space_size = lambda *_: 0
+    if absent:
+        if reserve is not None:
+            torch._C._get_cudnn_batch_norm_reserve_space_size = lambda *_: 0
+        fake_tensor.run_fallback_kernel = _on_the_cpu(fallback, there)
     try:
         yield
     finally:
         proxy_tensor.CONSTANT_NUMEL_LIMIT = before
+        fake_tensor.run_fallback_kernel = fallback
         if reserve is not None:
             torch._C._get_cudnn_batch_norm_reserve_space_size = reserve
+
+
+def _on_the_cpu(fallback, device: torch.device):
+    """``fake_tensor.run_fallback_kernel`` run with the inputs on the CPU, its new results
+    made fake tensors of ``device`` again."""
+    from torch.utils import _pytree as pytree
+
+    cpu = torch.device("cpu")
+
+    def run(fake_mode, func, flat_args, args_spec, error):
+        moved = [a for a in flat_args if fake_mode.is_our_fake(a) and a.fake_device.type == device.type]
+        for a in moved:
+            a.fake_device = cpu
+        try:
+            out = fallback(fake_mode, func, flat_args, args_spec, error)
+        finally:
+            for a in moved:
+                a.fake_device = device
+        convert = fake_mode.fake_tensor_converter
+
+        def back(t):
+            if not fake_mode.is_our_fake(t) or t.fake_device != cpu or any(t is a for a in moved):
+                return t
+            meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+            return convert.from_meta_and_device(fake_mode, meta, device)
+
+        return pytree.tree_map(back, out)
+
+    return run
 
 
 def _move_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:

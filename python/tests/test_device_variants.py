@@ -208,10 +208,11 @@ def test_devices_doc_is_up_to_date():
 
 
 def test_what_the_capture_asked_of_the_device():
-    """Three things a fake-CUDA capture once asked the CUDA runtime for or could not trace (found
-    by the OpInfo sweep and the zoo): training batch norm's cuDNN reserve size, a constant made
-    with ``torch.tensor([], device=...)`` (transformers' KV cache), the ``while_loop`` of the
-    polynomial decompositions (needs a shape environment)."""
+    """What a fake-CUDA capture once asked the CUDA runtime for or could not trace (found by the
+    OpInfo sweep and the zoo): training batch norm's cuDNN reserve size, a constant made with
+    ``torch.tensor([], device=...)`` (transformers' KV cache), the ``while_loop`` of the
+    polynomial decompositions (needs a shape environment), an op with no meta kernel
+    (``geqrf``: the fake mode runs it for real)."""
 
     class Asks(nn.Module):
         def __init__(self):
@@ -221,7 +222,7 @@ def test_what_the_capture_asked_of_the_device():
         def forward(self, x, n):
             empty = torch.tensor([], dtype=x.dtype, device=x.device)
             y = torch.cat([empty, self.bn(x).flatten()])
-            return y, torch.special.hermite_polynomial_h(x, n)
+            return y, torch.special.hermite_polynomial_h(x, n), *torch.geqrf(x)
 
     torch.manual_seed(0)
     model = Asks().train()
@@ -231,5 +232,5 @@ def test_what_the_capture_asked_of_the_device():
     with torch.no_grad():
         expected = model(x, n)
     # The running statistics' updates come first, then the model's outputs.
-    for i, (g, e) in enumerate(zip(outs[-2:], expected)):
+    for i, (g, e) in enumerate(zip(outs[-4:], expected)):
         _check(f"asks output {i}", g, e, 1e-5)
