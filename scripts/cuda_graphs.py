@@ -391,12 +391,12 @@ def devices_doc() -> str:
         "What the fake device itself needed (`fxhlo.fake_device`, not a difference of the graphs):",
         "the tracer computed small constants for real (`torch.tensor([], device=\"cuda\")` in",
         "transformers' KV cache: *Found no NVIDIA driver*), training batch norm's decomposition asked",
-        "cuDNN its reserve size, and the polynomials' `while_loop` needs a shape environment; all three",
-        "are answered without the device while capturing. Still out of reach without a GPU: ops with no",
-        "meta kernel (`geqrf`, `histogram`), which fake tensors run for real on the device, and",
-        "arguments PyTorch wants on the CPU whatever the device (`tensor_split`'s index tensor: the",
-        "sweep fakes every tensor onto CUDA; on the CPU the op fails in fxhlo anyway, on its",
-        "data-dependent sizes).",
+        "cuDNN its reserve size, the polynomials' `while_loop` needs a shape environment, and fake",
+        "tensors run an op with no meta kernel (`geqrf`, `histogram`) for real on their device; all",
+        "four are answered without the device while capturing (the last on the CPU, with the CPU",
+        "kernel's strides). Still out of reach: arguments PyTorch wants on the CPU whatever the",
+        "device (`tensor_split`'s index tensor: the sweep fakes every tensor onto CUDA; on the CPU",
+        "the op fails in fxhlo anyway, on its data-dependent sizes).",
         "",
         "## Models on fake CUDA",
         "",
@@ -464,7 +464,7 @@ def devices_doc() -> str:
             (differ if status == "pass" else both).append(line)
     head = ["| OpInfo op | dtype | fake CUDA | CPU | reason |", "|---|---|---|---|---|"]
     out += ["", "### Pass on the CPU, not on fake CUDA", "",
-            "Ops with no meta kernel run for real under fake tensors, on the device (above):", "",
+            "The device's differences not taken yet, and the fake device's own limits:", "",
             *head, *(differ or ["| (none) | | | | |"])]
     out += ["", "### Failing on both", "",
             "fxhlo's own gaps, the same on either device (docs/ops.md); the data-dependent sizes",
