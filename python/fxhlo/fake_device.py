@@ -125,21 +125,25 @@ def _without_the_device(device: str):
     if torch.device(device).type == "cpu":
         yield
         return
-    before = proxy_tensor.CONSTANT_NUMEL_LIMIT
+    # PyTorch internals, each looked up where it is (a release without one captures as before).
+    before = getattr(proxy_tensor, "CONSTANT_NUMEL_LIMIT", None)
     reserve = getattr(torch._C, "_get_cudnn_batch_norm_reserve_space_size", None)
-    fallback = fake_tensor.run_fallback_kernel
+    fallback = getattr(fake_tensor, "run_fallback_kernel", None)
     there = torch.device(device)
     absent = there.type == "cuda" and not torch.cuda.is_available()
-    proxy_tensor.CONSTANT_NUMEL_LIMIT = -1
-    if absent:
-        if reserve is not None:
-            torch._C._get_cudnn_batch_norm_reserve_space_size = lambda *_: 0
+    if before is not None:
+        proxy_tensor.CONSTANT_NUMEL_LIMIT = -1
+    if absent and reserve is not None:
+        torch._C._get_cudnn_batch_norm_reserve_space_size = lambda *_: 0
+    if absent and fallback is not None:
         fake_tensor.run_fallback_kernel = _on_the_cpu(fallback, there)
     try:
         yield
     finally:
-        proxy_tensor.CONSTANT_NUMEL_LIMIT = before
-        fake_tensor.run_fallback_kernel = fallback
+        if before is not None:
+            proxy_tensor.CONSTANT_NUMEL_LIMIT = before
+        if fallback is not None:
+            fake_tensor.run_fallback_kernel = fallback
         if reserve is not None:
             torch._C._get_cudnn_batch_norm_reserve_space_size = reserve
 
@@ -152,18 +156,19 @@ def _on_the_cpu(fallback, device: torch.device):
     cpu = torch.device("cpu")
 
     def run(fake_mode, func, flat_args, args_spec, error):
-        moved = [a for a in flat_args if fake_mode.is_our_fake(a) and a.fake_device.type == device.type]
-        for a in moved:
+        moved = [(a, a.fake_device) for a in flat_args
+                 if fake_mode.is_our_fake(a) and a.fake_device.type == device.type]
+        for a, _ in moved:
             a.fake_device = cpu
         try:
             out = fallback(fake_mode, func, flat_args, args_spec, error)
         finally:
-            for a in moved:
-                a.fake_device = device
+            for a, was in moved:
+                a.fake_device = was
         convert = fake_mode.fake_tensor_converter
 
         def back(t):
-            if not fake_mode.is_our_fake(t) or t.fake_device != cpu or any(t is a for a in moved):
+            if not fake_mode.is_our_fake(t) or t.fake_device != cpu or any(t is a for a, _ in moved):
                 return t
             meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
             return convert.from_meta_and_device(fake_mode, meta, device)
