@@ -13,7 +13,7 @@ model's CPU eager run (max abs error, and relative to the output's largest magni
 
 ``zoo``: each model (torchvision ResNet-18, MobileNetV3-small, EfficientNet-B0 and ConvNeXt-tiny
 at 64x64, a small ViT; small configs of Hugging Face BERT, GPT-2 without and with its KV cache
-and the T5 encoder; a small diffusers UNet), in float32 and bfloat16, is captured with fake CUDA
+and the T5 encoder; small diffusers UNets, one with cross-attention), in float32 and bfloat16, is captured with fake CUDA
 tensors (:mod:`fxhlo.fake_device`), so the graph has CUDA's batch-norm statistics and 16-bit
 layer norms, imported, run on the CPU plugin and compared with the same model's CPU eager run;
 one JSON row per model and dtype (``--out``), the results of docs/devices.md. The OpInfo ops go
@@ -181,6 +181,18 @@ def _unet():
     return model.eval(), (_image(32), torch.tensor([10]))
 
 
+def _unet_condition():
+    import diffusers
+
+    model = diffusers.UNet2DConditionModel(
+        sample_size=16, block_out_channels=(32, 64), layers_per_block=1, cross_attention_dim=32,
+        attention_head_dim=8, norm_num_groups=8,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+    )
+    g = torch.Generator().manual_seed(5)
+    return model.eval(), (_image(16, channels=4), torch.tensor([10]), torch.randn(1, 4, 32, generator=g))
+
+
 def _builders():
     import torchvision.models as tv
 
@@ -195,12 +207,14 @@ def _builders():
         "gpt2_small_kv_cache": _gpt2(True),
         "t5_encoder_small": _t5_encoder,
         "unet2d_small": _unet,
+        "unet2d_condition_small": _unet_condition,
     }
 
 
 MODELS = (
     "resnet18", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny", "vit_small", "bert_small",
-    "gpt2_small", "gpt2_small_kv_cache", "t5_encoder_small", "unet2d_small")
+    "gpt2_small", "gpt2_small_kv_cache", "t5_encoder_small", "unet2d_small",
+    "unet2d_condition_small")
 # Largest error allowed, as a fraction of the output's largest magnitude (at least 1): f32
 # graphs compute what eager does up to reassociation; bf16 ones round every intermediate to
 # 8 bits, in another order than eager's kernels.
@@ -403,7 +417,8 @@ def devices_doc() -> str:
         "`python scripts/cuda_graphs.py zoo --out testsuite/devices/zoo_cuda.json`: torchvision CNNs at",
         "64x64 (batch 1, random weights), a small ViT (2 layers, its zero-initialized head drawn from a",
         "second seed), small configs of Hugging Face BERT, GPT-2 (without and with its KV cache) and the",
-        "T5 encoder (batch 2, 16 tokens), a small diffusers `UNet2DModel`. Every output is compared",
+        "T5 encoder (batch 2, 16 tokens), small diffusers `UNet2DModel` and `UNet2DConditionModel`",
+        "(cross-attention to 4 tokens). Every output is compared",
         f"(the KV cache's too); *ok*: max abs error at most {TOLERANCE['float32']:g} (f32) or "
         f"{TOLERANCE['bfloat16']:g} (bf16) of the",
         f"output's largest magnitude (at least 1), or in bf16 fxhlo at most twice as far as eager from",
