@@ -97,8 +97,6 @@ def _run(op, sample, backend: str | None):
         # CPU plugin: an import or shape disagreement of a device variant fails the op here.
         from torch.utils import _pytree as pytree
 
-        from fxhlo.fake_device import capture_for, run_trace
-
         flat, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
         tensors = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
 
@@ -109,17 +107,31 @@ def _run(op, sample, backend: str | None):
             x, args, kwargs = pytree.tree_unflatten(leaves, spec)
             return fn(x, *args, **kwargs)
 
-        d = capture_for(on_tensors, [flat[i] for i in tensors], DEVICE, "opinfo")
-        outs = run_trace(d.trace, d.weights, d.inputs)
         expected = fn(sample.input, *sample.args, **sample.kwargs)
         leaves, out_spec = pytree.tree_flatten(expected)
-        # A graph that mutates an input (training batch norm's running stats) returns the new
-        # values first: the op's own outputs are the last ones.
-        outs = iter(outs[len(outs) - sum(isinstance(v, torch.Tensor) for v in leaves):])
-        return pytree.tree_unflatten([next(outs) if isinstance(v, torch.Tensor) else v for v in leaves], out_spec)
+        if any(isinstance(v, torch.Tensor) for v in leaves):
+            return _on_device(on_tensors, [flat[i] for i in tensors], leaves, out_spec)
+        # No tensor out (torch.broadcast_shapes, Tensor.item): nothing for the device; the CPU
+        # sweep's torch.compile below is the test, as there.
     compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
     with torch.no_grad():
         return compiled(sample.input, *sample.args, **sample.kwargs)
+
+
+def _on_device(on_tensors, tensors, leaves, out_spec):
+    """``on_tensors(*tensors)`` captured for DEVICE on fake tensors, its trace run on the CPU
+    plugin, the results in eager's structure (``leaves``, ``out_spec``)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from fxhlo.fake_device import capture_for, run_trace
+
+    d = capture_for(on_tensors, tensors, DEVICE, "opinfo")
+    outs = run_trace(d.trace, d.weights, d.inputs)
+    # A graph that mutates an input (training batch norm's running stats) returns the new
+    # values first: the op's own outputs are the last ones.
+    outs = iter(outs[len(outs) - sum(isinstance(v, torch.Tensor) for v in leaves):])
+    return pytree.tree_unflatten([next(outs) if isinstance(v, torch.Tensor) else v for v in leaves], out_spec)
 
 
 def _close(actual, expected) -> str | None:

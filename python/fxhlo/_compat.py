@@ -38,7 +38,8 @@ Ops and decompositions
   * :func:`make_fx`: tracing a function into an FX graph (``torch.fx.experimental``).
 
 Fake tensors and symbolic shapes
-  * :data:`FakeTensorMode`: fake tensors (any device's, without the device).
+  * :data:`FakeTensorMode`, :data:`ShapeEnv`: fake tensors (any device's, without the device), and
+    the shape environment a fake mode traces higher-order ops with.
   * :func:`detect_fake_mode`: the fake mode of a graph's ``meta["val"]`` values.
   * :func:`shape_env`, :func:`runtime_assertions`, :func:`sym_expr`: the sizes' symbols and
     what Dynamo asserts of them at run time.
@@ -66,7 +67,7 @@ from torch._functorch.aot_autograd import make_boxed_func  # noqa: F401 - re-exp
 from torch._higher_order_ops import while_loop  # noqa: F401 - re-exported
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: F401 - re-exported
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: F401 - re-exported
-from torch.fx.experimental.symbolic_shapes import free_symbols  # noqa: F401 - re-exported
+from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_symbols  # noqa: F401 - re-exported
 from torch.utils import _pytree as pytree  # noqa: F401 - re-exported
 
 _log = logging.getLogger(__name__)
