@@ -52,7 +52,7 @@ impl Default for Options {
             device: TargetName::default(),
             check_indices: false,
             tensor_parallel: None,
-            opt_level: fxhlo_passes::MAX_OPT_LEVEL,
+            opt_level: fxhlo_passes::DEFAULT_OPT_LEVEL,
             passes: None,
             max_passes: None,
         }
@@ -76,9 +76,10 @@ impl Options {
         }
         if self.opt_level > fxhlo_passes::MAX_OPT_LEVEL {
             return Err(Error::Options(format!(
-                "opt_level {} does not exist: 0 (XLA alone) to {} (the default)",
+                "opt_level {} does not exist: 0 (XLA alone) to {} ({} is the default)",
                 self.opt_level,
-                fxhlo_passes::MAX_OPT_LEVEL
+                fxhlo_passes::MAX_OPT_LEVEL,
+                fxhlo_passes::DEFAULT_OPT_LEVEL
             )));
         }
         Ok(())

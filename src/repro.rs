@@ -97,7 +97,7 @@ fn write_files(error: &Error, failed: Failed<'_>, graph: &Graph, options: &Optio
         Failed::Lowering => {
             args.push(quote(&gir.to_string_lossy()));
             args.extend(["--target".into(), options.device.to_string()]);
-            if options.opt_level != fxhlo_passes::MAX_OPT_LEVEL {
+            if options.opt_level != fxhlo_passes::DEFAULT_OPT_LEVEL {
                 args.push(format!("-O{}", options.opt_level));
             }
             if let Some(passes) = &options.passes {

@@ -31,8 +31,8 @@ struct Cli {
 #[derive(clap::Args)]
 struct PassArgs {
     /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
-    /// the pipeline for the target.
-    #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::MAX_OPT_LEVEL,
+    /// the pipeline for the target, -O2 that and the e-graph optimizer (`eqsat`).
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::DEFAULT_OPT_LEVEL,
           value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
     opt_level: u8,
     /// Run exactly these passes, in order, instead of the level's pipeline (comma-separated;

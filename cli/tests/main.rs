@@ -522,6 +522,6 @@ fn pass_selection_flags() {
     }
     let err = stderr_of(&["run", b, "--passes", "dce,fold-everything"]);
     assert!(err.contains("unknown pass `fold-everything`") && err.contains("depthwise-conv-taps"), "{err}");
-    let out = fxhlo(&["run", b, "-O2"], &[]);
+    let out = fxhlo(&["run", b, "-O3"], &[]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-O"), "{out:?}");
 }

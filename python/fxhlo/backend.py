@@ -74,7 +74,8 @@ OPTIONS = {
                  "(CPU plugin only: 1x1 convolutions as matrix products), fold-constant-layouts, "
                  "depthwise-conv-taps "
                  "(CPU plugin only: XLA's CPU backend runs depthwise convolutions slowly), "
-                 "channels-last-pooling, hoist-large-constants, device-layout.",
+                 "channels-last-pooling, hoist-large-constants, device-layout; 2 adds the e-graph "
+                 "optimizer (eqsat, after unused-results; see docs/eqsat.md).",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
               "ablation or a reproduction: [] runs none); a name not registered is refused with the "
               "valid ones (default: none given).",
@@ -152,7 +153,7 @@ class BackendOptions:
 
         # The levels are Rust's (fxhlo_passes::MAX_OPT_LEVEL), checked here to fail before
         # anything is captured.
-        opt_level = options.get("opt_level", _native.MAX_OPT_LEVEL)
+        opt_level = options.get("opt_level", _native.DEFAULT_OPT_LEVEL)
         if not isinstance(opt_level, int) or isinstance(opt_level, bool) or opt_level not in range(_native.MAX_OPT_LEVEL + 1):
             raise OptionsError(f"fxhlo option opt_level={opt_level!r}: valid levels are 0 to {_native.MAX_OPT_LEVEL}")
         passes = options.get("passes")

@@ -574,5 +574,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The highest `opt_level` (the backend checks options against it).
     m.add("MAX_OPT_LEVEL", fxhlo::passes::MAX_OPT_LEVEL)?;
+    // The level used when none is given (`-O2`, the e-graph, is opt-in).
+    m.add("DEFAULT_OPT_LEVEL", fxhlo::passes::DEFAULT_OPT_LEVEL)?;
     Ok(())
 }

@@ -1,0 +1,145 @@
+//! The e-graph language over fxhlo's IR: the ops rules look into, an attribute leaf, and one
+//! opaque node kind for everything else.
+//!
+//! Only the ops the first rules need have structure: `mm`, `bmm`, `addmm`, `permute`, `view`,
+//! elementwise `add` and `mul`. An op's integer attribute (a permutation, a view's shape) is a
+//! child e-class holding an [`Ints`] leaf, as in TENSAT, so that rules bind it with a pattern
+//! variable and appliers compute new ones. Every other value (inputs, constants, any other op,
+//! each result of a multi-result op) is an `orig` node: it names the original value
+//! ([`ValueKey`]) and has that node's operands as children, so rules can rewrite below it and
+//! extraction rebuilds it unchanged. Two `orig` nodes never merge by hash-consing (their keys
+//! differ), so the e-graph adds no sharing the IR did not have, except between identical
+//! structured nodes (see `convert`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use egg::{define_language, Id};
+use fxhlo_ir::{BinaryOp, Op, Shape};
+
+/// An integer list attribute: a permutation's dims or a view's target shape (`[1,0,2]`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ints(pub Vec<i64>);
+
+impl fmt::Display for Ints {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|v| v.to_string()).collect();
+        write!(f, "[{}]", parts.join(","))
+    }
+}
+
+impl FromStr for Ints {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let inner = s.strip_prefix('[').and_then(|s| s.strip_suffix(']')).ok_or_else(|| format!("not an int list: {s}"))?;
+        if inner.is_empty() {
+            return Ok(Ints(Vec::new()));
+        }
+        inner.split(',').map(|p| p.trim().parse::<i64>().map_err(|e| e.to_string())).collect::<Result<_, _>>().map(Ints)
+    }
+}
+
+/// One result of one node of the original graph (`NodeId::index()` and result number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ValueKey {
+    pub node: u32,
+    pub result: u32,
+}
+
+impl fmt::Display for ValueKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}#{}", self.node, self.result)
+    }
+}
+
+impl FromStr for ValueKey {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        // Only printed, never written in a rule: a pattern naming an original value is a bug.
+        let (node, result) = s.strip_prefix('%').and_then(|s| s.split_once('#')).ok_or_else(|| format!("not a value key: {s}"))?;
+        Ok(ValueKey { node: node.parse().map_err(|_| s.to_string())?, result: result.parse().map_err(|_| s.to_string())? })
+    }
+}
+
+define_language! {
+    /// An e-node. Children of structured ops are in the IR's operand order, the attribute
+    /// first where there is one: `(permute dims x)`, `(view shape x)`, `(addmm bias a b)`.
+    pub enum ENode {
+        "mm" = Mm([Id; 2]),
+        "bmm" = Bmm([Id; 2]),
+        "addmm" = Addmm([Id; 3]),
+        "permute" = Permute([Id; 2]),
+        "view" = View([Id; 2]),
+        "add" = Add([Id; 2]),
+        "mul" = Mul([Id; 2]),
+        Ints(Ints),
+        Orig(ValueKey, Vec<Id>),
+    }
+}
+
+/// The structured e-node kind of `op`, if the language models it (with its attribute when it
+/// has one); `None` for ops that become `orig` nodes.
+pub(crate) fn structured(op: &Op) -> Option<(Kind, Option<Ints>)> {
+    Some(match op {
+        Op::Mm => (Kind::Mm, None),
+        Op::Bmm => (Kind::Bmm, None),
+        Op::Addmm => (Kind::Addmm, None),
+        Op::Permute { dims } => (Kind::Permute, Some(Ints(dims.to_vec()))),
+        Op::View { shape } => (Kind::View, Some(Ints(shape.to_vec()))),
+        Op::Binary(BinaryOp::Add) => (Kind::Add, None),
+        Op::Binary(BinaryOp::Mul) => (Kind::Mul, None),
+        _ => return None,
+    })
+}
+
+/// The structured kinds, to build e-nodes from IR ops and IR ops from e-nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Mm,
+    Bmm,
+    Addmm,
+    Permute,
+    View,
+    Add,
+    Mul,
+}
+
+impl Kind {
+    /// The e-node of this kind over `children` (attribute class first where there is one);
+    /// `None` when the count is wrong (an invalid graph the verifier would refuse).
+    pub fn enode(self, children: &[Id]) -> Option<ENode> {
+        Some(match (self, children) {
+            (Kind::Mm, &[a, b]) => ENode::Mm([a, b]),
+            (Kind::Bmm, &[a, b]) => ENode::Bmm([a, b]),
+            (Kind::Addmm, &[c, a, b]) => ENode::Addmm([c, a, b]),
+            (Kind::Permute, &[d, x]) => ENode::Permute([d, x]),
+            (Kind::View, &[s, x]) => ENode::View([s, x]),
+            (Kind::Add, &[a, b]) => ENode::Add([a, b]),
+            (Kind::Mul, &[a, b]) => ENode::Mul([a, b]),
+            _ => return None,
+        })
+    }
+}
+
+/// The IR op of a structured e-node, given its attribute (`attr`, for `permute` and `view`),
+/// and its tensor operands (children less the attribute). `None` for `ints` and `orig`.
+pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n [Id])> {
+    Some(match node {
+        ENode::Mm(c) => (Op::Mm, &c[..]),
+        ENode::Bmm(c) => (Op::Bmm, &c[..]),
+        ENode::Addmm(c) => (Op::Addmm, &c[..]),
+        ENode::Permute(c) => (Op::Permute { dims: Shape::from(attr?.0.as_slice()) }, &c[1..]),
+        ENode::View(c) => (Op::View { shape: Shape::from(attr?.0.as_slice()) }, &c[1..]),
+        ENode::Add(c) => (Op::Binary(BinaryOp::Add), &c[..]),
+        ENode::Mul(c) => (Op::Binary(BinaryOp::Mul), &c[..]),
+        ENode::Ints(_) | ENode::Orig(..) => return None,
+    })
+}
+
+/// The attribute child of a structured e-node (`permute`'s dims, `view`'s shape).
+pub(crate) fn attr_child(node: &ENode) -> Option<Id> {
+    match node {
+        ENode::Permute(c) | ENode::View(c) => Some(c[0]),
+        _ => None,
+    }
+}

@@ -1,0 +1,156 @@
+//! `eqsat`: equality saturation with `egg` over the graph's matrix products, layout ops and
+//! elementwise adds and products, then a DAG-aware extraction under a cost model (`-O2` only).
+//!
+//! The graph's top level becomes an e-graph (`convert`: structured nodes for the ops rules
+//! look into, `orig` nodes naming every other value), the rules (`rules/`) run under node,
+//! iteration and time limits with egg's backoff scheduler, the extractor (`extract`) picks a
+//! DAG counting shared subgraphs once, and `rebuild` applies it to the graph, keeping every
+//! node whose choice did not change. A predicted gain under [`MIN_GAIN`] keeps the graph as it
+//! was: the pass never trades a graph for one the cost model barely prefers.
+//!
+//! Relies on: a verified graph. Preserves: inputs, outputs and their types; every node the
+//! extraction did not replace (names, source lines); regions (they stay opaque).
+//!
+//! ```text
+//! before:  %ab  = aten.mm %a, %b : f32[64,64]      (a: [64,64], b: [64,64], c: [64,2])
+//!          %abc = aten.mm %ab, %c : f32[64,2]
+//! after:   %abc.eqsat.1 = aten.mm %b, %c : f32[64,2]
+//!          %abc.eqsat.2 = aten.mm %a, %abc.eqsat.1 : f32[64,2]
+//! ```
+
+mod analysis;
+mod convert;
+mod extract;
+mod lang;
+mod rebuild;
+pub mod rules;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use egg::{BackoffScheduler, Runner, StopReason};
+use fxhlo_ir::Graph;
+
+pub use analysis::{Data, TensorAnalysis};
+pub use extract::op_cost;
+pub use lang::{ENode, Ints, ValueKey};
+pub use rules::Rule;
+
+use crate::{Error, Pass, Result};
+
+/// The smallest predicted gain (a fraction of the graph's cost) worth a rewrite.
+pub const MIN_GAIN: f64 = 0.01;
+
+/// The bounds of one saturation. Defaults keep the fixture models well under the compile
+/// budget of issue 27 (150 ms and 50k e-nodes on BERT-base); see docs/eqsat.md.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub iterations: usize,
+    pub nodes: usize,
+    /// A wall-clock bound makes the result depend on the machine's speed; it is a safety net,
+    /// set well above what the node and iteration limits allow in practice.
+    pub time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { iterations: 8, nodes: 20_000, time: Duration::from_millis(200) }
+    }
+}
+
+/// What one run did: for tracing, tests and the docs' figures.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Why saturation stopped (`Saturated`, `IterationLimit(n)`, `NodeLimit(n)`, ...).
+    pub stop_reason: String,
+    pub iterations: usize,
+    pub enodes: usize,
+    pub eclasses: usize,
+    /// How many times each rule was applied, by name (every rule listed, zeros included).
+    pub applied: BTreeMap<String, usize>,
+    /// The cost of the graph as it came in, and of the extraction (`None`: not extracted).
+    pub cost_before: f64,
+    pub cost_after: Option<f64>,
+    /// Whether the graph was rewritten (the gain passed [`MIN_GAIN`] and rebuilding worked).
+    pub changed: bool,
+    /// Why the graph was kept, when it was.
+    pub kept_because: Option<String>,
+    pub time: Duration,
+}
+
+/// Runs `rules` on `graph` under `limits` and rewrites it when the extraction is at least
+/// [`MIN_GAIN`] cheaper. An error means a bug (a rule merged classes of different types, or
+/// the rewritten graph could not be built); the graph is then left as it was where possible.
+pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits) -> Result<Report> {
+    let start = Instant::now();
+    let fail = |message: String| Error::Failed { pass: "eqsat", message };
+    let conv = convert::to_egraph(graph).map_err(|e| fail(e.to_string()))?;
+    let mut report = Report { cost_before: extract::graph_cost(graph), ..Report::default() };
+    report.applied = rules.iter().map(|r| (r.name.to_string(), 0)).collect();
+    let runner = Runner::default()
+        .with_egraph(conv.egraph)
+        .with_iter_limit(limits.iterations)
+        .with_node_limit(limits.nodes)
+        .with_time_limit(limits.time)
+        .with_scheduler(BackoffScheduler::default())
+        .run(rules);
+    report.stop_reason = match &runner.stop_reason {
+        Some(StopReason::Other(s)) => s.clone(),
+        Some(r) => format!("{r:?}"),
+        None => "none".to_string(),
+    };
+    report.iterations = runner.iterations.len();
+    for it in &runner.iterations {
+        for (rule, n) in &it.applied {
+            *report.applied.entry(rule.to_string()).or_default() += n;
+        }
+    }
+    report.enodes = runner.egraph.total_number_of_nodes();
+    report.eclasses = runner.egraph.number_of_classes();
+    let conv = convert::Converted { egraph: runner.egraph, ..conv };
+    if !conv.egraph.analysis.conflicts.is_empty() {
+        return Err(fail(format!("a rule merged unequal classes: {}", conv.egraph.analysis.conflicts.join("; "))));
+    }
+    let roots: Vec<egg::Id> = graph.outputs().iter().filter_map(|v| conv.class_of.get(v).copied()).collect();
+    let kept = match extract::extract(&conv.egraph, &roots) {
+        None => Some("no acyclic extraction".to_string()),
+        Some(ex) => {
+            report.cost_after = Some(ex.cost);
+            if ex.cost > report.cost_before * (1.0 - MIN_GAIN) {
+                Some(format!("predicted gain under {}%", MIN_GAIN * 100.0))
+            } else {
+                match rebuild::apply(graph, &conv, &ex) {
+                    Ok(changed) => {
+                        report.changed = changed;
+                        None
+                    }
+                    Err(e) => return Err(fail(e)),
+                }
+            }
+        }
+    };
+    report.kept_because = kept;
+    report.time = start.elapsed();
+    tracing::debug!(
+        stop = %report.stop_reason, iterations = report.iterations, enodes = report.enodes, eclasses = report.eclasses,
+        applied = ?report.applied, cost_before = report.cost_before, cost_after = ?report.cost_after,
+        changed = report.changed, kept = ?report.kept_because, time = ?report.time, "eqsat"
+    );
+    Ok(report)
+}
+
+/// The pass; see the module doc.
+pub struct Eqsat;
+
+impl Pass for Eqsat {
+    fn name(&self) -> &'static str {
+        "eqsat"
+    }
+
+    fn run(&self, graph: &mut Graph) -> Result<bool> {
+        Ok(optimize(graph, &rules::all(), &Limits::default())?.changed)
+    }
+}
+
+#[cfg(test)]
+mod tests;

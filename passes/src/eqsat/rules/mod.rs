@@ -1,0 +1,39 @@
+//! The rewrite rules, as data, in themed files. Each rule states its identity in one comment
+//! and checks anything shape- or dtype-dependent with an explicit condition.
+
+pub mod algebra;
+pub mod layout;
+
+use egg::{Id, Rewrite, Subst, Var};
+use fxhlo_ir::TensorType;
+
+use super::analysis::TensorAnalysis;
+use super::lang::ENode;
+
+/// A rule of this language.
+pub type Rule = Rewrite<ENode, TensorAnalysis>;
+
+/// The e-graph the rules run on.
+pub type EG = egg::EGraph<ENode, TensorAnalysis>;
+
+/// Every rule, in a fixed order (rule names are unique; a test checks).
+pub fn all() -> Vec<Rule> {
+    let mut rules = algebra::rules();
+    rules.extend(layout::rules());
+    rules
+}
+
+/// The type of the tensor class bound to `var`, if it is one.
+pub(crate) fn ty<'e>(egraph: &'e EG, subst: &Subst, var: Var) -> Option<&'e TensorType> {
+    subst.get(var).and_then(|&id| egraph[id].data.ty())
+}
+
+/// The type of class `id`.
+pub(crate) fn class_ty(egraph: &EG, id: Id) -> Option<&TensorType> {
+    egraph[id].data.ty()
+}
+
+/// A pattern variable (`"?x"`); the names in this module's rules are static and valid.
+pub(crate) fn var(name: &str) -> Var {
+    name.parse().unwrap_or_else(|_| panic!("bad pattern variable {name}"))
+}

@@ -1,0 +1,184 @@
+//! Unit tests of the e-graph pass: structure only (values are checked on the CPU plugin by
+//! the testsuite's `eqsat` module).
+
+use fxhlo_ir::{BinaryOp, DType, Graph, InputKind, Op, TensorType, ValueRef};
+
+use super::*;
+
+/// A graph builder with inferred types.
+struct B(Graph, usize);
+
+impl B {
+    fn new() -> Self {
+        B(Graph::new("t"), 0)
+    }
+    fn input(&mut self, name: &str, shape: &[i64]) -> ValueRef {
+        ValueRef::first(self.0.add_input(name, InputKind::UserInput, None, TensorType::new(DType::F32, shape.to_vec()), None))
+    }
+    fn op(&mut self, op: Op, operands: &[ValueRef]) -> ValueRef {
+        self.1 += 1;
+        let types: Vec<&TensorType> = operands.iter().map(|v| self.0.value_type(*v).unwrap()).collect();
+        let results = fxhlo_ir::infer::infer(&op, &types).unwrap().unwrap();
+        ValueRef::first(self.0.add_node(format!("n{}", self.1), op, operands, results, None).unwrap())
+    }
+    fn finish(mut self, outputs: &[ValueRef]) -> Graph {
+        self.0.set_outputs(outputs.to_vec()).unwrap();
+        fxhlo_ir::verify(&self.0).unwrap();
+        self.0
+    }
+}
+
+fn permute(d: &[i64]) -> Op {
+    Op::Permute { dims: d.into() }
+}
+
+fn count(g: &Graph, f: impl Fn(&Op) -> bool) -> usize {
+    g.node_ids().filter(|&id| f(&g.node(id).op)).count()
+}
+
+/// `(a·b)·c` with a wide inner product: `a·(b·c)` costs far fewer FLOPs.
+fn chain() -> Graph {
+    let mut b = B::new();
+    let (x, y, z) = (b.input("a", &[64, 64]), b.input("b", &[64, 64]), b.input("c", &[64, 2]));
+    let ab = b.op(Op::Mm, &[x, y]);
+    let abc = b.op(Op::Mm, &[ab, z]);
+    b.finish(&[abc])
+}
+
+#[test]
+fn every_rule_builds_and_names_are_unique() {
+    let rules = rules::all();
+    let mut names: Vec<String> = rules.iter().map(|r| r.name.to_string()).collect();
+    let n = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), n, "duplicate rule names");
+    assert!(n >= 8, "{names:?}");
+}
+
+#[test]
+fn without_rules_the_graph_round_trips_unchanged() {
+    // Duplicated structured nodes hash-cons to one class; the rebuild must keep both anyway.
+    let mut b = B::new();
+    let (x, w) = (b.input("x", &[4, 8]), b.input("w", &[8, 8]));
+    let m1 = b.op(Op::Mm, &[x, w]);
+    let m2 = b.op(Op::Mm, &[x, w]);
+    let s = b.op(Op::Binary(BinaryOp::Add), &[m1, m2]);
+    let t = b.op(Op::Unary(fxhlo_ir::UnaryOp::Tanh), &[s]);
+    let p = b.op(permute(&[1, 0]), &[t]);
+    let mut g = b.finish(&[p, t]);
+    let before = fxhlo_ir::print(&g);
+    let report = optimize(&mut g, &[], &Limits::default()).unwrap();
+    assert!(!report.changed, "{report:?}");
+    assert_eq!(fxhlo_ir::print(&g), before);
+}
+
+#[test]
+fn reassociation_picks_the_cheaper_order() {
+    let mut g = chain();
+    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    assert!(report.applied["mm-assoc"] >= 1, "{report:?}");
+    assert!(report.changed, "{report:?}");
+    fxhlo_ir::verify(&g).unwrap();
+    // The first product now is b·c ([64,64]·[64,2]), read by a·(b·c).
+    let out = g.outputs()[0].node;
+    let inner = g.operands(out)[1].node;
+    assert_eq!(g.node(inner).op, Op::Mm);
+    assert_eq!(&g.node(inner).results[0].shape[..], &[64, 2]);
+    assert!(report.cost_after.unwrap() < report.cost_before / 10.0, "{report:?}");
+    // Already the cheap order: nothing to do.
+    let again = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    assert!(!again.changed && again.kept_because.is_some(), "{again:?}");
+}
+
+#[test]
+fn a_shared_product_is_counted_once() {
+    // (a·b) feeds the chain and an output of its own: reassociating would compute a·b anyway
+    // plus b·c, so a DAG-aware extractor keeps the graph (a tree extractor would not).
+    let mut b = B::new();
+    let (x, y, z) = (b.input("a", &[64, 64]), b.input("b", &[64, 64]), b.input("c", &[64, 64]));
+    let ab = b.op(Op::Mm, &[x, y]);
+    let abc = b.op(Op::Mm, &[ab, z]);
+    let mut g = b.finish(&[abc, ab]);
+    let before = fxhlo_ir::print(&g);
+    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    assert!(report.applied["mm-assoc"] >= 1, "{report:?}");
+    assert!(!report.changed, "{report:?}");
+    assert_eq!(fxhlo_ir::print(&g), before);
+}
+
+#[test]
+fn permutes_compose_and_cancel() {
+    let mut b = B::new();
+    let x = b.input("x", &[2, 3, 4]);
+    let p1 = b.op(permute(&[1, 2, 0]), &[x]);
+    let p2 = b.op(permute(&[2, 0, 1]), &[p1]);
+    let e = b.op(Op::Unary(fxhlo_ir::UnaryOp::Exp), &[p2]);
+    let q1 = b.op(permute(&[1, 0, 2]), &[e]);
+    let q2 = b.op(permute(&[0, 2, 1]), &[q1]);
+    let mut g = b.finish(&[q2]);
+    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    assert!(report.applied["permute-permute"] >= 2 && report.applied["permute-identity"] >= 1, "{report:?}");
+    assert!(report.changed, "{report:?}");
+    fxhlo_ir::verify(&g).unwrap();
+    // The first pair cancels; the second composes into one permute [1, 2, 0].
+    let perms: Vec<Vec<i64>> = g.node_ids().filter_map(|id| match &g.node(id).op {
+        Op::Permute { dims } => Some(dims.to_vec()),
+        _ => None,
+    }).collect();
+    assert_eq!(perms, vec![vec![1, 2, 0]]);
+    let exp = g.node_ids().find(|&id| matches!(g.node(id).op, Op::Unary(_))).unwrap();
+    assert!(matches!(g.node(g.operands(exp)[0].node).op, Op::Input { .. }));
+}
+
+#[test]
+fn views_collapse() {
+    let mut b = B::new();
+    let x = b.input("x", &[2, 12]);
+    let v1 = b.op(Op::View { shape: [4, 6].into() }, &[x]);
+    let v2 = b.op(Op::View { shape: [-1, 3].into() }, &[v1]);
+    let v3 = b.op(Op::View { shape: [2, 12].into() }, &[v2]);
+    let y = b.op(Op::Unary(fxhlo_ir::UnaryOp::Neg), &[v3]);
+    let mut g = b.finish(&[y]);
+    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    assert!(report.applied["view-view"] >= 1 && report.applied["view-identity"] >= 1, "{report:?}");
+    fxhlo_ir::verify(&g).unwrap();
+    // Three views of x back to x's own shape are no view at all.
+    assert_eq!(count(&g, |op| matches!(op, Op::View { .. })), 0, "{}", fxhlo_ir::print(&g));
+}
+
+#[test]
+fn compose_is_checked() {
+    assert_eq!(rules::layout::compose(&[1, 0], &[1, 0]), Some(vec![0, 1]));
+    assert_eq!(rules::layout::compose(&[1, 2, 0], &[2, 0, 1]), Some(vec![0, 1, 2]));
+    assert_eq!(rules::layout::compose(&[0, 0], &[1, 0]), None);
+    assert_eq!(rules::layout::compose(&[0, 1], &[0, 1, 2]), None);
+    assert_eq!(rules::layout::compose(&[0, 5], &[1, 0]), None);
+}
+
+#[test]
+fn a_graph_that_blows_up_stops_at_the_limit_and_stays_correct() {
+    // A long chain of square products: reassociation finds Catalan-many orders.
+    let mut b = B::new();
+    let xs: Vec<ValueRef> = (0..12).map(|i| b.input(&format!("x{i}"), &[8, 8])).collect();
+    let mut acc = xs[0];
+    for &x in &xs[1..] {
+        acc = b.op(Op::Mm, &[acc, x]);
+    }
+    let mut g = b.finish(&[acc]);
+    let limits = Limits { iterations: 100, nodes: 500, time: std::time::Duration::from_secs(60) };
+    let report = optimize(&mut g, &rules::all(), &limits).unwrap();
+    assert!(report.stop_reason.contains("NodeLimit"), "{report:?}");
+    // Every order costs the same FLOPs here: the guard keeps the graph.
+    assert!(!report.changed, "{report:?}");
+    fxhlo_ir::verify(&g).unwrap();
+}
+
+#[test]
+fn the_pass_is_registered_and_only_at_o2() {
+    assert_eq!(crate::lookup("eqsat").unwrap().name(), "eqsat");
+    let names = |level| crate::pipeline(level, true).iter().map(|p| p.name()).collect::<Vec<_>>();
+    assert!(!names(1).contains(&"eqsat"));
+    assert!(names(2).contains(&"eqsat"));
+    assert!(!crate::default_pipeline().iter().any(|p| p.name() == "eqsat"));
+}
