@@ -5,6 +5,7 @@ mod attributes;
 mod cache;
 mod codegen_e2e;
 mod dumps;
+mod eqsat;
 mod fixtures;
 mod freeze;
 mod golden;

@@ -14,7 +14,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use egg::{Id, Language};
-use fxhlo_ir::{Graph, Op, TensorType};
+use fxhlo_ir::{Graph, Op, TensorType, ValueRef};
+
+use super::convert::Converted;
 
 use super::analysis::{Data, TensorGraph};
 use super::lang::ENode;
@@ -40,22 +42,23 @@ pub fn op_cost(op: &Op, operands: &[&TensorType], results: &[TensorType]) -> f64
     }
 }
 
-/// The cost of the original graph: every node that an output reads, once.
-pub fn graph_cost(graph: &Graph) -> f64 {
-    let mut live = std::collections::HashSet::new();
-    let mut stack: Vec<_> = graph.outputs().iter().map(|v| v.node).collect();
-    while let Some(id) = stack.pop() {
-        if live.insert(id) {
-            stack.extend(graph.operands(id).iter().map(|v| v.node));
+/// The cost of the original graph measured as the extractor measures a choice: each class an
+/// output reads, once, at the cost of the e-node its original value was added as (so the
+/// guard compares like with like: results nothing reads, such as unused indices, count in
+/// neither).
+pub fn original_cost(graph: &Graph, conv: &Converted) -> f64 {
+    let eg = &conv.egraph;
+    let mut seen = std::collections::HashSet::new();
+    let mut total = 0.0;
+    let mut stack: Vec<ValueRef> = graph.outputs().to_vec();
+    while let Some(v) = stack.pop() {
+        let (Some(&class), Some(node)) = (conv.class_of.get(&v), conv.enode_of.get(&v)) else { continue };
+        if seen.insert(eg.find(class)) {
+            total += enode_cost(eg, eg.find(class), node).unwrap_or(0.0);
+            stack.extend(graph.operands(v.node));
         }
     }
-    live.into_iter()
-        .map(|id| {
-            let node = graph.node(id);
-            let operands: Vec<&TensorType> = graph.operands(id).iter().filter_map(|v| graph.value_type(*v)).collect();
-            op_cost(&node.op, &operands, &node.results)
-        })
-        .sum()
+    total
 }
 
 /// The cost of one e-node in `egraph`; `None` for a node that must not be extracted (its

@@ -85,7 +85,7 @@ pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits) -> Result<Re
     let start = Instant::now();
     let fail = |message: String| Error::Failed { pass: "eqsat", message };
     let conv = convert::to_egraph(graph).map_err(|e| fail(e.to_string()))?;
-    let mut report = Report { cost_before: extract::graph_cost(graph), ..Report::default() };
+    let mut report = Report { cost_before: extract::original_cost(graph, &conv), ..Report::default() };
     report.applied = rules.iter().map(|r| (r.name.to_string(), 0)).collect();
     let runner = Runner::default()
         .with_egraph(conv.egraph)

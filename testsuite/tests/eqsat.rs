@@ -1,0 +1,141 @@
+//! The e-graph pass (`eqsat`, `-O2`): each rule fires on its example and the rewritten graph
+//! computes the same values as the original on the CPU plugin (both at `-O0`, so XLA alone
+//! sees each); every fixture round-trips unchanged without rules, and with the rules keeps
+//! its PyTorch reference. Prints the pass's time and report per fixture (docs/eqsat.md).
+
+use std::fs;
+use std::time::Instant;
+
+use fxhlo::frontend::Bundle;
+use fxhlo::passes::eqsat::{optimize, rules, Limits};
+use fxhlo::runtime::HostTensor;
+use fxhlo_ir::{BinaryOp, DType, Graph, Op, UnaryOp};
+
+use crate::support::{cpu_at, max_abs_diff, Builder};
+
+/// Deterministic inputs in [-1, 1) for every input of `g` (all f32 here).
+fn inputs(g: &Graph) -> Vec<HostTensor> {
+    let mut state = 0x2545_f491_u32;
+    g.inputs()
+        .iter()
+        .map(|&id| {
+            let ty = &g.node(id).results[0];
+            let data: Vec<f32> = (0..ty.num_elements())
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+                })
+                .collect();
+            HostTensor::from_f32(ty.shape.to_vec(), &data).unwrap()
+        })
+        .collect()
+}
+
+/// Optimizes a copy of `g` with every rule; asserts `rule` fired and the graph changed; runs
+/// both at `-O0` and returns the largest difference of their outputs.
+fn rewrite_and_compare(g: &Graph, rule: &str) -> f32 {
+    let mut opt = g.clone();
+    let report = optimize(&mut opt, &rules::all(), &Limits::default()).unwrap();
+    assert!(report.applied.get(rule).copied().unwrap_or(0) >= 1, "{}: {rule} did not fire: {report:?}", g.name);
+    assert!(report.changed, "{}: nothing changed: {report:?}", g.name);
+    fxhlo_ir::verify(&opt).unwrap();
+    let session = cpu_at(0);
+    let args = inputs(g);
+    let run = |graph: &Graph| {
+        let compiled = session.compile(graph, &fxhlo::Frozen::new(), None).unwrap_or_else(|e| panic!("{}: {e}", graph.name));
+        compiled.run(&session, &args).unwrap()
+    };
+    let (want, got) = (run(g), run(&opt));
+    assert_eq!(want.len(), got.len());
+    want.iter().zip(&got).map(|(w, o)| max_abs_diff(&format!("{} {rule}", g.name), &o.to_f32_vec(), &w.to_f32_vec())).fold(0.0, f32::max)
+}
+
+#[test]
+fn mm_chains_reassociate_and_keep_their_values() {
+    let mut b = Builder::new("mm_chain");
+    let (x, y, z) = (b.input("a", DType::F32, &[48, 64]), b.input("b", DType::F32, &[64, 64]), b.input("c", DType::F32, &[64, 3]));
+    let xy = b.op(Op::Mm, &[x, y], None);
+    let out = b.op(Op::Mm, &[xy, z], None);
+    assert!(rewrite_and_compare(&b.finish(&[out]), "mm-assoc") < 1e-4);
+
+    let mut b = Builder::new("bmm_chain");
+    let (x, y, z) = (b.input("a", DType::F32, &[2, 3, 32]), b.input("b", DType::F32, &[2, 32, 32]), b.input("c", DType::F32, &[2, 32, 32]));
+    let yz = b.op(Op::Bmm, &[y, z], None);
+    let out = b.op(Op::Bmm, &[x, yz], None);
+    assert!(rewrite_and_compare(&b.finish(&[out]), "bmm-assoc-rev") < 1e-4);
+}
+
+#[test]
+fn permutes_and_views_collapse_and_keep_their_values() {
+    let mut b = Builder::new("permute_chain");
+    let x = b.input("x", DType::F32, &[2, 3, 4]);
+    let p1 = b.op(Op::Permute { dims: [1, 2, 0].into() }, &[x], None);
+    let p2 = b.op(Op::Permute { dims: [0, 2, 1].into() }, &[p1], None);
+    let e = b.op(Op::Unary(UnaryOp::Exp), &[p2], None);
+    let p3 = b.op(Op::Permute { dims: [2, 0, 1].into() }, &[e], None);
+    let p4 = b.op(Op::Permute { dims: [1, 2, 0].into() }, &[p3], None);
+    assert!(rewrite_and_compare(&b.finish(&[p4]), "permute-permute") == 0.0);
+
+    let mut b = Builder::new("view_chain");
+    let x = b.input("x", DType::F32, &[2, 12]);
+    let v1 = b.op(Op::View { shape: [4, 6].into() }, &[x], None);
+    let v2 = b.op(Op::View { shape: [-1, 3].into() }, &[v1], None);
+    let v3 = b.op(Op::View { shape: [3, 8].into() }, &[v2], None);
+    let y = b.op(Op::Binary(BinaryOp::Mul), &[v3, v3], None);
+    assert!(rewrite_and_compare(&b.finish(&[y]), "view-view") == 0.0);
+}
+
+/// A broken comparison must fail: a graph and a different one are told apart.
+#[test]
+fn the_value_check_can_fail() {
+    let mut b = Builder::new("a");
+    let x = b.input("x", DType::F32, &[4, 4]);
+    let t = b.op(Op::Permute { dims: [1, 0].into() }, &[x], None);
+    let g = b.finish(&[t]);
+    let session = cpu_at(0);
+    let args = inputs(&g);
+    let mut b = Builder::new("b");
+    let x = b.input("x", DType::F32, &[4, 4]);
+    let not_t = b.op(Op::Unary(UnaryOp::Neg), &[x], None);
+    let h = b.finish(&[not_t]);
+    let run = |graph: &Graph| session.compile(graph, &fxhlo::Frozen::new(), None).unwrap().run(&session, &args).unwrap()[0].to_f32_vec();
+    assert!(max_abs_diff("transpose vs neg", &run(&g), &run(&h)) > 1e-3);
+}
+
+/// Every fixture: no rules, no change (the conversion round-trips); every rule: the time and
+/// report are printed, and a changed graph still matches PyTorch at `-O0`.
+#[test]
+fn fixtures_round_trip_and_keep_their_references() {
+    let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    let session = cpu_at(0);
+    let mut count = 0;
+    for dir in entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "fxt")) {
+        let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let before = fxhlo_ir::print(&bundle.graph);
+        let mut g = bundle.graph.clone();
+        let report = optimize(&mut g, &[], &Limits::default()).unwrap();
+        assert!(!report.changed && fxhlo_ir::print(&g) == before, "{}: changed without rules: {report:?}", dir.display());
+        let mut g = bundle.graph.clone();
+        let start = Instant::now();
+        let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let fired: Vec<String> = report.applied.iter().filter(|(_, n)| **n > 0).map(|(r, n)| format!("{r}:{n}")).collect();
+        println!(
+            "eqsat {:<24} nodes {:>4} | {:>7.2} ms | {} | {} e-nodes, {} classes, {} iters | fired [{}] | cost {:.3e} -> {:?} | changed {} ({})",
+            bundle.graph.name, bundle.graph.node_count(), ms, report.stop_reason, report.enodes, report.eclasses, report.iterations,
+            fired.join(" "), report.cost_before, report.cost_after, report.changed, report.kept_because.as_deref().unwrap_or("-")
+        );
+        fxhlo_ir::verify(&g).unwrap();
+        if report.changed {
+            let compiled = session.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
+            let outputs = compiled.run_bundle(&session, &bundle).unwrap();
+            let check = fxhlo::check(&outputs, &bundle).unwrap();
+            assert!(check.passed(), "{} after eqsat: {check}", dir.display());
+        }
+        count += 1;
+    }
+    assert!(count >= 6, "only {count} fixtures");
+}
