@@ -14,8 +14,8 @@
 //! ```text
 //! before:  %ab  = aten.mm %a, %b : f32[64,64]      (a: [64,64], b: [64,64], c: [64,2])
 //!          %abc = aten.mm %ab, %c : f32[64,2]
-//! after:   %abc.eqsat.1 = aten.mm %b, %c : f32[64,2]
-//!          %abc.eqsat.2 = aten.mm %a, %abc.eqsat.1 : f32[64,2]
+//! after:   %eqsat.1     = aten.mm %b, %c : f32[64,2]
+//!          %abc.eqsat.1 = aten.mm %a, %eqsat.1 : f32[64,2]
 //! ```
 
 mod analysis;

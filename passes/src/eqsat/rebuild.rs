@@ -123,7 +123,7 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
                     let operands: Vec<ValueRef> = operands.iter().map(|o| value[&Task::Class(eg.find(*o))]).collect();
                     let (base, source): (String, Option<SourceLoc>) = match first_in_class.get(&c) {
                         Some(v) => (graph.node(v.node).name.to_string(), graph.node(v.node).source.clone()),
-                        None => ("eqsat".to_string(), None),
+                        None => (String::new(), None),
                     };
                     let name = fresh(&mut names, &base);
                     added += 1;
@@ -158,11 +158,11 @@ fn live_nodes(graph: &Graph) -> HashSet<NodeId> {
     live
 }
 
-/// `<base>.eqsat.<n>`, the first `n` not taken.
+/// `<base>.eqsat.<n>` (`eqsat.<n>` without a base), the first `n` not taken.
 fn fresh(names: &mut HashSet<String>, base: &str) -> String {
     let mut n = 1;
     loop {
-        let name = format!("{base}.eqsat.{n}");
+        let name = if base.is_empty() { format!("eqsat.{n}") } else { format!("{base}.eqsat.{n}") };
         if names.insert(name.clone()) {
             return name;
         }
