@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::InputKind;
-use fxhlo_runtime::{DeviceBuffer, Executable, HostTensor, HostView, Lent};
+use fxhlo_runtime::{DeviceBuffer, ElementType, Executable, HostTensor, HostView, Lent};
 
 use crate::cache::Tier;
 use crate::pipeline::{InputSignature, Lowered};
@@ -169,7 +169,7 @@ impl Compiled {
                 continue;
             }
             let arg = args.view(i, sig)?;
-            check(sig, &arg.view)?;
+            check(sig, arg.view.element_type, &arg.view.dims)?;
             if sig.kind == InputKind::UserInput {
                 input_uploads += 1;
             } else {
@@ -302,22 +302,15 @@ fn share(session: &Session, sig: &InputSignature, devices: usize, lent: Option<L
     if devices != 1 || sig.split.is_some() || sig.layout.is_some() {
         return Ok(None);
     }
-    if lent.element_type != element_type(sig.ty.dtype) || lent.dims != sig.ty.shape.as_slice() {
-        return Err(Error::Input(format!(
-            "input `{}` expects {} but got {}{:?}",
-            sig.name, sig.ty, lent.element_type, lent.dims
-        )));
-    }
+    check(sig, lent.element_type, &lent.dims)?;
     Ok(session.client().share_to(0, lent)?.ok())
 }
 
-/// An error unless `view` has the element type and dims `sig` says the caller passes.
-fn check(sig: &InputSignature, view: &HostView<'_>) -> Result<()> {
-    if view.element_type != element_type(sig.ty.dtype) || view.dims != sig.ty.shape.as_slice() {
-        return Err(Error::Input(format!(
-            "input `{}` expects {} but got {}{:?}",
-            sig.name, sig.ty, view.element_type, view.dims
-        )));
+/// An error unless an argument of `element` and `dims` (a view, or lent memory) is what `sig`
+/// says the caller passes.
+fn check(sig: &InputSignature, element: ElementType, dims: &[i64]) -> Result<()> {
+    if element != element_type(sig.ty.dtype) || dims != sig.ty.shape.as_slice() {
+        return Err(Error::Input(format!("input `{}` expects {} but got {element}{dims:?}", sig.name, sig.ty)));
     }
     Ok(())
 }

@@ -260,14 +260,22 @@ impl Client {
     /// device's memory is host memory (the CPU plugin), a large strided view is gathered here
     /// instead, in tiles, into memory the device then views.
     pub fn upload_view_to(&self, device: usize, view: &HostView<'_>) -> Result<DeviceBuffer> {
-        if self.memory_kind(device) == Some(MemoryKind::Host) && crate::gather::worth_gathering(view) {
-            // Gathered here: the plugin would copy after returning and make the next execution
-            // wait (see the gather module).
-            if let Ok(buffer) = self.share_to(device, crate::gather::gather(view)?)? {
-                return Ok(buffer);
-            }
-        }
-        self.upload_strided_to(device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
+        let target = self.device(device)?;
+        let host = self.memory_kind(device) == Some(MemoryKind::Host);
+        let ptr = upload_raw(self.raw, self.raw_client, target, host, view)?;
+        Ok(self.wrap(ptr, view.element_type, view.dims.clone()))
+    }
+
+    /// Addressable device `device` (0 is the first), or an error naming how many there are.
+    fn device(&self, device: usize) -> Result<*mut pjrt_sys::PJRT_Device> {
+        self.devices.get(device).copied().ok_or_else(|| {
+            Error::InvalidTensor(format!("device {device} does not exist: the client has {}", self.devices.len()))
+        })
+    }
+
+    /// Takes ownership of a raw buffer this client's plugin made.
+    fn wrap(&self, ptr: *mut pjrt_sys::PJRT_Buffer, element_type: ElementType, dims: Vec<i64>) -> DeviceBuffer {
+        DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, element_type, dims, self.raw, self.id)
     }
 
     /// The memory addressable device `device` computes on, as another library names it: host
@@ -292,7 +300,7 @@ impl Client {
         }
         let (element_type, dims) = (lent.element_type, lent.dims.clone());
         let ptr = self.raw.view_of_memory(self.raw_client, self.devices[device], lent)?;
-        Ok(Ok(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, element_type, dims, self.raw, self.id)))
+        Ok(Ok(self.wrap(ptr, element_type, dims)))
     }
 
     /// [`Client::upload_view_to`] of every view in `views`, on up to as many threads as the
@@ -308,17 +316,16 @@ impl Client {
         /// call (tens of µs, more than a small graph's whole call).
         static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let total: usize = views.iter().map(|v| v.bytes.len()).sum();
-        if views.len() < 2 || total < PARALLEL_BYTES {
-            return views.iter().map(|v| self.upload_view_to(device, v)).collect();
-        }
-        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let threads = cores.min(views.len());
+        // The size first: the core count is not even asked for a small graph's call.
+        let threads = if views.len() < 2 || total < PARALLEL_BYTES {
+            1
+        } else {
+            (*CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))).min(views.len())
+        };
         if threads < 2 {
             return views.iter().map(|v| self.upload_view_to(device, v)).collect();
         }
-        let target = *self.devices.get(device).ok_or_else(|| {
-            Error::InvalidTensor(format!("device {device} does not exist: the client has {}", self.devices.len()))
-        })?;
+        let target = self.device(device)?;
         /// The raw handles a worker needs: the C API is thread-safe, and the client and device
         /// outlive the scope below.
         #[derive(Clone, Copy)]
@@ -344,12 +351,7 @@ impl Client {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(v) = views.get(i) else { break };
-                            let r = if host && crate::gather::worth_gathering(v) {
-                                crate::gather::gather(v).and_then(|lent| raw.view_of_memory(client, device, lent))
-                            } else {
-                                raw.buffer_from_host(client, device, v.element_type, &v.dims, v.byte_strides.as_deref(), &v.bytes)
-                            };
-                            mine.push((i, Made(r)));
+                            mine.push((i, Made(upload_raw(raw, client, device, host, v))));
                         }
                         mine
                     })
@@ -366,7 +368,7 @@ impl Client {
         let mut first_error = None;
         for (slot, v) in made.into_iter().zip(views) {
             match slot.map(|m| m.0) {
-                Some(Ok(ptr)) => buffers.push(DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, v.element_type, v.dims.clone(), self.raw, self.id)),
+                Some(Ok(ptr)) => buffers.push(self.wrap(ptr, v.element_type, v.dims.clone())),
                 Some(Err(e)) => {
                     first_error.get_or_insert(e);
                 }
@@ -412,27 +414,25 @@ impl Client {
         byte_strides: Option<&[i64]>,
         bytes: &[u8],
     ) -> Result<DeviceBuffer> {
-        let device = *self.devices.get(device).ok_or_else(|| {
-            Error::InvalidTensor(format!(
-                "device {device} does not exist: the client has {}",
-                self.devices.len()
-            ))
-        })?;
-        let ptr = self.raw.buffer_from_host(
-            self.raw_client,
-            device,
-            element_type,
-            dims,
-            byte_strides,
-            bytes,
-        )?;
-        Ok(DeviceBuffer::new(
-            pjrt::Buffer::wrap(&self.client, ptr),
-            ptr,
-            element_type,
-            dims.to_vec(),
-            self.raw,
-            self.id,
-        ))
+        let ptr = self.raw.buffer_from_host(self.raw_client, self.device(device)?, element_type, dims, byte_strides, bytes)?;
+        Ok(self.wrap(ptr, element_type, dims.to_vec()))
     }
+}
+
+/// One view uploaded to `device`: where the device's memory is host memory (`host`: the CPU
+/// plugin) and the view is strided and large, gathered on the host into memory the plugin views
+/// (the plugin's own strided copy runs after the call returns and the next execution waits for
+/// it: see the gather module); else copied by the plugin. Callable from any thread (the C API
+/// is thread-safe): [`Client::upload_views_to`]'s workers and [`Client::upload_view_to`].
+fn upload_raw(
+    raw: RawApi,
+    client: *mut pjrt_sys::PJRT_Client,
+    device: *mut pjrt_sys::PJRT_Device,
+    host: bool,
+    view: &HostView<'_>,
+) -> Result<*mut pjrt_sys::PJRT_Buffer> {
+    if host && crate::gather::worth_gathering(view) {
+        return crate::gather::gather(view).and_then(|lent| raw.view_of_memory(client, device, lent));
+    }
+    raw.buffer_from_host(client, device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
 }
