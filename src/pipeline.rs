@@ -206,7 +206,7 @@ impl Pipeline {
             passes.insert(0, &fxhlo_passes::Freeze);
         }
         // The dump writes the IR after each pass that changed it (passes write no files).
-        PassManager::new(passes).run_observed(&mut optimized, |run, g| match dump {
+        let pass_runs = PassManager::new(passes).run_observed(&mut optimized, |run, g| match dump {
             Some(d) => d.pass(run, g),
             None => Ok(()),
         })?;
@@ -257,7 +257,7 @@ impl Pipeline {
                 InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id), value }
             })
             .collect();
-        Ok(Lowered { graph: graph.name.clone(), mlir, bytecode, inputs, checks, key, signature })
+        Ok(Lowered { graph: graph.name.clone(), mlir, bytecode, inputs, checks, key, signature, passes: pass_runs })
     }
 
     /// The inputs of `graph` the `device-layout` pass must leave in their logical layout,
@@ -340,6 +340,8 @@ pub struct Lowered {
     /// `@main`'s parameter types as the device takes them, known from the graph rather than
     /// read back from the text.
     pub signature: fxhlo_runtime::Signature,
+    /// What each pass of the pipeline did (time, nodes, its summary), in order.
+    pub passes: Vec<fxhlo_passes::PassRun>,
 }
 
 impl Lowered {

@@ -18,6 +18,8 @@ pub struct PassRun {
     /// Nodes of the graph (top level) before and after the pass.
     pub nodes_before: usize,
     pub nodes_after: usize,
+    /// The pass's own account of the run ([`Pass::run_summarized`]), if it gives one.
+    pub summary: Option<String>,
 }
 
 /// Runs an ordered list of passes (the registry's, or instances a caller configured, such as a
@@ -56,13 +58,13 @@ impl<'p> PassManager<'p> {
         for pass in &self.pipeline {
             let nodes_before = graph.node_count();
             let start = Instant::now();
-            let changed = pass.run(graph)?;
+            let (changed, summary) = pass.run_summarized(graph)?;
             let time = start.elapsed();
             tracing::debug!(pass = pass.name(), changed, ?time, "pass ran");
             if self.verify {
                 fxhlo_ir::verify(graph).map_err(|source| Error::Verify { pass: pass.name(), source })?;
             }
-            let run = PassRun { pass: pass.name(), changed, time, nodes_before, nodes_after: graph.node_count() };
+            let run = PassRun { pass: pass.name(), changed, time, nodes_before, nodes_after: graph.node_count(), summary };
             observe(&run, graph)?;
             runs.push(run);
         }

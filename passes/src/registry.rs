@@ -11,6 +11,13 @@ pub trait Pass: Sync {
     fn name(&self) -> &'static str;
     /// Rewrites `graph` in place; returns whether anything changed.
     fn run(&self, graph: &mut Graph) -> Result<bool>;
+
+    /// [`Pass::run`], with a one-line account of what the pass did beyond "changed" (the
+    /// e-graph's size, why it stopped, which rules fired) for the dump report and the
+    /// timings callers read. Passes with nothing more to say keep the default: `None`.
+    fn run_summarized(&self, graph: &mut Graph) -> Result<(bool, Option<String>)> {
+        Ok((self.run(graph)?, None))
+    }
 }
 
 /// Every registered pass.

@@ -367,7 +367,8 @@ class CompiledGraph:
         self._layout = layout
         #: Seconds spent in each stage of getting the executable: ``export_s`` (the trace built
         #: from the FX graph, in Python), then the native stages (``fxhlo._native.Executable.stages``:
-        #: ``import_s``, ``lower_s``, ``load_s``, ``cached``).
+        #: ``import_s``, ``lower_s``, ``load_s``, ``cached``, and ``passes``: each pass's time, node counts
+        #: and summary).
         self.stages = stages or {}
         _compiled.append(weakref.ref(self))
 

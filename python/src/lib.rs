@@ -153,7 +153,10 @@ impl Executable {
 
     /// Seconds spent getting this executable, per native stage: `import_s` (the trace read
     /// into the IR), `lower_s` (cache key, passes, codegen), `load_s` (the PJRT compile, or
-    /// loading from the cache), and `cached` (`"memory"`, `"disk"`, or None when compiled).
+    /// loading from the cache), `cached` (`"memory"`, `"disk"`, or None when compiled), and
+    /// `passes`: one dict per pass of `lower`, in order (`name`, `s`, `changed`,
+    /// `nodes_before`, `nodes_after`, `summary`: the pass's own account or None; `eqsat` gives
+    /// its e-graph's size, stop reason and the rules that fired).
     #[getter]
     fn stages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.program.stages;
@@ -162,6 +165,18 @@ impl Executable {
         d.set_item("lower_s", s.lower_s)?;
         d.set_item("load_s", s.load_s)?;
         d.set_item("cached", s.cached)?;
+        let passes = PyList::empty(py);
+        for run in &self.program.lowered.passes {
+            let p = PyDict::new(py);
+            p.set_item("name", run.pass)?;
+            p.set_item("s", run.time.as_secs_f64())?;
+            p.set_item("changed", run.changed)?;
+            p.set_item("nodes_before", run.nodes_before)?;
+            p.set_item("nodes_after", run.nodes_after)?;
+            p.set_item("summary", run.summary.as_deref())?;
+            passes.append(p)?;
+        }
+        d.set_item("passes", passes)?;
         Ok(d)
     }
 

@@ -119,3 +119,31 @@ def test_channels_last_models_match_eager_and_convolve_channels_last(name):
         nhwc = mlir.count("#stablehlo.conv<[b, 0, 1, f]")
         print(f"  channels-last convolutions in the module: {nhwc}")
         assert (nhwc > 0) if level == 1 else (nhwc == 0)
+
+
+def test_o2_matches_eager_and_reports_each_pass_with_the_egraph_summary():
+    # Two permutes that compose to the identity around a linear layer: the e-graph folds them.
+    class Permuted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(6, 5)
+
+        def forward(self, x):
+            return self.linear(x.permute(0, 2, 1).permute(0, 2, 1)).relu()
+
+    torch.manual_seed(3)
+    model, x = Permuted().eval(), torch.randn(2, 4, 6)
+    with torch.no_grad():
+        want = model(x)
+        got = compile_at(model, 2)(x)
+    err = (got - want).abs().max().item()
+    print(f"-O2 max abs err {err:.2e}")
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    passes = fxhlo.compiled_graphs()[-1].stages["passes"]
+    names = [p["name"] for p in passes]
+    assert names == fxhlo._native.pipeline_names(2), names
+    (eqsat,) = [p for p in passes if p["name"] == "eqsat"]
+    print(eqsat)
+    assert "e-nodes" in eqsat["summary"] and "stop " in eqsat["summary"], eqsat
+    assert all(p["s"] >= 0 and p["nodes_after"] > 0 for p in passes)
+    assert all(p["summary"] is None for p in passes if p["name"] != "eqsat")

@@ -251,6 +251,7 @@ impl Dump {
             changed: Some(run.changed),
             nodes_before: Some(run.nodes_before),
             nodes_after: Some(run.nodes_after),
+            detail: run.summary.clone(),
             ..StageRecord::timed(&format!("pass {}", run.pass), run.time)
         });
         Ok(())

@@ -43,6 +43,9 @@ pub struct StageRecord {
     pub nodes_after: Option<usize>,
     /// The file written for it, if any.
     pub file: Option<String>,
+    /// For a pass that gives one: its account of the run (`eqsat`: e-graph size, stop reason,
+    /// rules fired), printed under its row.
+    pub detail: Option<String>,
 }
 
 impl StageRecord {
@@ -83,6 +86,9 @@ impl Report {
                 _ => String::new(),
             };
             let _ = writeln!(out, "{:<28} {ms:>10} {changed:>8} {nodes:>13}  {}", s.stage, s.file.as_deref().unwrap_or(""));
+            if let Some(detail) = &s.detail {
+                let _ = writeln!(out, "    {detail}");
+            }
         }
         // `+ 0.0`: the sum of nothing is -0.0, which would print as `-0.00`.
         let total: f64 = self.stages.iter().filter_map(|s| s.ms).sum::<f64>() + 0.0;

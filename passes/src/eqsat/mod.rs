@@ -148,7 +148,32 @@ impl Pass for Eqsat {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        Ok(optimize(graph, &rules::all(), &Limits::default())?.changed)
+        Ok(self.run_summarized(graph)?.0)
+    }
+
+    fn run_summarized(&self, graph: &mut Graph) -> Result<(bool, Option<String>)> {
+        let report = optimize(graph, &rules::all(), &Limits::default())?;
+        Ok((report.changed, Some(report.summary())))
+    }
+}
+
+impl Report {
+    /// One line for the dump report: why saturation stopped, the e-graph's size, the rules that
+    /// fired (with their counts), the extraction's cost against the input's, and why the input
+    /// graph was kept when it was.
+    pub fn summary(&self) -> String {
+        let fired: Vec<String> = self.applied.iter().filter(|(_, n)| **n > 0).map(|(r, n)| format!("{r} x{n}")).collect();
+        let fired = if fired.is_empty() { "none".to_string() } else { fired.join(", ") };
+        let after = self.cost_after.map(|c| format!("{c:.4e}")).unwrap_or_else(|| "-".to_string());
+        let outcome = match (&self.kept_because, self.changed) {
+            (Some(why), _) => format!("kept the input graph ({why})"),
+            (None, true) => "rewrote the graph".to_string(),
+            (None, false) => "the extraction is the input graph".to_string(),
+        };
+        format!(
+            "stop {}, {} iterations, {} e-nodes, {} e-classes; rules fired: {fired}; cost {:.4e} -> {after}; {outcome}",
+            self.stop_reason, self.iterations, self.enodes, self.eclasses, self.cost_before
+        )
     }
 }
 

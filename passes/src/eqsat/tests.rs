@@ -182,3 +182,19 @@ fn the_pass_is_registered_and_only_at_o2() {
     assert!(names(2).contains(&"eqsat"));
     assert!(!crate::default_pipeline().iter().any(|p| p.name() == "eqsat"));
 }
+
+#[test]
+fn the_pass_manager_reports_the_egraph_it_built() {
+    // A permute pair the rules fold: the summary names the rules that fired and the e-graph.
+    let mut b = B::new();
+    let x = b.input("x", &[2, 3, 4]);
+    let p = b.op(permute(&[1, 2, 0]), &[x]);
+    let q = b.op(permute(&[2, 0, 1]), &[p]);
+    let mut g = b.finish(&[q]);
+    let runs = crate::PassManager::new(vec![&Eqsat, &crate::Dce]).run(&mut g).unwrap();
+    let summary = runs[0].summary.as_deref().expect("eqsat summarizes its run");
+    assert!(summary.contains("e-nodes") && summary.contains("stop Saturated"), "{summary}");
+    assert!(summary.contains("permute-permute x"), "{summary}");
+    // A pass without its own account says nothing more than the manager's columns.
+    assert_eq!(runs[1].summary, None);
+}
