@@ -11,7 +11,7 @@
 //! (extraction-gym's "faster greedy DAG"). A node whose children's sub-DAGs already contain
 //! its own class would close a cycle and is skipped.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use egg::{Id, Language};
 use fxhlo_ir::{Graph, Op, TensorType, ValueRef};
@@ -82,11 +82,13 @@ fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode) -> Option<f64> {
     }
 }
 
-/// A class's best known choice: the node and the cost of every class its sub-DAG reaches.
+/// A class's best known choice: the node, its own cost, and the set of classes its sub-DAG
+/// reaches (its own included) as a bitset over the classes' dense indices.
 struct Choice {
     node: ENode,
+    own: f64,
+    reaches: Vec<u64>,
     total: f64,
-    reaches: BTreeMap<Id, f64>,
 }
 
 /// The extraction: a chosen e-node per class reachable from the roots, and its cost.
@@ -96,51 +98,123 @@ pub struct Extraction {
     pub cost: f64,
 }
 
+/// The sum of the chosen own costs of the classes in `set`.
+fn set_cost(set: &[u64], best: &[Option<Choice>]) -> f64 {
+    let mut total = 0.0;
+    for (w, &word) in set.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let i = w * 64 + bits.trailing_zeros() as usize;
+            total += best[i].as_ref().map_or(0.0, |c| c.own);
+            bits &= bits - 1;
+        }
+    }
+    total
+}
+
 /// Extracts a DAG for `roots` (canonical ids); `None` if some root has no acyclic choice.
+///
+/// A worklist over the classes: a class is evaluated again only when a child's choice
+/// changed. The reached sets are bitsets (one bit per class), so a union is a few hundred
+/// word ORs even on graphs of ten thousand classes; a set's cost is summed from the classes'
+/// current own costs.
 pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
-    let mut best: HashMap<Id, Choice> = HashMap::new();
     let classes: Vec<Id> = {
         let mut c: Vec<Id> = egraph.classes().map(|c| c.id).collect();
         c.sort();
         c
     };
-    loop {
-        let mut changed = false;
-        for &class in &classes {
-            if matches!(egraph[class].data, Data::Invalid(_)) {
+    let index: HashMap<Id, usize> = classes.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let words = classes.len().div_ceil(64);
+    let mut parents: Vec<Vec<usize>> = vec![Vec::new(); classes.len()];
+    for (i, &class) in classes.iter().enumerate() {
+        for node in egraph[class].nodes.iter() {
+            for &c in node.children() {
+                let p = &mut parents[index[&egraph.find(c)]];
+                if p.last() != Some(&i) {
+                    p.push(i);
+                }
+            }
+        }
+    }
+    let mut best: Vec<Option<Choice>> = (0..classes.len()).map(|_| None).collect();
+    // Ids grow as nodes are added, so children mostly come before their users: one pass in id
+    // order settles most classes.
+    let mut queue: std::collections::VecDeque<usize> = (0..classes.len()).collect();
+    let mut queued = vec![true; classes.len()];
+    while let Some(i) = queue.pop_front() {
+        queued[i] = false;
+        let class = classes[i];
+        if matches!(egraph[class].data, Data::Invalid(_)) {
+            continue;
+        }
+        let mut improved = false;
+        for node in egraph[class].nodes.iter() {
+            let children: Vec<usize> = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
+            if children.iter().any(|&c| best[c].is_none()) {
                 continue;
             }
-            for node in egraph[class].nodes.iter() {
-                let children: Vec<Id> = node.children().iter().map(|&c| egraph.find(c)).collect();
-                if children.iter().any(|c| !best.contains_key(c)) {
-                    continue;
+            let Some(own) = enode_cost(egraph, class, node) else { continue };
+            let mut reaches = vec![0u64; words];
+            for &c in &children {
+                // A child's set holds its own class too: shared classes land once.
+                for (r, w) in reaches.iter_mut().zip(&best[c].as_ref()?.reaches) {
+                    *r |= w;
                 }
-                let Some(own) = enode_cost(egraph, class, node) else { continue };
-                let mut reaches = BTreeMap::new();
-                for c in &children {
-                    // A child's set holds its own class too: shared classes land once.
-                    reaches.extend(best[c].reaches.iter().map(|(k, v)| (*k, *v)));
-                }
-                if reaches.contains_key(&class) {
-                    continue; // a cycle through this class
-                }
-                reaches.insert(class, own);
-                let total: f64 = reaches.values().sum();
-                let better = best.get(&class).is_none_or(|b| total < b.total * (1.0 - 1e-9) - 1e-9);
-                if better {
-                    best.insert(class, Choice { node: node.clone().map_children(|c| egraph.find(c)), total, reaches });
-                    changed = true;
+            }
+            if reaches[i / 64] & (1 << (i % 64)) != 0 {
+                continue; // a cycle through this class
+            }
+            reaches[i / 64] |= 1 << (i % 64);
+            // This class counts at the candidate's own cost, not at its current choice's.
+            let total = set_cost(&reaches, &best) - best[i].as_ref().map_or(0.0, |c| c.own) + own;
+            let better = best[i].as_ref().is_none_or(|b| total < b.total * (1.0 - 1e-9) - 1e-9);
+            if better {
+                best[i] = Some(Choice { node: node.clone().map_children(|c| egraph.find(c)), own, reaches, total });
+                improved = true;
+            }
+        }
+        if improved {
+            for &p in &parents[i] {
+                if !queued[p] {
+                    queued[p] = true;
+                    queue.push_back(p);
                 }
             }
         }
-        if !changed {
-            break;
+    }
+    // The cost of what is extracted: the DAG the final choices form under the roots, walked
+    // again (a set computed before a descendant's choice changed may be stale), each class
+    // once; a cycle among the final choices means no extraction.
+    let mut state = vec![0u8; classes.len()]; // 0 unseen, 1 on the path, 2 done
+    let mut cost = 0.0;
+    for r in roots {
+        let root = *index.get(&egraph.find(*r))?;
+        let mut stack = vec![(root, false)];
+        while let Some((i, leaving)) = stack.pop() {
+            if leaving {
+                state[i] = 2;
+                continue;
+            }
+            match state[i] {
+                2 => continue,
+                1 => return None,
+                _ => {}
+            }
+            let choice = best[i].as_ref()?;
+            state[i] = 1;
+            cost += choice.own;
+            stack.push((i, true));
+            for &c in choice.node.children() {
+                let c = index[&egraph.find(c)];
+                match state[c] {
+                    1 => return None,
+                    0 => stack.push((c, false)),
+                    _ => {}
+                }
+            }
         }
     }
-    let mut total = BTreeMap::new();
-    for r in roots {
-        let choice = best.get(&egraph.find(*r))?;
-        total.extend(choice.reaches.iter().map(|(k, v)| (*k, *v)));
-    }
-    Some(Extraction { choice: best.into_iter().map(|(k, v)| (k, v.node)).collect(), cost: total.values().sum() })
+    let choice = classes.iter().zip(best).filter_map(|(&c, b)| Some((c, b?.node))).collect();
+    Some(Extraction { choice, cost })
 }

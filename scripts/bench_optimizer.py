@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The e-graph optimizer's ablation (issue 27): each model compiled with frozen weights at batch
+1 at `-O1` (the default pipeline) and at `-O2` (the same with `eqsat`), in one process, and
+timed in turns against eager PyTorch (prints a table and asserts nothing: the machines are
+shared and noisy, so compare within one run).
+
+Per model it prints: the e-graph's figures at -O2 (the pass's time, e-nodes, why saturation
+stopped, the rules that fired, whether the graph changed: `CompiledGraph.stages["passes"]`),
+the cold compile time of each level (a fresh compile cache, so PJRT compiles) and eqsat's share
+of the -O2 compile, and the median latency of eager, -O1 and -O2 with -O2's ratio to -O1.
+
+Models (random weights, fixed seeds): torchvision ResNet-50 and ViT-B/16 (224x224), Hugging Face
+BERT-base (separate Q/K/V projections, 128 tokens) and GPT-2 (128 tokens), and a small diffusers
+`UNet2DModel` (64x64, attention in the low-resolution blocks).
+
+Usage: .venv/bin/python scripts/bench_optimizer.py [--runs 10] [--models resnet50,bert,...]
+Figures are kept in docs/optimizer.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_backend import call_times, round_robin  # noqa: E402
+
+
+def _resnet50():
+    import torchvision
+
+    return torchvision.models.resnet50().eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def _vit():
+    import torchvision
+
+    return torchvision.models.vit_b_16().eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def _tokens():
+    return (torch.randint(0, 1000, (1, 128), generator=torch.Generator().manual_seed(1)),)
+
+
+def _bert():
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    # attn_implementation="eager": the Q, K and V projections and the attention as separate ops.
+    cfg = transformers.BertConfig(attn_implementation="eager")
+    return transformers.BertModel(cfg).eval(), _tokens()
+
+
+def _gpt2():
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    return transformers.GPT2Model(transformers.GPT2Config(attn_implementation="eager")).eval(), _tokens()
+
+
+def _unet():
+    import diffusers
+
+    model = diffusers.UNet2DModel(
+        sample_size=64, in_channels=3, out_channels=3, layers_per_block=2, block_out_channels=(64, 128, 256),
+        down_block_types=("DownBlock2D", "AttnDownBlock2D", "AttnDownBlock2D"),
+        up_block_types=("AttnUpBlock2D", "AttnUpBlock2D", "UpBlock2D"),
+    )
+    return model.eval(), (torch.randn(1, 3, 64, 64), torch.tensor([10]))
+
+
+MODELS = {"resnet50": _resnet50, "bert": _bert, "gpt2": _gpt2, "unet": _unet, "vit": _vit}
+
+
+def _first_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "sample"):
+        return out.sample
+    if hasattr(out, "last_hidden_state"):
+        return out.last_hidden_state
+    return out[0]
+
+
+def _compile(model, args, level: int):
+    """The model compiled at `level` with frozen weights in a fresh cache (a cold compile), its
+    compile seconds and its CompiledGraph."""
+    import fxhlo
+
+    before = len(fxhlo.compiled_graphs())
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["FXHLO_CACHE_DIR"] = cache
+        compiled = torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False,
+                                 options={"opt_level": level, "freeze": True})
+        start = time.perf_counter()
+        compiled(*args)
+        seconds = time.perf_counter() - start
+    graphs = fxhlo.compiled_graphs()[before:]
+    return compiled, seconds, graphs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=10, help="timed calls per contender and round (default 10)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {','.join(MODELS)}")
+    a = ap.parse_args(argv)
+    import fxhlo  # noqa: F401 (registers the backend)
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; frozen weights, batch 1; "
+          f"latency: median ms of {a.rounds} rounds x {a.runs} calls in turns")
+    rows = []
+    for name in a.models.split(","):
+        torch.manual_seed(0)
+        model, args = MODELS[name]()
+        torch._dynamo.reset()
+        with torch.no_grad():
+            want = _first_tensor(model(*args))
+            o1, o1_s, _ = _compile(model, args, 1)
+            torch._dynamo.reset()
+            o2, o2_s, graphs = _compile(model, args, 2)
+            errs = {lvl: (_first_tensor(f(*args)) - want).abs().max().item() for lvl, f in (("-O1", o1), ("-O2", o2))}
+            eq = [p for g in graphs for p in g.stages.get("passes", []) if p["name"] == "eqsat"]
+            eq_s = sum(p["s"] for p in eq)
+            times = round_robin({"eager": lambda: model(*args), "-O1": lambda: o1(*args), "-O2": lambda: o2(*args)},
+                                a.rounds, call_times(a.runs))
+        ms = {k: statistics.median([t for block in v for t in block]) * 1e3 for k, v in times.items()}
+        print(f"\n{name}: {len(graphs)} graph(s); max |err| vs eager -O1 {errs['-O1']:.1e}, -O2 {errs['-O2']:.1e}")
+        for p in eq:
+            print(f"  eqsat {p['s'] * 1e3:.1f} ms, nodes {p['nodes_before']} -> {p['nodes_after']}: {p['summary']}")
+        print(f"  cold compile -O1 {o1_s:.2f} s, -O2 {o2_s:.2f} s (eqsat {100 * eq_s / o2_s:.1f}% of it)")
+        print(f"  latency eager {ms['eager']:.2f} ms, -O1 {ms['-O1']:.2f} ms, -O2 {ms['-O2']:.2f} ms "
+              f"(-O2/-O1 {ms['-O2'] / ms['-O1']:.3f})")
+        rows.append((name, eq_s, eq, o1_s, o2_s, ms))
+    print("\n| model | eqsat ms | e-nodes | changed | cold compile -O1 / -O2 (s) | eqsat share | eager ms | -O1 ms | -O2 ms | -O2/-O1 |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    for name, eq_s, eq, o1_s, o2_s, ms in rows:
+        enodes = sum(int(p["summary"].split(" e-nodes")[0].rsplit(" ", 1)[-1]) for p in eq if p["summary"])
+        changed = "yes" if any(p["changed"] for p in eq) else "no"
+        print(f"| {name} | {eq_s * 1e3:.1f} | {enodes} | {changed} | {o1_s:.2f} / {o2_s:.2f} | {100 * eq_s / o2_s:.1f}% "
+              f"| {ms['eager']:.2f} | {ms['-O1']:.2f} | {ms['-O2']:.2f} | {ms['-O2'] / ms['-O1']:.3f} |")
+    ratios = [r[5]["-O2"] / r[5]["-O1"] for r in rows]
+    print(f"geomean -O2/-O1: {statistics.geometric_mean(ratios):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
