@@ -75,7 +75,7 @@ OPTIONS = {
                  "depthwise-conv-taps "
                  "(CPU plugin only: XLA's CPU backend runs depthwise convolutions slowly), "
                  "channels-last-pooling, hoist-large-constants, device-layout; 2 adds the e-graph "
-                 "optimizer (eqsat, after unused-results; see docs/eqsat.md).",
+                 "optimizer (eqsat, after unused-results; see docs/optimizer.md).",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
               "ablation or a reproduction: [] runs none); a name not registered is refused with the "
               "valid ones (default: none given).",

@@ -1,7 +1,7 @@
 //! The e-graph pass (`eqsat`, `-O2`): each rule fires on its example and the rewritten graph
 //! computes the same values as the original on the CPU plugin (both at `-O0`, so XLA alone
 //! sees each); every fixture round-trips unchanged without rules, and with the rules keeps
-//! its PyTorch reference. Prints the pass's time and report per fixture (docs/eqsat.md).
+//! its PyTorch reference. Prints the pass's time and report per fixture (docs/optimizer.md).
 
 use std::fs;
 use std::time::Instant;

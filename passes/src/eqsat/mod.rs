@@ -42,7 +42,7 @@ use crate::{Error, Pass, Result};
 pub const MIN_GAIN: f64 = 0.01;
 
 /// The bounds of one saturation. Defaults keep the fixture models well under the compile
-/// budget of issue 27 (150 ms and 50k e-nodes on BERT-base); see docs/eqsat.md.
+/// budget of issue 27 (150 ms and 50k e-nodes on BERT-base); see docs/optimizer.md.
 #[derive(Clone, Debug)]
 pub struct Limits {
     pub iterations: usize,
