@@ -82,10 +82,18 @@ fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode) -> Option<f64> {
     }
 }
 
-/// A class's best known choice: the node, its own cost, and the set of classes its sub-DAG
-/// reaches (its own included) as a bitset over the classes' dense indices.
+/// One candidate node of a class for [`dag_greedy`]: its own cost and its children's classes
+/// (indices into the class list).
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub cost: f64,
+    pub children: Vec<usize>,
+}
+
+/// A class's best known choice: the candidate's index, its own cost, and the set of classes its
+/// sub-DAG reaches (its own included) as a bitset over the class indices.
 struct Choice {
-    node: ENode,
+    node: usize,
     own: f64,
     reaches: Vec<u64>,
     total: f64,
@@ -112,65 +120,56 @@ fn set_cost(set: &[u64], best: &[Option<Choice>]) -> f64 {
     total
 }
 
-/// Extracts a DAG for `roots` (canonical ids); `None` if some root has no acyclic choice.
+/// The DAG-aware greedy extraction over any e-graph given as candidates per class: the
+/// chosen candidate per class (`None` for a class with no acyclic choice) and the cost of the
+/// DAG those choices form under `roots` (each class once), or `None` when a root has no
+/// acyclic choice; where the bottom-up tree extraction scores better as a DAG (or the greedy
+/// choices close a cycle), that one. Language-independent, so it runs on fxhlo's e-graphs and on the published
+/// ones of extraction-gym alike (`passes/examples/extraction_gym.rs`).
 ///
 /// A worklist over the classes: a class is evaluated again only when a child's choice
 /// changed. The reached sets are bitsets (one bit per class), so a union is a few hundred
 /// word ORs even on graphs of ten thousand classes; a set's cost is summed from the classes'
 /// current own costs.
-pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
-    let classes: Vec<Id> = {
-        let mut c: Vec<Id> = egraph.classes().map(|c| c.id).collect();
-        c.sort();
-        c
-    };
-    let index: HashMap<Id, usize> = classes.iter().enumerate().map(|(i, &c)| (c, i)).collect();
-    let words = classes.len().div_ceil(64);
-    let mut parents: Vec<Vec<usize>> = vec![Vec::new(); classes.len()];
-    for (i, &class) in classes.iter().enumerate() {
-        for node in egraph[class].nodes.iter() {
-            for &c in node.children() {
-                let p = &mut parents[index[&egraph.find(c)]];
-                if p.last() != Some(&i) {
-                    p.push(i);
-                }
+pub fn dag_greedy(classes: &[Vec<Candidate>], roots: &[usize]) -> (Vec<Option<usize>>, Option<f64>) {
+    let n = classes.len();
+    let words = n.div_ceil(64);
+    let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, candidates) in classes.iter().enumerate() {
+        for c in candidates.iter().flat_map(|c| &c.children) {
+            if parents[*c].last() != Some(&i) {
+                parents[*c].push(i);
             }
         }
     }
-    let mut best: Vec<Option<Choice>> = (0..classes.len()).map(|_| None).collect();
-    // Ids grow as nodes are added, so children mostly come before their users: one pass in id
-    // order settles most classes.
-    let mut queue: std::collections::VecDeque<usize> = (0..classes.len()).collect();
-    let mut queued = vec![true; classes.len()];
+    let mut best: Vec<Option<Choice>> = (0..n).map(|_| None).collect();
+    // Children mostly come before their users in id order: one pass settles most classes.
+    let mut queue: std::collections::VecDeque<usize> = (0..n).collect();
+    let mut queued = vec![true; n];
     while let Some(i) = queue.pop_front() {
         queued[i] = false;
-        let class = classes[i];
-        if matches!(egraph[class].data, Data::Invalid(_)) {
-            continue;
-        }
         let mut improved = false;
-        for node in egraph[class].nodes.iter() {
-            let children: Vec<usize> = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
-            if children.iter().any(|&c| best[c].is_none()) {
-                continue;
-            }
-            let Some(own) = enode_cost(egraph, class, node) else { continue };
+        for (k, cand) in classes[i].iter().enumerate() {
             let mut reaches = vec![0u64; words];
-            for &c in &children {
+            let mut ready = true;
+            for &c in &cand.children {
+                let Some(child) = &best[c] else {
+                    ready = false;
+                    break;
+                };
                 // A child's set holds its own class too: shared classes land once.
-                for (r, w) in reaches.iter_mut().zip(&best[c].as_ref()?.reaches) {
+                for (r, w) in reaches.iter_mut().zip(&child.reaches) {
                     *r |= w;
                 }
             }
-            if reaches[i / 64] & (1 << (i % 64)) != 0 {
-                continue; // a cycle through this class
+            if !ready || reaches[i / 64] & (1 << (i % 64)) != 0 {
+                continue; // a child without a choice yet, or a cycle through this class
             }
             reaches[i / 64] |= 1 << (i % 64);
             // This class counts at the candidate's own cost, not at its current choice's.
-            let total = set_cost(&reaches, &best) - best[i].as_ref().map_or(0.0, |c| c.own) + own;
-            let better = best[i].as_ref().is_none_or(|b| total < b.total * (1.0 - 1e-9) - 1e-9);
-            if better {
-                best[i] = Some(Choice { node: node.clone().map_children(|c| egraph.find(c)), own, reaches, total });
+            let total = set_cost(&reaches, &best) - best[i].as_ref().map_or(0.0, |c| c.own) + cand.cost;
+            if best[i].as_ref().is_none_or(|b| total < b.total * (1.0 - 1e-9) - 1e-9) {
+                best[i] = Some(Choice { node: k, own: cand.cost, reaches, total });
                 improved = true;
             }
         }
@@ -183,13 +182,47 @@ pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
             }
         }
     }
-    // The cost of what is extracted: the DAG the final choices form under the roots, walked
-    // again (a set computed before a descendant's choice changed may be stale), each class
-    // once; a cycle among the final choices means no extraction.
+    let greedy: Vec<Option<usize>> = best.iter().map(|b| b.as_ref().map(|c| c.node)).collect();
+    // A class keeps a choice made before a descendant changed, so the final choices can close
+    // a cycle (extraction-gym's VGG e-graph does) or cost more than their sets said. The
+    // bottom-up tree extraction never closes a cycle: the better of the two, scored as DAGs.
+    let tree = tree_bottom_up(classes);
+    match (dag_cost(classes, &greedy, roots), dag_cost(classes, &tree, roots)) {
+        (Some(g), Some(t)) if t < g => (tree, Some(t)),
+        (None, t @ Some(_)) => (tree, t),
+        (g, _) => (greedy, g),
+    }
+}
+
+/// Bottom-up tree extraction (egg's default): each class's cheapest candidate counting its
+/// children's costs once per use, to a fixpoint. Strictly cheaper updates only, so a cycle is
+/// never chosen.
+pub fn tree_bottom_up(classes: &[Vec<Candidate>]) -> Vec<Option<usize>> {
+    let mut cost = vec![f64::INFINITY; classes.len()];
+    let mut choice = vec![None; classes.len()];
+    loop {
+        let mut changed = false;
+        for (i, candidates) in classes.iter().enumerate() {
+            for (k, c) in candidates.iter().enumerate() {
+                let total = c.cost + c.children.iter().map(|&ch| cost[ch]).sum::<f64>();
+                if total < cost[i] {
+                    (cost[i], choice[i]) = (total, Some(k));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return choice;
+        }
+    }
+}
+
+/// The cost of the DAG `choice` forms under `roots`, each class once; `None` when a root (or a
+/// class it reaches) has no choice, or the choices form a cycle.
+pub fn dag_cost(classes: &[Vec<Candidate>], choice: &[Option<usize>], roots: &[usize]) -> Option<f64> {
     let mut state = vec![0u8; classes.len()]; // 0 unseen, 1 on the path, 2 done
     let mut cost = 0.0;
-    for r in roots {
-        let root = *index.get(&egraph.find(*r))?;
+    for &root in roots {
         let mut stack = vec![(root, false)];
         while let Some((i, leaving)) = stack.pop() {
             if leaving {
@@ -201,12 +234,11 @@ pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
                 1 => return None,
                 _ => {}
             }
-            let choice = best[i].as_ref()?;
+            let cand = &classes[i][choice[i]?];
             state[i] = 1;
-            cost += choice.own;
+            cost += cand.cost;
             stack.push((i, true));
-            for &c in choice.node.children() {
-                let c = index[&egraph.find(c)];
+            for &c in &cand.children {
                 match state[c] {
                     1 => return None,
                     0 => stack.push((c, false)),
@@ -215,6 +247,45 @@ pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
             }
         }
     }
-    let choice = classes.iter().zip(best).filter_map(|(&c, b)| Some((c, b?.node))).collect();
-    Some(Extraction { choice, cost })
+    Some(cost)
+}
+
+/// Extracts a DAG for `roots` (canonical ids) from fxhlo's e-graph with [`dag_greedy`]; `None`
+/// if some root has no acyclic choice. Nodes the cost model refuses ([`enode_cost`] `None`)
+/// and classes of invalid data are not candidates.
+pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
+    let ids: Vec<Id> = {
+        let mut c: Vec<Id> = egraph.classes().map(|c| c.id).collect();
+        c.sort();
+        c
+    };
+    let index: HashMap<Id, usize> = ids.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let mut nodes: Vec<Vec<&ENode>> = Vec::with_capacity(ids.len());
+    let classes: Vec<Vec<Candidate>> = ids
+        .iter()
+        .map(|&class| {
+            let mut kept = Vec::new();
+            let mut candidates = Vec::new();
+            if !matches!(egraph[class].data, Data::Invalid(_)) {
+                for node in egraph[class].nodes.iter() {
+                    if let Some(cost) = enode_cost(egraph, class, node) {
+                        let children = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
+                        candidates.push(Candidate { cost, children });
+                        kept.push(node);
+                    }
+                }
+            }
+            nodes.push(kept);
+            candidates
+        })
+        .collect();
+    let roots: Vec<usize> = roots.iter().map(|r| index.get(&egraph.find(*r)).copied()).collect::<Option<_>>()?;
+    let (choice, cost) = dag_greedy(&classes, &roots);
+    let choice = ids
+        .iter()
+        .zip(&choice)
+        .enumerate()
+        .filter_map(|(i, (&id, k))| Some((id, nodes[i][(*k)?].clone().map_children(|c| egraph.find(c)))))
+        .collect();
+    Some(Extraction { choice, cost: cost? })
 }

@@ -32,7 +32,7 @@ use egg::{BackoffScheduler, Runner, StopReason};
 use fxhlo_ir::Graph;
 
 pub use analysis::{Data, TensorAnalysis};
-pub use extract::op_cost;
+pub use extract::{dag_cost, dag_greedy, op_cost, tree_bottom_up, Candidate};
 pub use lang::{ENode, Ints, ValueKey};
 pub use rules::Rule;
 

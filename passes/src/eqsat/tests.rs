@@ -198,3 +198,33 @@ fn the_pass_manager_reports_the_egraph_it_built() {
     // A pass without its own account says nothing more than the manager's columns.
     assert_eq!(runs[1].summary, None);
 }
+
+fn cand(cost: f64, children: &[usize]) -> extract::Candidate {
+    extract::Candidate { cost, children: children.to_vec() }
+}
+
+#[test]
+fn the_generic_extractor_counts_a_shared_class_once() {
+    // 0: S (5); 1: X = x(S) (1); 2: Y = y(S) (1); 3: R = r(X, Y) (1). A tree count says 13.
+    let classes = vec![vec![cand(5.0, &[])], vec![cand(1.0, &[0])], vec![cand(1.0, &[0])], vec![cand(1.0, &[1, 2])]];
+    let (choice, cost) = dag_greedy(&classes, &[3]);
+    assert_eq!(choice, vec![Some(0); 4]);
+    assert_eq!(cost, Some(8.0));
+}
+
+#[test]
+fn the_generic_extractor_avoids_cycles_and_prefers_cheaper_candidates() {
+    // 0: A = a1(B) (1) or a2 (10); 1: B = b1(A) (1) or b2 (3). From B: b2 alone costs 3.
+    let classes = vec![vec![cand(1.0, &[1]), cand(10.0, &[])], vec![cand(1.0, &[0]), cand(3.0, &[])]];
+    let (choice, cost) = dag_greedy(&classes, &[1]);
+    assert_eq!(cost, Some(3.0), "{choice:?}");
+    assert_eq!(choice[1], Some(1));
+    // A cycle among the choices is no extraction; a class without a choice neither.
+    assert_eq!(dag_cost(&classes, &[Some(0), Some(0)], &[1]), None);
+    assert_eq!(dag_cost(&classes, &[None, Some(0)], &[1]), None);
+    assert_eq!(dag_cost(&classes, &[Some(1), Some(0)], &[1]), Some(11.0));
+    // The tree extraction (the fallback when greedy choices close a cycle) never closes one.
+    let tree = tree_bottom_up(&classes);
+    assert_eq!(dag_cost(&classes, &tree, &[0]), Some(4.0), "{tree:?}");
+    assert_eq!(dag_cost(&classes, &tree, &[1]), Some(3.0), "{tree:?}");
+}
