@@ -25,6 +25,7 @@ mod compile;
 mod dump;
 pub mod env;
 mod error;
+mod fault_hint;
 mod pipeline;
 pub mod repro;
 mod resident;

@@ -165,6 +165,7 @@ impl Session {
             cached: got.cached,
             codegen_time,
             compile_time: got.time,
+            calls: Default::default(),
         })
     }
 }
