@@ -95,13 +95,21 @@ def _compile(model, args, level: int):
     import fxhlo
 
     before = len(fxhlo.compiled_graphs())
+    saved = os.environ.get("FXHLO_CACHE_DIR")
     with tempfile.TemporaryDirectory() as cache:
         os.environ["FXHLO_CACHE_DIR"] = cache
-        compiled = torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False,
-                                 options={"opt_level": level, "freeze": True})
-        start = time.perf_counter()
-        compiled(*args)
-        seconds = time.perf_counter() - start
+        try:
+            compiled = torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False,
+                                     options={"opt_level": level, "freeze": True})
+            start = time.perf_counter()
+            compiled(*args)
+            seconds = time.perf_counter() - start
+        finally:
+            # The folder goes with this block: later compiles must not be pointed at it.
+            if saved is None:
+                os.environ.pop("FXHLO_CACHE_DIR", None)
+            else:
+                os.environ["FXHLO_CACHE_DIR"] = saved
     graphs = fxhlo.compiled_graphs()[before:]
     return compiled, seconds, graphs
 

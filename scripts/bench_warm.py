@@ -2,10 +2,10 @@
 """Benchmark of the warm path: the first call of a torch.compile'd model in a new process
 whose compile cache already holds the executable (prints its figures; asserts nothing).
 
-For each model, in new processes, alternated so that a burst of load on the shared machine hits
-every contender alike:
 Each contender is timed from `torch.compile()` to the end of the first call (Dynamo's scan of
 the installed backends' entry points falls in one or the other, depending on the backend).
+For each model, in new processes, alternated so that a burst of load on the shared machine hits
+every contender alike:
 - `aot_eager`: PyTorch's own capture (Dynamo + AOT Autograd) and an eager run: the floor any
   AOT-Autograd backend stands on;
 - `fxhlo warm`: `backend="fxhlo"` with the cache folder a cold run filled, and the stages fxhlo

@@ -4,10 +4,11 @@
 //! files are the gym's, read from wherever the user keeps a copy.
 //!
 //! For each file it prints the e-graph's size and the DAG cost (each class once, the cost the
-//! gym scores) of three extractions: fxhlo's DAG-aware greedy (`dag_greedy`, which keeps the tree
-//! extraction where that scores better), the bottom-up tree extraction alone (egg's default: each class's cheapest candidate counting its children's
-//! costs once per use), and the first candidate of every class (the gym's files list the
-//! input graph's node first), with the time of each.
+//! gym scores) of three extractions: fxhlo's DAG-aware greedy (`dag_greedy`, which keeps the
+//! tree extraction where that scores better), the bottom-up tree extraction alone (egg's
+//! default: each class's cheapest candidate counting its children's costs once per use), and
+//! the first candidate of every class (the gym's files list the input graph's node first), with
+//! the time of the first two.
 //!
 //! Usage: `cargo run --release -p fxhlo-passes --example extraction_gym -- <file.json>...`
 

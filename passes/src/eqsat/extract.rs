@@ -124,8 +124,8 @@ fn set_cost(set: &[u64], best: &[Option<Choice>]) -> f64 {
 /// chosen candidate per class (`None` for a class with no acyclic choice) and the cost of the
 /// DAG those choices form under `roots` (each class once), or `None` when a root has no
 /// acyclic choice; where the bottom-up tree extraction scores better as a DAG (or the greedy
-/// choices close a cycle), that one. Language-independent, so it runs on fxhlo's e-graphs and on the published
-/// ones of extraction-gym alike (`passes/examples/extraction_gym.rs`).
+/// choices close a cycle), that one. Language-independent, so it runs on fxhlo's e-graphs and
+/// on the published ones of extraction-gym alike (`passes/examples/extraction_gym.rs`).
 ///
 /// A worklist over the classes: a class is evaluated again only when a child's choice
 /// changed. The reached sets are bitsets (one bit per class), so a union is a few hundred
@@ -260,25 +260,24 @@ pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
         c
     };
     let index: HashMap<Id, usize> = ids.iter().enumerate().map(|(i, &c)| (c, i)).collect();
-    let mut nodes: Vec<Vec<&ENode>> = Vec::with_capacity(ids.len());
-    let classes: Vec<Vec<Candidate>> = ids
+    // Per class, the e-nodes that are candidates and their candidates, in the same order.
+    let (nodes, classes): (Vec<Vec<&ENode>>, Vec<Vec<Candidate>>) = ids
         .iter()
         .map(|&class| {
-            let mut kept = Vec::new();
-            let mut candidates = Vec::new();
-            if !matches!(egraph[class].data, Data::Invalid(_)) {
-                for node in egraph[class].nodes.iter() {
-                    if let Some(cost) = enode_cost(egraph, class, node) {
-                        let children = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
-                        candidates.push(Candidate { cost, children });
-                        kept.push(node);
-                    }
-                }
+            if matches!(egraph[class].data, Data::Invalid(_)) {
+                return (Vec::new(), Vec::new());
             }
-            nodes.push(kept);
-            candidates
+            egraph[class]
+                .nodes
+                .iter()
+                .filter_map(|node| {
+                    let cost = enode_cost(egraph, class, node)?;
+                    let children = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
+                    Some((node, Candidate { cost, children }))
+                })
+                .unzip()
         })
-        .collect();
+        .unzip();
     let roots: Vec<usize> = roots.iter().map(|r| index.get(&egraph.find(*r)).copied()).collect::<Option<_>>()?;
     let (choice, cost) = dag_greedy(&classes, &roots);
     let choice = ids
