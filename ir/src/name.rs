@@ -18,7 +18,10 @@ pub struct Name(Repr);
 #[derive(Clone)]
 enum Repr {
     /// Invariant: `bytes[..len]` is valid UTF-8 (copied from a `str`), `len <= INLINE`.
-    Inline { len: u8, bytes: [u8; INLINE] },
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE],
+    },
     Heap(Box<str>),
 }
 
@@ -28,7 +31,10 @@ impl Name {
         if s.len() <= INLINE {
             let mut bytes = [0; INLINE];
             bytes[..s.len()].copy_from_slice(s.as_bytes());
-            Name(Repr::Inline { len: s.len() as u8, bytes })
+            Name(Repr::Inline {
+                len: s.len() as u8,
+                bytes,
+            })
         } else {
             Name(Repr::Heap(s.into()))
         }
@@ -38,7 +44,9 @@ impl Name {
     pub fn as_str(&self) -> &str {
         match &self.0 {
             // SAFETY: `bytes[..len]` was copied from a `str` (see `Repr::Inline`).
-            Repr::Inline { len, bytes } => unsafe { std::str::from_utf8_unchecked(&bytes[..*len as usize]) },
+            Repr::Inline { len, bytes } => unsafe {
+                std::str::from_utf8_unchecked(&bytes[..*len as usize])
+            },
             Repr::Heap(s) => s,
         }
     }
@@ -77,7 +85,11 @@ impl From<&String> for Name {
 
 impl From<String> for Name {
     fn from(s: String) -> Self {
-        if s.len() <= INLINE { Name::new(&s) } else { Name(Repr::Heap(s.into_boxed_str())) }
+        if s.len() <= INLINE {
+            Name::new(&s)
+        } else {
+            Name(Repr::Heap(s.into_boxed_str()))
+        }
     }
 }
 
@@ -177,7 +189,14 @@ mod tests {
 
     #[test]
     fn short_and_long_names_read_back() {
-        for s in ["", "x", "add_12", "a".repeat(22).as_str(), "b".repeat(23).as_str(), "héllo_wörld_ünïcode_nämé"] {
+        for s in [
+            "",
+            "x",
+            "add_12",
+            "a".repeat(22).as_str(),
+            "b".repeat(23).as_str(),
+            "héllo_wörld_ünïcode_nämé",
+        ] {
             let n = Name::from(s);
             assert_eq!(n, s);
             assert_eq!(n.to_string(), s);

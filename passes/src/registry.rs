@@ -99,12 +99,20 @@ pub fn default_pipeline() -> Vec<&'static dyn Pass> {
 
 /// The pass named `name`, or an error listing the valid names.
 pub fn lookup(name: &str) -> Result<&'static dyn Pass> {
-    PASSES.iter().copied().find(|p| p.name() == name).ok_or_else(|| Error::UnknownPass {
-        name: name.to_string(),
-        valid: if PASSES.is_empty() {
-            "(none registered yet)".to_string()
-        } else {
-            PASSES.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
-        },
-    })
+    PASSES
+        .iter()
+        .copied()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| Error::UnknownPass {
+            name: name.to_string(),
+            valid: if PASSES.is_empty() {
+                "(none registered yet)".to_string()
+            } else {
+                PASSES
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        })
 }
