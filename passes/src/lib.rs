@@ -5,6 +5,7 @@
 //! timing, node counts, logging, and a hook after each pass through which the facade writes
 //! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
+mod batch_blocks;
 mod builder;
 mod channels_last;
 mod channels_last_pooling;
@@ -21,6 +22,7 @@ mod pointwise_conv_dot;
 mod registry;
 mod unused_results;
 
+pub use batch_blocks::{BatchBlocks, BLOCK_BYTES};
 pub use channels_last::ChannelsLast;
 pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};

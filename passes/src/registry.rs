@@ -22,6 +22,7 @@ pub trait Pass: Sync {
 
 /// Every registered pass.
 pub static PASSES: &[&dyn Pass] = &[
+    &crate::BatchBlocks,
     &crate::ChannelsLast,
     &crate::ChannelsLastPooling,
     &crate::CheckIndices,
@@ -61,6 +62,12 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
         // is gone (the cost model counts only what outputs read) and before the layout passes,
         // which rewrite convolutions the e-graph does not model yet.
         passes.push(&crate::Eqsat);
+        if cpu {
+            // After the e-graph (which moves attention's scale off the scores it splits):
+            // large batched products and what follows them in blocks whose temporaries glibc reuses (see the
+            // pass's doc).
+            passes.push(&crate::BatchBlocks);
+        }
     }
     if cpu {
         // XLA's CPU backend runs convolutions channels-last and every other op along its

@@ -381,12 +381,13 @@ fn cpu_convolution_rewrites_match_the_convolution() {
     }
 }
 
-/// Each of `unused-results`, `channels-last`, `channels-last-pooling` and `device-layout`, run alone, computes
-/// what the graph computes without it, for every one of its test files (so codegen's literal
-/// lowering of each form the passes make is run too: max pools without indices and
-/// channels-last, inputs declared in a layout and uploaded permuted by the runtime).
+/// Each of `unused-results`, `channels-last`, `channels-last-pooling`, `device-layout` and
+/// `batch-blocks`, run alone, computes what the graph computes without it, for every one of its
+/// test files (so codegen's literal lowering of each form the passes make is run too: max pools
+/// without indices and channels-last, inputs declared in a layout and uploaded permuted by the
+/// runtime, attention in blocks of heads).
 #[test]
-fn layout_and_pooling_passes_keep_the_values() {
+fn rewriting_passes_keep_the_values() {
     let none = fxhlo::Session::new(fxhlo::Options {
         passes: Some(vec![]),
         ..fxhlo::Options::default()
