@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """The e-graph optimizer's ablation (issue 27): each model compiled with frozen weights at batch
-1 at `-O1` (the default pipeline) and at `-O2` (the same with `eqsat`), in one process, and
+1 at `-O1` (the default pipeline) and at `-O2` (the same with `eqsat`, and `batch-blocks` on the
+CPU plugin), in one process, and
 timed in turns against eager PyTorch (prints a table and asserts nothing: the machines are
 shared and noisy, so compare within one run).
 
 Per model it prints: the e-graph's figures at -O2 (the pass's time, e-nodes, why saturation
 stopped, the rules that fired, whether the graph changed: `CompiledGraph.stages["passes"]`),
 the cold compile time of each level (a fresh compile cache, so PJRT compiles) and eqsat's share
-of the -O2 compile, and the median latency of eager, -O1 and -O2 with -O2's ratio to -O1.
+of the -O2 compile, and the median latency of eager, -O1 and -O2 with -O2's ratio to -O1, and
+whether both levels compiled the same StableHLO (then the ratio's distance from 1 is this
+machine's noise, and a second geomean counts it as 1).
 
 Models (random weights, fixed seeds): torchvision ResNet-50 and ViT-B/16 (224x224), Hugging Face
 BERT-base (separate Q/K/V projections, 128 tokens) and GPT-2 (128 tokens), and a small diffusers
 `UNet2DModel` (64x64, attention in the low-resolution blocks).
 
-Usage: .venv/bin/python scripts/bench_optimizer.py [--runs 10] [--models resnet50,bert,...]
+With `--tpu-cost tpu:v6e:2x2` it compares the levels under the TPU compiler's cost model instead
+(`fxhlo cost --freeze -O1/-O2`: XLA's flops and bytes accessed and the roofline on one chip).
+
+Usage: .venv/bin/python scripts/bench_optimizer.py [--runs 10] [--models resnet50,bert,...] [--tpu-cost TARGET]
 Figures are kept in docs/optimizer.md.
 """
 
@@ -114,12 +120,66 @@ def _compile(model, args, level: int):
     return compiled, seconds, graphs
 
 
+def _field(text: str, name: str) -> str:
+    import re
+
+    m = re.search(rf"^\s*{re.escape(name)}:\s*(\S+)", text, re.M)
+    return m[1] if m else "?"
+
+
+def tpu_cost(models: list[str], target: str) -> int:
+    """`fxhlo cost --freeze -O1` against `-O2` for each model: XLA's TPU cost analysis (bytes
+    accessed, flops) and the roofline on one chip, from an ahead-of-time compile (no TPU)."""
+    import re
+    import subprocess
+
+    import fxhlo
+
+    root = Path(__file__).resolve().parents[1]
+    binary = next((p for p in (root / "target" / "release" / "fxhlo", root / "target" / "debug" / "fxhlo") if p.exists()), None)
+    if binary is None:
+        print("no fxhlo binary: run scripts/setup.sh first", file=sys.stderr)
+        return 1
+    env = dict(os.environ, FXHLO_CACHE="off", NO_COLOR="1")
+    print(f"TPU cost model ({target}), frozen weights, batch 1: -O1 against -O2")
+    print("| model | same program | flops -O1 / -O2 | bytes accessed -O1 / -O2 | roofline s -O1 | roofline s -O2 | -O2/-O1 |")
+    print("|---|---|---|---|---:|---:|---:|")
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in models:
+            torch.manual_seed(0)
+            model, args = MODELS[name]()
+            with torch.no_grad():
+                bundle = fxhlo.export(model, args, Path(tmp) / f"{name}.fxt", name=name)
+            out = {}
+            for level in (1, 2):
+                p = subprocess.run([str(binary), "cost", str(bundle), "--target", target, "--freeze", f"-O{level}"],
+                                   capture_output=True, text=True, env=env)
+                if p.returncode != 0:
+                    print(f"| {name} | -O{level} failed: {p.stderr.strip().splitlines()[-1][:120]} |")
+                    break
+                roof = re.search(r"^roofline on one .*?\): (\S+) s", p.stdout, re.M)
+                out[level] = (_field(p.stdout, "flops"), _field(p.stdout, "bytes accessed"), float(roof[1]) if roof else float("nan"))
+            if len(out) == 2:
+                ratio = out[2][2] / out[1][2]
+                ratios.append(ratio)
+                print(f"| {name} | {'yes' if out[1] == out[2] else 'no'} | {out[1][0]} / {out[2][0]} | {out[1][1]} / {out[2][1]} "
+                      f"| {out[1][2]:.4e} | {out[2][2]:.4e} | {ratio:.4f} |", flush=True)
+    if ratios:
+        print(f"geomean -O2/-O1 (roofline): {statistics.geometric_mean(ratios):.4f}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10, help="timed calls per contender and round (default 10)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {','.join(MODELS)}")
+    ap.add_argument("--tpu-cost", metavar="TARGET", help="instead of timing on the CPU, compare -O1 and -O2 under "
+                    "the TPU cost model of TARGET (e.g. tpu:v6e:2x2; an ahead-of-time compile, no TPU needed)")
     a = ap.parse_args(argv)
+    if a.tpu_cost:
+        return tpu_cost(a.models.split(","), a.tpu_cost)
     import fxhlo  # noqa: F401 (registers the backend)
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; frozen weights, batch 1; "
@@ -131,11 +191,13 @@ def main(argv=None) -> int:
         torch._dynamo.reset()
         with torch.no_grad():
             want = _first_tensor(model(*args))
-            o1, o1_s, _ = _compile(model, args, 1)
+            o1, o1_s, o1_graphs = _compile(model, args, 1)
             torch._dynamo.reset()
             o2, o2_s, graphs = _compile(model, args, 2)
             errs = {lvl: (_first_tensor(f(*args)) - want).abs().max().item() for lvl, f in (("-O1", o1), ("-O2", o2))}
             eq = [p for g in graphs for p in g.stages.get("passes", []) if p["name"] == "eqsat"]
+            # The same StableHLO at both levels: the latency ratio can only be noise.
+            same = [g.executable.mlir for g in o1_graphs] == [g.executable.mlir for g in graphs]
             eq_s = sum(p["s"] for p in eq)
             times = round_robin({"eager": lambda: model(*args), "-O1": lambda: o1(*args), "-O2": lambda: o2(*args)},
                                 a.rounds, call_times(a.runs))
@@ -145,17 +207,22 @@ def main(argv=None) -> int:
             print(f"  eqsat {p['s'] * 1e3:.1f} ms, nodes {p['nodes_before']} -> {p['nodes_after']}: {p['summary']}")
         print(f"  cold compile -O1 {o1_s:.2f} s, -O2 {o2_s:.2f} s (eqsat {100 * eq_s / o2_s:.1f}% of it)")
         print(f"  latency eager {ms['eager']:.2f} ms, -O1 {ms['-O1']:.2f} ms, -O2 {ms['-O2']:.2f} ms "
-              f"(-O2/-O1 {ms['-O2'] / ms['-O1']:.3f})")
-        rows.append((name, eq_s, eq, o1_s, o2_s, ms))
-    print("\n| model | eqsat ms | e-nodes | changed | cold compile -O1 / -O2 (s) | eqsat share | eager ms | -O1 ms | -O2 ms | -O2/-O1 |")
-    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
-    for name, eq_s, eq, o1_s, o2_s, ms in rows:
+              f"(-O2/-O1 {ms['-O2'] / ms['-O1']:.3f}{'; the same program at both levels' if same else ''})")
+        rows.append((name, eq_s, eq, o1_s, o2_s, ms, same))
+    print("\n| model | eqsat ms | e-nodes | eqsat changed | same program | cold compile -O1 / -O2 (s) | eqsat share | eager ms "
+          "| -O1 ms | -O2 ms | -O2/-O1 |")
+    print("|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|")
+    for name, eq_s, eq, o1_s, o2_s, ms, same in rows:
         enodes = sum(int(p["summary"].split(" e-nodes")[0].rsplit(" ", 1)[-1]) for p in eq if p["summary"])
         changed = "yes" if any(p["changed"] for p in eq) else "no"
-        print(f"| {name} | {eq_s * 1e3:.1f} | {enodes} | {changed} | {o1_s:.2f} / {o2_s:.2f} | {100 * eq_s / o2_s:.1f}% "
+        print(f"| {name} | {eq_s * 1e3:.1f} | {enodes} | {changed} | {'yes' if same else 'no'} | {o1_s:.2f} / {o2_s:.2f} | {100 * eq_s / o2_s:.1f}% "
               f"| {ms['eager']:.2f} | {ms['-O1']:.2f} | {ms['-O2']:.2f} | {ms['-O2'] / ms['-O1']:.3f} |")
     ratios = [r[5]["-O2"] / r[5]["-O1"] for r in rows]
     print(f"geomean -O2/-O1: {statistics.geometric_mean(ratios):.3f}")
+    # Where both levels compiled one program, its ratio is 1 by construction.
+    exact = [1.0 if r[6] else r[5]["-O2"] / r[5]["-O1"] for r in rows]
+    print(f"geomean -O2/-O1, a model compiled to the same program at both levels counted as 1.000: "
+          f"{statistics.geometric_mean(exact):.3f}")
     return 0
 
 

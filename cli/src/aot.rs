@@ -176,6 +176,7 @@ pub(crate) fn roofline(cost: &CostAnalysis, chip: &Chip) -> Option<(f64, bool)> 
 pub(crate) fn cost(
     path: &Path,
     target: &TargetName,
+    pass_args: crate::PassArgs,
     tensor_parallel: Option<TensorParallel>,
 ) -> anyhow::Result<String> {
     if !target.is_ahead_of_time() {
@@ -186,12 +187,14 @@ pub(crate) fn cost(
         return Ok(cost_report(&name, &cost, took, target));
     }
     let bundle = crate::open(path)?;
-    let options = Options {
+    let frozen = pass_args.frozen(&bundle);
+    let options = pass_args.apply(Options {
         device: target.clone(),
         tensor_parallel,
         ..Options::default()
-    };
-    let (_, compiled) = compile(&bundle.graph, &Frozen::new(), &options, None, true)?;
+    });
+    options.check()?;
+    let (_, compiled) = compile(&bundle.graph, &frozen, &options, None, true)?;
     Ok(cost_report(
         &compiled.graph,
         &compiled.cost.unwrap_or_default(),

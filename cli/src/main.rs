@@ -32,7 +32,7 @@ struct Cli {
     command: Command,
 }
 
-/// The pass flags of `run`, `bench`, `compile` and `explain`.
+/// The pass flags of `run`, `bench`, `compile`, `explain` and `cost`.
 #[derive(clap::Args)]
 struct PassArgs {
     /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
@@ -273,6 +273,8 @@ enum Command {
         /// An ahead-of-time target, such as tpu:v6e:2x2.
         #[arg(long, default_value = "tpu:v6e:2x2")]
         target: TargetName,
+        #[command(flatten)]
+        pass_args: PassArgs,
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
@@ -620,8 +622,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             options.check()?;
             explain::run(&bundle, &options, json)
         }
-        Command::Cost { bundle, target, tp } => {
-            print!("{}", aot::cost(&bundle, &target, tp.plan()?)?);
+        Command::Cost {
+            bundle,
+            target,
+            pass_args,
+            tp,
+        } => {
+            print!("{}", aot::cost(&bundle, &target, pass_args, tp.plan()?)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::AotWorker { args } => Ok(ExitCode::from(

@@ -827,6 +827,13 @@ fn pass_selection_flags() {
         err.contains("unknown pass `fold-everything`") && err.contains("depthwise-conv-taps"),
         "{err}"
     );
+    // `cost` takes the same flags (its -O1/-O2 ablation under the TPU cost model), checked
+    // before anything compiles.
+    let err = stderr_of(&["cost", b, "--passes", "dce,fold-everything"]);
+    assert!(
+        err.contains("unknown pass `fold-everything`") && err.contains("batch-blocks"),
+        "{err}"
+    );
     let out = fxhlo(&["run", b, "-O3"], &[]);
     assert!(
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-O"),

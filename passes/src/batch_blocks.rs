@@ -25,7 +25,9 @@
 //! block's type is checked by the IR's inference before the graph is touched.
 //!
 //! Blocks are the largest divisor of the batch whose share of the product is at most
-//! [`BLOCK_BYTES`] (one batch entry where a single one is larger). The CPU plugin only: other
+//! [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] blocks (up to [`MAX_BLOCK_BYTES`] each where
+//! that needs larger ones); a product whose blocks would be larger still is left whole (a
+//! single head of Stable Diffusion's 4,096-position attention is 64 MB). The CPU plugin only: other
 //! targets allocate and fuse their own way; and `-O2` only, with the e-graph, until the ablation
 //! makes `-O2` the default.
 //!
@@ -56,6 +58,14 @@ use crate::{Error, Pass, Result};
 /// The largest block of a product, in bytes: well under glibc's largest mmap threshold (32
 /// MiB), so that a block's intermediates are reused heap memory (see the module doc).
 pub const BLOCK_BYTES: usize = 8 << 20;
+
+/// The largest block where [`BLOCK_BYTES`] would make more than [`MAX_BLOCKS`] blocks: half of
+/// glibc's largest mmap threshold.
+pub const MAX_BLOCK_BYTES: usize = 16 << 20;
+
+/// The most blocks one product is split into: each block is a copy of the region's nodes
+/// (about 25 for attention), which XLA compiles one by one.
+pub const MAX_BLOCKS: i64 = 16;
 
 /// Products at most this large are left whole: two blocks at least.
 pub const MIN_BYTES: usize = 2 * BLOCK_BYTES;
@@ -178,11 +188,9 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
     if outputs.is_empty() || out_bytes * 4 > seed_bytes {
         return Ok(None);
     }
-    let per_entry = seed_bytes / batch as usize;
-    let block = (1..batch)
-        .rev()
-        .find(|&b| batch % b == 0 && b as usize * per_entry <= BLOCK_BYTES)
-        .unwrap_or(1);
+    let Some(block) = block_size(batch, seed_bytes / batch as usize) else {
+        return Ok(None);
+    };
     let region = Region {
         batch,
         block,
@@ -190,6 +198,23 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
         outputs,
     };
     Ok(typechecks(graph, &region).then_some(region))
+}
+
+/// Entries per block for a product of `batch` entries of `per_entry` bytes: the largest
+/// divisor of `batch` whose block is at most [`BLOCK_BYTES`], or, where that makes more than
+/// [`MAX_BLOCKS`] blocks, the smallest that makes at most that many, if its block is at most
+/// [`MAX_BLOCK_BYTES`]; `None` when no block size does both (blocks that large would be
+/// mapped afresh anyway, or there would be too many for the compile).
+fn block_size(batch: i64, per_entry: usize) -> Option<i64> {
+    let divisors = (1..=batch).filter(|b| batch % b == 0);
+    let fits = |b: &i64, bytes: usize| {
+        (*b as usize).saturating_mul(per_entry) <= bytes && batch / b <= MAX_BLOCKS
+    };
+    divisors
+        .clone()
+        .filter(|b| fits(b, BLOCK_BYTES))
+        .last()
+        .or_else(|| divisors.filter(|b| fits(b, MAX_BLOCK_BYTES)).next())
 }
 
 /// The batch dim of node `id`'s result and how it reads each operand, when it computes each
@@ -521,6 +546,25 @@ mod tests {
             !BatchBlocks.run(&mut g).unwrap(),
             "a second run found more to split"
         );
+    }
+
+    #[test]
+    fn block_sizes_keep_blocks_small_and_few() {
+        let mb = 1 << 20;
+        // 16 heads of 4 MB: 8 blocks of 2 heads.
+        assert_eq!(block_size(16, 4 * mb), Some(2));
+        // 128 entries (8 images x 16 heads) of 4 MB: 16 blocks of 8 entries would be 32 MB.
+        assert_eq!(block_size(128, 4 * mb), None);
+        // 64 entries of 1 MB: 8 MB blocks are 8 entries, 8 blocks.
+        assert_eq!(block_size(64, mb), Some(8));
+        // 256 entries of 0.5 MB: 8 MB blocks would be 16 blocks of 16.
+        assert_eq!(block_size(256, mb / 2), Some(16));
+        // 32 heads of 12 MB: one head a block is 32 blocks; 2 heads are 24 MB.
+        assert_eq!(block_size(32, 12 * mb), None);
+        // 8 heads of 64 MB: no block under the threshold.
+        assert_eq!(block_size(8, 64 * mb), None);
+        // 24 heads of 1.5 MB: the largest divisor under 8 MB is 4 (6 blocks).
+        assert_eq!(block_size(24, 3 * mb / 2), Some(4));
     }
 
     #[test]
