@@ -40,6 +40,8 @@ DTYPES = ("float32", "float16", "bfloat16", "int64", "bool")
 # (fxhlo.fake_device) and runs the trace on the CPU plugin, so device variants are found
 # without the device.
 DEVICE = "cpu"
+# The optimization level fxhlo compiles at (``--opt-level``; the records are at the default).
+OPT_LEVEL: int | None = None
 
 
 def op_key(op) -> str:
@@ -113,7 +115,8 @@ def _run(op, sample, backend: str | None):
             return _on_device(on_tensors, [flat[i] for i in tensors], leaves, out_spec)
         # No tensor out (torch.broadcast_shapes, Tensor.item): nothing for the device; the CPU
         # sweep's torch.compile below is the test, as there.
-    compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
+    options = {"opt_level": OPT_LEVEL} if backend == "fxhlo" and OPT_LEVEL is not None else None
+    compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False, options=options)
     with torch.no_grad():
         return compiled(sample.input, *sample.args, **sample.kwargs)
 
@@ -307,6 +310,8 @@ def sweep(names: list[str], dtypes: list[str], count: int, jobs: int, timeout: f
     def _run_batch(batch: list[str]) -> None:
         cmd = [sys.executable, __file__, "--worker", "--ops", ",".join(batch), "--dtypes", ",".join(dtypes),
                "--samples", str(count), "--device", DEVICE]
+        if OPT_LEVEL is not None:
+            cmd += ["--opt-level", str(OPT_LEVEL)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 env=dict(os.environ, PYTHONWARNINGS="ignore"))
         lines = queue.Queue()
@@ -383,11 +388,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="write the per-op results as JSON")
     ap.add_argument("--device", default="cpu", help="capture for this device: cpu (torch.compile), or cuda "
                     "(fake CUDA tensors, their graph run on the CPU plugin)")
+    ap.add_argument("--opt-level", type=int, help="compile at this fxhlo optimization level (default: fxhlo's default)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every op, not only failures")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    global DEVICE
-    DEVICE = a.device
+    global DEVICE, OPT_LEVEL
+    DEVICE, OPT_LEVEL = a.device, a.opt_level
     dtypes = [d for d in a.dtypes.split(",") if d]
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
