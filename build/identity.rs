@@ -67,10 +67,7 @@ pub fn identity(root: &Path, sources: &[&str]) -> String {
     };
     for file in inputs(root, sources) {
         let rel = file.strip_prefix(root).unwrap_or(&file);
-        let rel: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
+        let rel: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         feed(rel.join("/").as_bytes());
         match fs::read(&file) {
             Ok(bytes) => feed(&bytes),
@@ -104,17 +101,12 @@ pub fn inputs(root: &Path, sources: &[&str]) -> Vec<PathBuf> {
 /// Every file with one of [`EXTENSIONS`] under `dir`, recursively (none when `dir` does not
 /// exist or cannot be read).
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
+    let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
             collect(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|x| EXTENSIONS.iter().any(|e| x == *e))
-        {
+        } else if path.extension().is_some_and(|x| EXTENSIONS.iter().any(|e| x == *e)) {
             out.push(path);
         }
     }

@@ -15,9 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use fxhlo_runtime::aot::{ALLOW_MULTIPLE_LIBTPU_LOAD, TPU_SKIP_MDS_QUERY};
-use fxhlo_runtime::{
-    AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName, TopologyInfo,
-};
+use fxhlo_runtime::{AotCompiler, CompileOptions, CostAnalysis, EnvConfig, Target, TargetName, TopologyInfo};
 
 use crate::cache::{plugin_identity, topology_target_id, CacheKey, CompileCache, Tier};
 use crate::compile::{get_or_compile, Compiler, Origin};
@@ -25,6 +23,7 @@ use crate::dump::file_safe;
 use crate::env::FXHLO_AOT_WORKER;
 use crate::pipeline::{Lowered, Pipeline};
 use crate::{Error, Result};
+
 
 /// A target to compile for ahead of time, resolved: its plugin, its topology as the plugin
 /// describes it, and the identity the cache key gives it.
@@ -55,12 +54,7 @@ impl AotTarget {
         let target = Target::resolve_ahead_of_time(name, env)?;
         let topology = describe(&target, worker)?;
         let id = topology_target_id(name.device, &plugin_identity(&target.plugin), &topology);
-        Ok(AotTarget {
-            name: name.clone(),
-            target,
-            topology,
-            id,
-        })
+        Ok(AotTarget { name: name.clone(), target, topology, id })
     }
 }
 
@@ -74,18 +68,8 @@ static DESCRIBED: std::sync::Mutex<Described> = std::sync::Mutex::new(Vec::new()
 /// the fields a client on such a slice reports too ([`fxhlo_runtime::Client::topology`]).
 pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
     let topology = target.topology.clone().unwrap_or_default();
-    let memo = (
-        target.plugin.clone(),
-        plugin_identity(&target.plugin),
-        topology.clone(),
-        worker.program.clone(),
-    );
-    let described = DESCRIBED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(k, _)| *k == memo)
-        .map(|(_, v)| v.clone());
+    let memo = (target.plugin.clone(), plugin_identity(&target.plugin), topology.clone(), worker.program.clone());
+    let described = DESCRIBED.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == memo).map(|(_, v)| v.clone());
     if let Some(info) = described {
         return Ok(info);
     }
@@ -107,34 +91,18 @@ pub fn describe(target: &Target, worker: &Worker) -> Result<TopologyInfo> {
         .map_err(|e| start_error(&graph, worker, e))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let message = stderr
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("error: "))
-            .unwrap_or(stderr.trim())
-            .to_string();
+        let message = stderr.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(stderr.trim()).to_string();
         if output.status.code() == Some(WORKER_COMPILE_ERROR) {
             // The worker's message is the plugin's own error, already saying what was asked.
             return Err(Error::AotWorker { graph, message });
         }
         let status = describe_status(&output.status);
-        return Err(Error::AotWorker {
-            graph,
-            message: format!("the worker crashed ({status}) describing the topology: {message}"),
-        });
+        return Err(Error::AotWorker { graph, message: format!("the worker crashed ({status}) describing the topology: {message}") });
     }
-    let bytes = std::fs::read(&out).map_err(|source| Error::Io {
-        path: out.clone(),
-        source,
-    })?;
-    let info: TopologyInfo = serde_json::from_slice(&bytes).map_err(|e| Error::AotWorker {
-        graph,
-        message: format!("the worker's topology description does not parse: {e}"),
-    })?;
-    DESCRIBED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((memo, info.clone()));
+    let bytes = std::fs::read(&out).map_err(|source| Error::Io { path: out.clone(), source })?;
+    let info: TopologyInfo = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::AotWorker { graph, message: format!("the worker's topology description does not parse: {e}") })?;
+    DESCRIBED.lock().unwrap_or_else(|e| e.into_inner()).push((memo, info.clone()));
     Ok(info)
 }
 
@@ -164,21 +132,16 @@ impl Worker {
     /// `FXHLO_AOT_WORKER` when set, else `fxhlo` next to the running executable (the CLI
     /// itself; test binaries live one folder below it), else `fxhlo` on `PATH`.
     pub fn from_env() -> Worker {
-        let binary = std::env::var_os(FXHLO_AOT_WORKER)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let exe = std::env::current_exe().ok();
-                let name = format!("fxhlo{}", std::env::consts::EXE_SUFFIX);
-                exe.iter()
-                    .flat_map(|e| e.ancestors().skip(1).take(2))
-                    .map(|dir| dir.join(&name))
-                    .find(|p| p.is_file())
-                    .unwrap_or_else(|| PathBuf::from(name))
-            });
-        Worker {
-            program: binary,
-            args: vec!["aot-worker".into()],
-        }
+        let binary = std::env::var_os(FXHLO_AOT_WORKER).map(PathBuf::from).unwrap_or_else(|| {
+            let exe = std::env::current_exe().ok();
+            let name = format!("fxhlo{}", std::env::consts::EXE_SUFFIX);
+            exe.iter()
+                .flat_map(|e| e.ancestors().skip(1).take(2))
+                .map(|dir| dir.join(&name))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| PathBuf::from(name))
+        });
+        Worker { program: binary, args: vec!["aot-worker".into()] }
     }
 }
 
@@ -215,20 +178,8 @@ impl Compiler for WorkerCompiler<'_> {
         Ok((bytes.to_vec(), None))
     }
 
-    fn compile(
-        &self,
-        lowered: &Lowered,
-        xla_dump_to: Option<&Path>,
-    ) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)> {
-        let (bytes, cost) = run_worker(
-            &lowered.graph,
-            lowered.program().code,
-            &self.target.name,
-            &self.target.target,
-            self.worker,
-            self.partitions,
-            xla_dump_to,
-        )?;
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)> {
+        let (bytes, cost) = run_worker(&lowered.graph, lowered.program().code, &self.target.name, &self.target.target, self.worker, self.partitions, xla_dump_to)?;
         Ok(((bytes.clone(), Some(cost)), Ok(bytes)))
     }
 
@@ -260,36 +211,14 @@ pub fn compile(
     let target = AotTarget::resolve(&options.device, env, worker)?;
     let pipeline = Pipeline::new(options);
     let lowered = pipeline.lower(graph, frozen, dump, &target.id)?;
-    let compiler = WorkerCompiler {
-        target: &target,
-        worker,
-        partitions: pipeline.options().devices(),
-    };
-    let origin = Origin {
-        graph,
-        frozen,
-        options: pipeline.options(),
-    };
-    let got = get_or_compile(
-        &compiler,
-        &CompileCache::global(),
-        &lowered,
-        Some(origin),
-        dump,
-        fresh,
-    )?;
+    let compiler = WorkerCompiler { target: &target, worker, partitions: pipeline.options().devices() };
+    let origin = Origin { graph, frozen, options: pipeline.options() };
+    let got = get_or_compile(&compiler, &CompileCache::global(), &lowered, Some(origin), dump, fresh)?;
     if got.cached.is_none() {
         tracing::info!(graph = %graph.name, target = %target.name, elapsed_ms = got.time.as_secs_f64() * 1e3, "compiled ahead of time");
     }
     let ((bytes, cost), key) = (got.output, lowered.key.clone());
-    let compiled = AotCompiled {
-        graph: graph.name.clone(),
-        bytes,
-        cost,
-        key,
-        cached: got.cached,
-        compile_time: got.time,
-    };
+    let compiled = AotCompiled { graph: graph.name.clone(), bytes, cost, key, cached: got.cached, compile_time: got.time };
     Ok((lowered, compiled))
 }
 
@@ -351,9 +280,7 @@ fn run_worker(
     if let Some(dir) = xla_dump_to {
         command.arg("--xla-dump-to").arg(dir);
     }
-    let output = command
-        .output()
-        .map_err(|e| start_error(graph, worker, e))?;
+    let output = command.output().map_err(|e| start_error(graph, worker, e))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if output.status.success() {
         let bytes = std::fs::read(&out).map_err(io(&out))?;
@@ -372,19 +299,11 @@ fn run_worker(
                 .find_map(|l| l.strip_prefix("error: "))
                 .unwrap_or(stderr.trim())
                 .to_string();
-            return Err(Error::AotCompile {
-                graph: graph.to_string(),
-                target: label,
-                message,
-            });
+            return Err(Error::AotCompile { graph: graph.to_string(), target: label, message });
         }
     }
     // Anything else: the compiler died. Keep the module for a bug report.
-    let kept = std::env::temp_dir().join(format!(
-        "fxhlo-crash-{}-{}.mlir",
-        file_safe(graph),
-        std::process::id()
-    ));
+    let kept = std::env::temp_dir().join(format!("fxhlo-crash-{}-{}.mlir", file_safe(graph), std::process::id()));
     let kept = match std::fs::copy(&module, &kept) {
         Ok(_) => kept,
         Err(_) => {
@@ -393,10 +312,7 @@ fn run_worker(
             module
         }
     };
-    let tail: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !startup_noise(l))
-        .collect();
+    let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty() && !startup_noise(l)).collect();
     let tail = if tail.is_empty() {
         "(nothing beyond the plugin's start-up warnings)".to_string()
     } else {
@@ -460,15 +376,8 @@ impl WorkDir {
     fn new() -> Result<WorkDir> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "fxhlo-aot-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        let dir = std::env::temp_dir().join(format!("fxhlo-aot-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         Ok(WorkDir(dir))
     }
 }
@@ -496,21 +405,12 @@ pub fn worker_main(args: &[String]) -> i32 {
         let i = args.iter().position(|a| a == flag)?;
         args.get(i + 1).cloned()
     };
-    if let (Some(plugin), Some(topology), Some(out)) =
-        (get("--plugin"), get("--topology"), get("--describe"))
-    {
-        let target = Target {
-            device: fxhlo_runtime::DeviceKind::Tpu,
-            plugin: PathBuf::from(&plugin),
-            topology: Some(topology),
-        };
+    if let (Some(plugin), Some(topology), Some(out)) = (get("--plugin"), get("--topology"), get("--describe")) {
+        let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology) };
         let described = AotCompiler::new(&target)
             .map_err(|e| e.to_string())
             .and_then(|c| serde_json::to_vec(c.info()).map_err(|e| e.to_string()))
-            .and_then(|json| {
-                fxhlo_frontend::write_atomic(Path::new(&out), &json)
-                    .map_err(|e| format!("{out}: {e}"))
-            });
+            .and_then(|json| fxhlo_frontend::write_atomic(Path::new(&out), &json).map_err(|e| format!("{out}: {e}")));
         return match described {
             Ok(()) => 0,
             Err(message) => {
@@ -519,13 +419,9 @@ pub fn worker_main(args: &[String]) -> i32 {
             }
         };
     }
-    let (Some(plugin), Some(topology), Some(module), Some(out), Some(cost)) = (
-        get("--plugin"),
-        get("--topology"),
-        get("--module"),
-        get("--out"),
-        get("--cost"),
-    ) else {
+    let (Some(plugin), Some(topology), Some(module), Some(out), Some(cost)) =
+        (get("--plugin"), get("--topology"), get("--module"), get("--out"), get("--cost"))
+    else {
         eprintln!("error: usage: aot-worker --plugin <so> --topology <t> --module <mlir> --out <file> --cost <json>");
         return 2;
     };
@@ -542,24 +438,11 @@ pub fn worker_main(args: &[String]) -> i32 {
         // Text or bytecode (a frozen model's): PJRT's `mlir` format reads either; no signature
         // is read here.
         let mlir = std::fs::read(&module).map_err(|e| format!("{module}: {e}"))?;
-        let target = Target {
-            device: fxhlo_runtime::DeviceKind::Tpu,
-            plugin: PathBuf::from(&plugin),
-            topology: Some(topology.clone()),
-        };
+        let target = Target { device: fxhlo_runtime::DeviceKind::Tpu, plugin: PathBuf::from(&plugin), topology: Some(topology.clone()) };
         let compiler = AotCompiler::new(&target).map_err(|e| e.to_string())?;
-        let options = CompileOptions {
-            xla_dump_to: get("--xla-dump-to").map(PathBuf::from),
-            ..CompileOptions::partitioned(partitions)
-        };
+        let options = CompileOptions { xla_dump_to: get("--xla-dump-to").map(PathBuf::from), ..CompileOptions::partitioned(partitions) };
         let exe = compiler
-            .compile(
-                fxhlo_runtime::Program {
-                    code: &mlir,
-                    signature: fxhlo_runtime::ProgramSignature::Unknown,
-                },
-                &options,
-            )
+            .compile(fxhlo_runtime::Program { code: &mlir, signature: fxhlo_runtime::ProgramSignature::Unknown }, &options)
             .map_err(|e| e.to_string())?;
         fxhlo_frontend::write_atomic(Path::new(&out), &exe.bytes)
             .map_err(|e| format!("{out}: {e}"))?;

@@ -100,13 +100,8 @@ impl CallArgs for &[(&HostTensor, Option<WeightStamp>)] {
     }
 
     fn view(&self, i: usize, sig: &InputSignature) -> Result<Arg<'_>> {
-        let (t, _) = self
-            .get(i)
-            .ok_or_else(|| Error::Input(format!("no argument for input `{}`", sig.name)))?;
-        Ok(Arg {
-            view: t.view()?,
-            keep: None,
-        })
+        let (t, _) = self.get(i).ok_or_else(|| Error::Input(format!("no argument for input `{}`", sig.name)))?;
+        Ok(Arg { view: t.view()?, keep: None })
     }
 }
 
@@ -143,12 +138,7 @@ impl Compiled {
     /// model's weights on its first call). With a tensor-parallel plan, device `d` gets the
     /// `d`-th slice of each split input and all of the others, uploaded every call (no
     /// residency across devices yet).
-    pub fn prepare<'c>(
-        &'c self,
-        session: &Session,
-        weights: &'c mut ResidentWeights,
-        args: &dyn CallArgs,
-    ) -> Result<Call<'c>> {
+    pub fn prepare<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &dyn CallArgs) -> Result<Call<'c>> {
         if args.count() != self.inputs.len() {
             return Err(Error::Input(format!(
                 "graph `{}` takes {} inputs, got {}",
@@ -159,19 +149,12 @@ impl Compiled {
         }
         let devices = self.bound_buffers.len().max(1);
         let client = session.client();
-        let mut fresh: Vec<Vec<Option<DeviceBuffer>>> = (0..devices)
-            .map(|_| Vec::with_capacity(self.inputs.len()))
-            .collect();
-        let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares) =
-            (0, 0, 0, 0);
+        let mut fresh: Vec<Vec<Option<DeviceBuffer>>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
+        let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares) = (0, 0, 0, 0);
         // One device: the inputs to copy, uploaded together after the loop.
         let mut pending: Vec<(usize, Option<WeightStamp>, Arg<'_>)> = Vec::new();
         for (i, sig) in self.inputs.iter().enumerate() {
-            let stamp = if devices == 1 {
-                args.stamp(i, sig)?
-            } else {
-                None
-            };
+            let stamp = if devices == 1 { args.stamp(i, sig)? } else { None };
             if weights.hit(i, stamp).is_some() {
                 fresh[0].push(None);
                 continue;
@@ -210,18 +193,12 @@ impl Compiled {
                     Some(dim) => arg.view.clone().shard(dim, devices, d)?,
                     None => arg.view.clone(),
                 };
-                list.push(Some(
-                    client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?,
-                ));
+                list.push(Some(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?));
             }
         }
         let views = pending
             .iter()
-            .map(|(i, _, arg)| {
-                arg.view
-                    .clone()
-                    .in_layout(self.inputs[*i].layout.as_deref())
-            })
+            .map(|(i, _, arg)| arg.view.clone().in_layout(self.inputs[*i].layout.as_deref()))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let buffers = client.upload_views_to(0, &views)?;
         drop(views);
@@ -235,35 +212,19 @@ impl Compiled {
             }
         }
         // The second call: the first faults its memory in whatever the allocator does.
-        let probe_faults = self.calls.fetch_add(1, Ordering::Relaxed) == 1
-            && session.target().device == fxhlo_runtime::DeviceKind::Cpu;
-        Ok(Call {
-            compiled: self,
-            weights,
-            fresh,
-            weight_uploads,
-            input_uploads,
-            weight_shares,
-            input_shares,
-            probe_faults,
-        })
+        let probe_faults = self.calls.fetch_add(1, Ordering::Relaxed) == 1 && session.target().device == fxhlo_runtime::DeviceKind::Cpu;
+        Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads, weight_shares, input_shares, probe_faults })
     }
 
     /// [`Compiled::prepare`] and [`Call::execute`]: the outputs on the device.
-    pub fn call(
-        &self,
-        session: &Session,
-        weights: &mut ResidentWeights,
-        args: &dyn CallArgs,
-    ) -> Result<Vec<DeviceBuffer>> {
+    pub fn call(&self, session: &Session, weights: &mut ResidentWeights, args: &dyn CallArgs) -> Result<Vec<DeviceBuffer>> {
         self.prepare(session, weights, args)?.execute()
     }
 
     /// Runs on host tensors given in calling order (every input of [`Compiled::inputs`],
     /// weights included; not the bound ones), the outputs copied to the host.
     pub fn run(&self, session: &Session, args: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> =
-            args.iter().map(|a| (a, None)).collect();
+        let unkept: Vec<(&HostTensor, Option<WeightStamp>)> = args.iter().map(|a| (a, None)).collect();
         self.run_resident(session, &mut ResidentWeights::new(args.len()), &unkept)
     }
 
@@ -278,10 +239,7 @@ impl Compiled {
         args: &[(&HostTensor, Option<WeightStamp>)],
     ) -> Result<Vec<HostTensor>> {
         let outputs = self.call(session, weights, &args)?;
-        outputs
-            .iter()
-            .map(|b| b.to_host().map_err(Error::from))
-            .collect()
+        outputs.iter().map(|b| b.to_host().map_err(Error::from)).collect()
     }
 
     /// Runs with inputs from a bundle: weights from `weights.safetensors`, user inputs from the
@@ -291,10 +249,7 @@ impl Compiled {
         for sig in &self.inputs {
             let view = match &sig.weight {
                 Some(key) => bundle.weights.as_ref().and_then(|w| w.get(key)),
-                None => bundle
-                    .reference
-                    .as_ref()
-                    .and_then(|r| r.get(&format!("input.{}", sig.name))),
+                None => bundle.reference.as_ref().and_then(|r| r.get(&format!("input.{}", sig.name))),
             };
             let view = view.ok_or_else(|| {
                 Error::Input(format!(
@@ -311,27 +266,12 @@ impl Compiled {
 
     /// The executable's parameters on `device`: the caller's buffers with the bound ones at
     /// their positions.
-    pub fn parameters<'b>(
-        &'b self,
-        caller: &[&'b DeviceBuffer],
-        device: usize,
-    ) -> Result<Vec<&'b DeviceBuffer>> {
-        let bound = self
-            .bound_buffers
-            .get(device)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+    pub fn parameters<'b>(&'b self, caller: &[&'b DeviceBuffer], device: usize) -> Result<Vec<&'b DeviceBuffer>> {
+        let bound = self.bound_buffers.get(device).map(Vec::as_slice).unwrap_or_default();
         if bound.len() != self.bound.len() {
-            return Err(Error::Input(format!(
-                "internal: device {device} holds {} of {} bound inputs",
-                bound.len(),
-                self.bound.len()
-            )));
+            return Err(Error::Input(format!("internal: device {device} holds {} of {} bound inputs", bound.len(), self.bound.len())));
         }
-        Ok(with_bound(
-            caller,
-            self.bound.iter().map(|(p, _)| *p).zip(bound),
-        ))
+        Ok(with_bound(caller, self.bound.iter().map(|(p, _)| *p).zip(bound)))
     }
 }
 
@@ -350,37 +290,23 @@ impl Call<'_> {
                     .enumerate()
                     .map(|(i, f)| f.as_ref().or(self.weights.buffer(i)))
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        Error::Input("internal: an input has no device buffer".into())
-                    })?;
+                    .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
                 c.parameters(&refs, d)
             })
             .collect::<Result<Vec<_>>>()?;
-        let (outputs, _) = crate::fault_hint::watch(self.probe_faults, c.graph(), || {
-            match per_device.as_slice() {
-                [one] => c.executable.run(one),
-                all => c
-                    .executable
-                    .run_partitioned(all)
-                    .map(|o| o.into_iter().next().unwrap_or_default()),
-            }
+        let (outputs, _) = crate::fault_hint::watch(self.probe_faults, c.graph(), || match per_device.as_slice() {
+            [one] => c.executable.run(one),
+            all => c.executable.run_partitioned(all).map(|o| o.into_iter().next().unwrap_or_default()),
         });
         let mut outputs = outputs?;
-        c.lowered.checks.strip(c.graph(), &mut outputs, |b| {
-            Ok(b.to_host()?.bytes.iter().any(|&x| x != 0))
-        })?;
+        c.lowered.checks.strip(c.graph(), &mut outputs, |b| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0)))?;
         Ok(outputs)
     }
 }
 
 /// The device buffer viewing `lent`'s memory, when the device reads the input as the caller
 /// holds it (one device, no shard, no device layout) and can address that memory; `None`: copy.
-fn share(
-    session: &Session,
-    sig: &InputSignature,
-    devices: usize,
-    lent: Option<Lent>,
-) -> Result<Option<DeviceBuffer>> {
+fn share(session: &Session, sig: &InputSignature, devices: usize, lent: Option<Lent>) -> Result<Option<DeviceBuffer>> {
     let Some(lent) = lent else { return Ok(None) };
     if devices != 1 || sig.split.is_some() || sig.layout.is_some() {
         return Ok(None);
@@ -393,19 +319,14 @@ fn share(
 /// says the caller passes.
 fn check(sig: &InputSignature, element: ElementType, dims: &[i64]) -> Result<()> {
     if element != element_type(sig.ty.dtype) || dims != sig.ty.shape.as_slice() {
-        return Err(Error::Input(format!(
-            "input `{}` expects {} but got {element}{dims:?}",
-            sig.name, sig.ty
-        )));
+        return Err(Error::Input(format!("input `{}` expects {} but got {element}{dims:?}", sig.name, sig.ty)));
     }
     Ok(())
 }
 
 /// Splits an executable's parameters into the caller's inputs and the bound ones (those with
 /// a [`InputSignature::value`]), each bound one with its position among the parameters.
-pub fn split_bound(
-    parameters: Vec<InputSignature>,
-) -> (Vec<InputSignature>, Vec<(usize, InputSignature)>) {
+pub fn split_bound(parameters: Vec<InputSignature>) -> (Vec<InputSignature>, Vec<(usize, InputSignature)>) {
     let mut inputs = Vec::with_capacity(parameters.len());
     let mut bound = Vec::new();
     for (i, p) in parameters.into_iter().enumerate() {

@@ -42,20 +42,9 @@ impl Tolerance {
     /// f32/f64 1e-5 (XLA may sum in another order), f16/bf16 1e-2, integers and bool exact.
     pub fn for_type(t: ElementType) -> Tolerance {
         match t {
-            ElementType::F64 | ElementType::F32 | ElementType::C64 | ElementType::C128 => {
-                Tolerance {
-                    atol: 1e-5,
-                    rtol: 1e-5,
-                }
-            }
-            ElementType::F16 | ElementType::BF16 => Tolerance {
-                atol: 1e-2,
-                rtol: 1e-2,
-            },
-            _ => Tolerance {
-                atol: 0.0,
-                rtol: 0.0,
-            },
+            ElementType::F64 | ElementType::F32 | ElementType::C64 | ElementType::C128 => Tolerance { atol: 1e-5, rtol: 1e-5 },
+            ElementType::F16 | ElementType::BF16 => Tolerance { atol: 1e-2, rtol: 1e-2 },
+            _ => Tolerance { atol: 0.0, rtol: 0.0 },
         }
     }
 }
@@ -66,12 +55,7 @@ pub enum Rule {
     /// Integers and bool: every element equal.
     Exact,
     /// `got_rmse <= multiplier * eager_rmse + floor`, both errors against the float64 run.
-    Float64 {
-        got_rmse: f64,
-        eager_rmse: f64,
-        multiplier: f64,
-        floor: f64,
-    },
+    Float64 { got_rmse: f64, eager_rmse: f64, multiplier: f64, floor: f64 },
     /// `|got - want| <= tolerance.atol * scale + tolerance.rtol * |want|`.
     ScaleAware { tolerance: Tolerance, scale: f64 },
 }
@@ -91,12 +75,7 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rule::Exact => f.write_str("exact (integers and bool must be equal)"),
-            Rule::Float64 {
-                got_rmse,
-                eager_rmse,
-                multiplier,
-                floor,
-            } => {
+            Rule::Float64 { got_rmse, eager_rmse, multiplier, floor } => {
                 let within = *got_rmse <= multiplier * eager_rmse + floor;
                 write!(
                     f,
@@ -134,11 +113,7 @@ pub struct OutputCheck {
 impl fmt::Display for OutputCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Under the float64 rule only NaN/Inf positions are judged element by element.
-        let what = if matches!(self.rule, Rule::Float64 { .. }) {
-            "have NaN/Inf where eager does not"
-        } else {
-            "differ"
-        };
+        let what = if matches!(self.rule, Rule::Float64 { .. }) { "have NaN/Inf where eager does not" } else { "differ" };
         write!(
             f,
             "output {} ({}): {} max_abs_err={:.3e} max_rel_err={:.3e}, {} of {} elements {what}; rule {}",
@@ -168,18 +143,12 @@ impl CheckReport {
 
     /// Largest absolute error over all outputs.
     pub fn max_abs_err(&self) -> f64 {
-        self.outputs
-            .iter()
-            .map(|o| o.max_abs_err)
-            .fold(0.0, f64::max)
+        self.outputs.iter().map(|o| o.max_abs_err).fold(0.0, f64::max)
     }
 
     /// Largest relative error over all outputs.
     pub fn max_rel_err(&self) -> f64 {
-        self.outputs
-            .iter()
-            .map(|o| o.max_rel_err)
-            .fold(0.0, f64::max)
+        self.outputs.iter().map(|o| o.max_rel_err).fold(0.0, f64::max)
     }
 
     /// The rules applied, without repeats, in output order (`exact,float64`).
@@ -198,16 +167,8 @@ impl CheckReport {
         if self.passed() {
             return Ok(self);
         }
-        let bad: Vec<String> = self
-            .outputs
-            .iter()
-            .filter(|o| !o.passed)
-            .map(|o| o.to_string())
-            .collect();
-        Err(Error::Mismatch(format!(
-            "outputs differ from the PyTorch reference: {}",
-            bad.join("; ")
-        )))
+        let bad: Vec<String> = self.outputs.iter().filter(|o| !o.passed).map(|o| o.to_string()).collect();
+        Err(Error::Mismatch(format!("outputs differ from the PyTorch reference: {}", bad.join("; "))))
     }
 }
 
@@ -239,22 +200,10 @@ impl Values {
         // The runtime's own element readers; `to_vec` fails only for another type than the
         // tensor's, which the match rules out.
         fn ints<T: Element + Into<i64>>(t: &HostTensor) -> Values {
-            Values::Int(
-                t.to_vec::<T>()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(Into::into)
-                    .collect(),
-            )
+            Values::Int(t.to_vec::<T>().unwrap_or_default().into_iter().map(Into::into).collect())
         }
         fn floats<T: Element>(t: &HostTensor, widen: impl Fn(T) -> f64) -> Values {
-            Values::Float(
-                t.to_vec::<T>()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(widen)
-                    .collect(),
-            )
+            Values::Float(t.to_vec::<T>().unwrap_or_default().into_iter().map(widen).collect())
         }
         match t.element_type {
             ElementType::Bool => ints::<bool>(t),
@@ -269,9 +218,7 @@ impl Values {
             ElementType::F64 => floats(t, |v: f64| v),
             // Real and imaginary parts interleaved, each compared as a float (c128's parts
             // through f32: within the f64 tolerance).
-            ElementType::C64 | ElementType::C128 => {
-                Values::Float(t.to_f32_vec().into_iter().map(f64::from).collect())
-            }
+            ElementType::C64 | ElementType::C128 => Values::Float(t.to_f32_vec().into_iter().map(f64::from).collect()),
         }
     }
 
@@ -279,34 +226,21 @@ impl Values {
     pub fn preview(&self, limit: usize) -> String {
         let (shown, len): (Vec<String>, usize) = match self {
             Values::Int(v) => (v.iter().take(limit).map(i64::to_string).collect(), v.len()),
-            Values::Float(v) => (
-                v.iter().take(limit).map(|x| format!("{x:?}")).collect(),
-                v.len(),
-            ),
+            Values::Float(v) => (v.iter().take(limit).map(|x| format!("{x:?}")).collect(), v.len()),
         };
-        format!(
-            "[{}{}]",
-            shown.join(", "),
-            if len > limit { ", ..." } else { "" }
-        )
+        format!("[{}{}]", shown.join(", "), if len > limit { ", ..." } else { "" })
     }
 }
 
 /// Compares `outputs` with the bundle's `output.<i>` reference tensors, each under its rule.
 pub fn check(outputs: &[HostTensor], bundle: &Bundle) -> Result<CheckReport> {
     let reference = bundle.reference.as_ref().ok_or_else(|| {
-        Error::Input(format!(
-            "{}: no reference.safetensors to check against",
-            bundle.dir.display()
-        ))
+        Error::Input(format!("{}: no reference.safetensors to check against", bundle.dir.display()))
     })?;
     let mut checks = Vec::with_capacity(outputs.len());
     for (i, got) in outputs.iter().enumerate() {
         let view = reference.get(&format!("output.{i}")).ok_or_else(|| {
-            Error::Input(format!(
-                "{}: reference has no `output.{i}`",
-                reference.path().display()
-            ))
+            Error::Input(format!("{}: reference has no `output.{i}`", reference.path().display()))
         })?;
         let want = host_tensor(&view)?;
         // An empty tensor has no values to compare; PyTorch's eager and meta dtypes can even
@@ -345,12 +279,7 @@ pub fn check(outputs: &[HostTensor], bundle: &Bundle) -> Result<CheckReport> {
 
 /// Compares one output with eager's `want` (same type and dims), under the float64 rule when
 /// `float64` (eager's float64 run) is given and the output is floating.
-pub fn compare(
-    index: usize,
-    got: &HostTensor,
-    want: &HostTensor,
-    float64: Option<&HostTensor>,
-) -> OutputCheck {
+pub fn compare(index: usize, got: &HostTensor, want: &HostTensor, float64: Option<&HostTensor>) -> OutputCheck {
     let element_type = want.element_type;
     match (Values::of(got), Values::of(want)) {
         (Values::Int(g), Values::Int(w)) => compare_exact(index, element_type, &g, &w),
@@ -378,12 +307,7 @@ pub fn compare(
     }
 }
 
-fn compare_exact(
-    index: usize,
-    element_type: ElementType,
-    got: &[i64],
-    want: &[i64],
-) -> OutputCheck {
+fn compare_exact(index: usize, element_type: ElementType, got: &[i64], want: &[i64]) -> OutputCheck {
     let (mut max_abs, mut max_rel, mut mismatched) = (0.0f64, 0.0f64, 0);
     for (&g, &w) in got.iter().zip(want) {
         if g != w {
@@ -397,16 +321,7 @@ fn compare_exact(
         }
     }
     let passed = mismatched == 0 && got.len() == want.len();
-    OutputCheck {
-        index,
-        element_type,
-        rule: Rule::Exact,
-        max_abs_err: max_abs,
-        max_rel_err: max_rel,
-        mismatched,
-        elements: want.len(),
-        passed,
-    }
+    OutputCheck { index, element_type, rule: Rule::Exact, max_abs_err: max_abs, max_rel_err: max_rel, mismatched, elements: want.len(), passed }
 }
 
 /// Whether `g` and `w` agree on being NaN, +Inf or -Inf (two finite values always agree).
@@ -441,26 +356,14 @@ fn errors(got: &[f64], want: &[f64]) -> (f64, f64, usize) {
     (max_abs, max_rel, non_finite)
 }
 
-fn compare_scale_aware(
-    index: usize,
-    element_type: ElementType,
-    got: &[f64],
-    want: &[f64],
-) -> OutputCheck {
+fn compare_scale_aware(index: usize, element_type: ElementType, got: &[f64], want: &[f64]) -> OutputCheck {
     let tolerance = Tolerance::for_type(element_type);
-    let scale = want
-        .iter()
-        .filter(|w| w.is_finite())
-        .fold(1.0f64, |m, w| m.max(w.abs()));
+    let scale = want.iter().filter(|w| w.is_finite()).fold(1.0f64, |m, w| m.max(w.abs()));
     let (max_abs, max_rel, non_finite) = errors(got, want);
     let outside = got
         .iter()
         .zip(want)
-        .filter(|(g, w)| {
-            g.is_finite()
-                && w.is_finite()
-                && (*g - *w).abs() > tolerance.atol * scale + tolerance.rtol * w.abs()
-        })
+        .filter(|(g, w)| g.is_finite() && w.is_finite() && (*g - *w).abs() > tolerance.atol * scale + tolerance.rtol * w.abs())
         .count();
     let mismatched = non_finite + outside;
     OutputCheck {
@@ -491,13 +394,7 @@ fn rmse(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
-fn compare_float64(
-    index: usize,
-    element_type: ElementType,
-    got: &[f64],
-    want: &[f64],
-    float64: &[f64],
-) -> OutputCheck {
+fn compare_float64(index: usize, element_type: ElementType, got: &[f64], want: &[f64], float64: &[f64]) -> OutputCheck {
     let (max_abs, max_rel, non_finite) = errors(got, want);
     // PyTorch's checker: 3x for the half types (AMP-like rounding), 2x otherwise; its floor is a
     // tenth of the dtype's tolerance (1e-4 for f32 inference in its benchmarks).
@@ -507,17 +404,11 @@ fn compare_float64(
     };
     let got_rmse = rmse(got, float64);
     let eager_rmse = rmse(want, float64);
-    let passed =
-        non_finite == 0 && got.len() == want.len() && got_rmse <= multiplier * eager_rmse + floor;
+    let passed = non_finite == 0 && got.len() == want.len() && got_rmse <= multiplier * eager_rmse + floor;
     OutputCheck {
         index,
         element_type,
-        rule: Rule::Float64 {
-            got_rmse,
-            eager_rmse,
-            multiplier,
-            floor,
-        },
+        rule: Rule::Float64 { got_rmse, eager_rmse, multiplier, floor },
         max_abs_err: max_abs,
         max_rel_err: max_rel,
         mismatched: non_finite,

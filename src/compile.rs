@@ -26,11 +26,7 @@ pub(crate) trait Compiler {
     /// Compiles `lowered` (XLA dumping what it compiles into `xla_dump_to`), with the bytes
     /// to store in the cache, or why there are none (a plugin that cannot serialize this
     /// executable: it still runs, and is compiled again next time).
-    fn compile(
-        &self,
-        lowered: &Lowered,
-        xla_dump_to: Option<&Path>,
-    ) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)>;
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)>;
 
     /// Whether `error` is the compiler rejecting the module (worth a reproduction), rather
     /// than the machinery around it failing.
@@ -78,28 +74,19 @@ pub(crate) fn get_or_compile<C: Compiler>(
     };
     // Why the cache misses, asked before the compile fills it (only for the report).
     let miss = dump.map(|_| cache.explain_miss(&lowered.key).1);
-    let result =
-        obtain(compiler, cache, lowered, fresh, xla_dir.as_deref()).map_err(|e| match origin {
-            // With dumping on, any failure here gets the module's reproduction in the dump folder
-            // (a crash of the compiler too), except a compile refused by FXHLO_ERROR_ON_COMPILE.
-            Some(o)
-                if compiler.rejected(&e)
-                    || (dump.is_some() && !matches!(e, Error::CompileRefused { .. })) =>
-            {
-                let failed = crate::repro::Failed::Compile {
-                    mlir: &lowered.mlir,
-                };
-                crate::repro::wrap(e, failed, o.graph, o.options, &lowered.key, o.frozen, dump)
-            }
-            _ => e,
-        });
+    let result = obtain(compiler, cache, lowered, fresh, xla_dir.as_deref()).map_err(|e| match origin {
+        // With dumping on, any failure here gets the module's reproduction in the dump folder
+        // (a crash of the compiler too), except a compile refused by FXHLO_ERROR_ON_COMPILE.
+        Some(o) if compiler.rejected(&e) || (dump.is_some() && !matches!(e, Error::CompileRefused { .. })) => {
+            let failed = crate::repro::Failed::Compile { mlir: &lowered.mlir };
+            crate::repro::wrap(e, failed, o.graph, o.options, &lowered.key, o.frozen, dump)
+        }
+        _ => e,
+    });
     let time = start.elapsed();
     if let (Some(d), Ok((_, cached))) = (dump, &result) {
         let outcome = match (cached, miss) {
-            (Some(tier), _) => format!(
-                "hit ({} tier): XLA did not compile, so it dumped nothing",
-                tier.name()
-            ),
+            (Some(tier), _) => format!("hit ({} tier): XLA did not compile, so it dumped nothing", tier.name()),
             (None, Some(why)) => format!("miss{}: {why}", compiler.how()),
             (None, None) => format!("miss{}", compiler.how()),
         };
@@ -107,20 +94,12 @@ pub(crate) fn get_or_compile<C: Compiler>(
             // Nothing was compiled: leave no empty folder behind.
             let _ = std::fs::remove_dir(dir);
         }
-        d.executable(
-            outcome,
-            time,
-            xla_dir.as_deref().filter(|_| cached.is_none()),
-        )?;
+        d.executable(outcome, time, xla_dir.as_deref().filter(|_| cached.is_none()))?;
     }
     crate::dump::finish(dump, &result)?;
     let (output, cached) = result?;
     tracing::debug!(graph = %lowered.graph, ?cached, ?time, "executable ready");
-    Ok(Obtained {
-        output,
-        cached,
-        time,
-    })
+    Ok(Obtained { output, cached, time })
 }
 
 /// [`get_or_compile`] without the dump and the reproduction.
@@ -144,19 +123,14 @@ fn obtain<C: Compiler>(
         }
         if cache.config().error_on_compile {
             let (_, detail) = cache.explain_miss(key);
-            return Err(Error::CompileRefused {
-                graph: lowered.graph.clone(),
-                detail,
-            });
+            return Err(Error::CompileRefused { graph: lowered.graph.clone(), detail });
         }
     }
     let (output, bytes) = compiler.compile(lowered, xla_dump_to)?;
     cache.count_compile();
     match bytes {
         Ok(bytes) => cache.put(key, bytes),
-        Err(why) => {
-            tracing::warn!(graph = %lowered.graph, "fxhlo cache: the plugin cannot serialize this executable ({why}); not cached")
-        }
+        Err(why) => tracing::warn!(graph = %lowered.graph, "fxhlo cache: the plugin cannot serialize this executable ({why}); not cached"),
     }
     Ok((output, None))
 }

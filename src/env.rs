@@ -44,10 +44,7 @@ pub fn var(name: &str) -> Option<String> {
 
 /// `1`, `true`, `yes`, `on` (any case).
 pub fn is_truthy(value: &str) -> bool {
-    matches!(
-        value.to_ascii_lowercase().as_str(),
-        "1" | "true" | "yes" | "on"
-    )
+    matches!(value.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
 }
 
 /// The XDG cache folder for fxhlo: `$XDG_CACHE_HOME/fxhlo`, else `$HOME/.cache/fxhlo`; `None`

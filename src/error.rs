@@ -23,10 +23,7 @@ pub enum Error {
     Options(String),
     /// A file fxhlo writes (a stage dump) could not be written.
     #[error("{}: {source}", path.display())]
-    Io {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: std::path::PathBuf, source: std::io::Error },
     /// With `check_indices`, a run read an index outside its tensor (XLA would have clamped it).
     #[error("graph `{graph}`: node `{node}` used an index out of range (eager PyTorch raises IndexError; without check_indices the device clamps it to the nearest valid index)")]
     IndexOutOfRange { graph: String, node: String },
@@ -38,29 +35,16 @@ pub enum Error {
     AotWorker { graph: String, message: String },
     /// The target's compiler rejected the module (ahead of time, in the worker process).
     #[error("graph `{graph}`: the {target} compiler rejected the module: {message}")]
-    AotCompile {
-        graph: String,
-        target: String,
-        message: String,
-    },
+    AotCompile { graph: String, target: String, message: String },
     /// The target's compiler crashed (in the worker process: the caller lives on).
     #[error("graph `{graph}`: the {target} compiler crashed ({status}) compiling it; the module is kept in {} \
              for a bug report (reproduce: `fxhlo compile <that file> --target {target}`). Its last words:\n{stderr}", module.display())]
-    TargetCompilerCrashed {
-        graph: String,
-        target: String,
-        status: String,
-        module: std::path::PathBuf,
-        stderr: String,
-    },
+    TargetCompilerCrashed { graph: String, target: String, status: String, module: std::path::PathBuf, stderr: String },
     /// A trace handed over as values of another language (the Python bridge's objects) that
     /// does not fit the trace schema: a field missing or of the wrong kind, a value no trace
     /// holds. `origin` names the trace (`<fxhlo_0_0>`).
     #[error("{}: the trace does not fit fxhlo's schema: {message}", origin.display())]
-    Schema {
-        origin: std::path::PathBuf,
-        message: String,
-    },
+    Schema { origin: std::path::PathBuf, message: String },
     /// A run's outputs differ from the stored PyTorch reference beyond tolerance.
     #[error("check failed: {0}")]
     Mismatch(String),
@@ -68,10 +52,7 @@ pub enum Error {
     /// (and the module) that failed were written and the `fxhlo` command that fails the same
     /// way from them (see [`crate::repro`]).
     #[error("{source}\n{repro}")]
-    Reproducible {
-        source: Box<Error>,
-        repro: Box<crate::Repro>,
-    },
+    Reproducible { source: Box<Error>, repro: Box<crate::Repro> },
 }
 
 impl Error {

@@ -26,11 +26,7 @@ pub(crate) fn minor_faults() -> Option<u64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // After the command name (which may hold spaces, so from the last ')'): state, ppid,
     // pgrp, session, tty_nr, tpgid, flags, minflt.
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(7)?
-        .parse()
-        .ok()
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(7)?.parse().ok()
 }
 
 /// Runs `execute`; when `probe` (the graph's second call on the CPU plugin), counts the minor
@@ -75,10 +71,7 @@ mod tests {
         let faults = faults.expect("/proc/self/stat is readable on Linux");
         println!("{faults} minor faults for {pages} pages");
         // One fault per page, or per 2 MB where transparent huge pages are always on.
-        assert!(
-            faults as usize >= pages * 4096 / (2 << 20),
-            "{faults} faults for {pages} fresh pages"
-        );
+        assert!(faults as usize >= pages * 4096 / (2 << 20), "{faults} faults for {pages} fresh pages");
         // Not probed: nothing counted.
         assert_eq!(watch(false, "test", || 1).1, None);
     }

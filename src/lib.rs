@@ -34,17 +34,13 @@ mod sharding;
 mod tensor;
 
 pub use cache::{CacheConfig, CacheKey, CacheMode, CacheStats, CompileCache, Tier};
-pub use call::{split_bound, with_bound, Arg, Call, CallArgs, Compiled, Keep};
 pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tolerance, Values};
-pub use dump::{
-    export_failed, import_failed, stage_of, Dump, DumpConfig, DumpFilter, Report as DumpReport,
-};
+pub use dump::{export_failed, import_failed, stage_of, Dump, DumpConfig, DumpFilter, Report as DumpReport};
 pub use error::{Error, Result};
-pub use pipeline::{
-    frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline,
-};
 pub use repro::Repro;
+pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
+pub use call::{split_bound, with_bound, Arg, Call, CallArgs, Compiled, Keep};
 pub use session::{import_parsed, import_trace, open_bundle, Session};
 pub use sharding::{SplitRule, TensorParallel};
 pub use tensor::{element_type, host_tensor};

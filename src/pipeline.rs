@@ -63,8 +63,7 @@ impl Options {
     /// Options from JSON (`{"device": "cpu", "check_indices": true}`; missing fields take
     /// their defaults); an unknown field or a bad value is an error naming it.
     pub fn from_json(text: &str) -> Result<Options> {
-        let options: Options =
-            serde_json::from_str(text).map_err(|e| Error::Options(e.to_string()))?;
+        let options: Options = serde_json::from_str(text).map_err(|e| Error::Options(e.to_string()))?;
         options.check()?;
         Ok(options)
     }
@@ -93,10 +92,7 @@ impl Options {
         let cpu = self.device.device == fxhlo_runtime::DeviceKind::Cpu;
         let mut passes = match &self.passes {
             // Unknown names are refused by `check` (`from_json`, `Pipeline::lower`).
-            Some(names) => names
-                .iter()
-                .filter_map(|n| fxhlo_passes::lookup(n).ok())
-                .collect(),
+            Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).collect(),
             None => fxhlo_passes::pipeline(self.opt_level, cpu),
         };
         if let Some(n) = self.max_passes {
@@ -169,78 +165,40 @@ impl Pipeline {
     /// each stage written as it happens (see [`Dump`]). A failure of a pass or of codegen comes
     /// with a reproduction ([`Error::Reproducible`]), dump or not; ops that do not lower yet
     /// do not (the error names them).
-    pub fn lower(
-        &self,
-        graph: &Graph,
-        frozen: &Frozen,
-        dump: Option<&Dump>,
-        target: &str,
-    ) -> Result<Lowered> {
+    pub fn lower(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, target: &str) -> Result<Lowered> {
         // Options built in Rust skip `from_json`'s check: a misspelt pass must not be dropped.
         self.options.check()?;
         let key = self.key(graph, frozen, target);
         if let Some(d) = dump {
             d.open(&key)?;
         }
-        let lowered = self
-            .lower_keyed(graph, frozen, dump, key.clone())
-            .map_err(|e| match e {
-                // With dumping on, every failure gets its reproduction in the graph's dump folder.
-                e if dump.is_some() => crate::repro::wrap(
-                    e,
-                    crate::repro::Failed::Lowering,
-                    graph,
-                    &self.options,
-                    &key,
-                    frozen,
-                    dump,
-                ),
-                // Ops fxhlo does not lower yet are named by the error itself (and are what Python's
-                // eager fallback expects): no compiler failure to reproduce, so no folder.
-                Error::Codegen(c) if matches!(*c, fxhlo_codegen::Error::Unsupported { .. }) => {
-                    Error::Codegen(c)
-                }
-                Error::Passes(_) | Error::Codegen(_) => crate::repro::wrap(
-                    e,
-                    crate::repro::Failed::Lowering,
-                    graph,
-                    &self.options,
-                    &key,
-                    frozen,
-                    None,
-                ),
-                other => other,
-            });
+        let lowered = self.lower_keyed(graph, frozen, dump, key.clone()).map_err(|e| match e {
+            // With dumping on, every failure gets its reproduction in the graph's dump folder.
+            e if dump.is_some() => crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, dump),
+            // Ops fxhlo does not lower yet are named by the error itself (and are what Python's
+            // eager fallback expects): no compiler failure to reproduce, so no folder.
+            Error::Codegen(c) if matches!(*c, fxhlo_codegen::Error::Unsupported { .. }) => Error::Codegen(c),
+            Error::Passes(_) | Error::Codegen(_) => {
+                crate::repro::wrap(e, crate::repro::Failed::Lowering, graph, &self.options, &key, frozen, None)
+            }
+            other => other,
+        });
         crate::dump::finish(dump, &lowered)?;
         lowered
     }
 
     /// [`Pipeline::lower`] once the key is known and the dump open.
-    fn lower_keyed(
-        &self,
-        graph: &Graph,
-        frozen: &Frozen,
-        dump: Option<&Dump>,
-        key: CacheKey,
-    ) -> Result<Lowered> {
+    fn lower_keyed(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>, key: CacheKey) -> Result<Lowered> {
         if let Some(d) = dump {
             d.imported(graph)?;
         }
         let mut optimized = graph.clone();
-        let device_layout = fxhlo_passes::DeviceLayout {
-            keep: self.layout_kept(graph)?,
-        };
+        let device_layout = fxhlo_passes::DeviceLayout { keep: self.layout_kept(graph)? };
         let mut passes: Vec<&dyn Pass> = self
             .options
             .passes()
             .into_iter()
-            .map(|p| {
-                if p.name() == device_layout.name() {
-                    &device_layout
-                } else {
-                    p
-                }
-            })
+            .map(|p| if p.name() == device_layout.name() { &device_layout } else { p })
             .collect();
         if !frozen.is_empty() {
             bind_frozen(&mut optimized, frozen)?;
@@ -248,16 +206,12 @@ impl Pipeline {
             passes.insert(0, &fxhlo_passes::Freeze);
         }
         // The dump writes the IR after each pass that changed it (passes write no files).
-        let pass_runs =
-            PassManager::new(passes).run_observed(&mut optimized, |run, g| match dump {
-                Some(d) => d.pass(run, g),
-                None => Ok(()),
-            })?;
+        let pass_runs = PassManager::new(passes).run_observed(&mut optimized, |run, g| match dump {
+            Some(d) => d.pass(run, g),
+            None => Ok(()),
+        })?;
         let checks = Checks(
-            optimized
-                .outputs()
-                .get(graph.outputs().len()..)
-                .unwrap_or_default()
+            optimized.outputs().get(graph.outputs().len()..).unwrap_or_default()
                 .iter()
                 .map(|v| {
                     let name = &optimized.node(v.node).name;
@@ -274,31 +228,24 @@ impl Pipeline {
         // weights at -O0) are copied from their bytes, never formatted as text (session 7: 43.5 s
         // against 4.6 s for 50M weights). The text is for reading (dumps, the signature).
         let start = std::time::Instant::now();
-        let fxhlo_codegen::Module {
-            text: mlir,
-            bytecode,
-        } = fxhlo_codegen::lower_module(&optimized, shardings.as_ref(), Some(BYTECODE_VERSION))?;
+        let fxhlo_codegen::Module { text: mlir, bytecode } =
+            fxhlo_codegen::lower_module(&optimized, shardings.as_ref(), Some(BYTECODE_VERSION))?;
         if let Some(d) = dump {
             d.stablehlo(&mlir, start.elapsed())?;
         }
         // `@main`'s parameters as the device takes them (each input's declared type, in its
         // layout): the runtime checks every run against them.
-        let signature =
-            fxhlo_runtime::Signature::of_tensors(optimized.inputs().iter().map(|&id| {
-                let ty = &optimized.node(id).results[0];
-                (crate::tensor::element_type(ty.dtype), ty.shape.to_vec())
-            }));
+        let signature = fxhlo_runtime::Signature::of_tensors(optimized.inputs().iter().map(|&id| {
+            let ty = &optimized.node(id).results[0];
+            (crate::tensor::element_type(ty.dtype), ty.shape.to_vec())
+        }));
         let inputs = optimized
             .inputs()
             .iter()
             .map(|&id| {
                 let n = optimized.node(id);
                 let (kind, weight, layout) = match &n.op {
-                    Op::Input {
-                        kind,
-                        weight,
-                        layout,
-                    } => (*kind, weight.clone(), layout.clone()),
+                    Op::Input { kind, weight, layout } => (*kind, weight.clone(), layout.clone()),
                     _ => (InputKind::UserInput, None, None),
                 };
                 // The node has the declared type; the caller passes the logical one.
@@ -307,27 +254,10 @@ impl Pipeline {
                     None => n.results[0].clone(),
                 };
                 let value = optimized.input_value(id).cloned();
-                InputSignature {
-                    name: n.name.to_string(),
-                    kind,
-                    weight,
-                    ty,
-                    layout,
-                    split: split(id),
-                    value,
-                }
+                InputSignature { name: n.name.to_string(), kind, weight, ty, layout, split: split(id), value }
             })
             .collect();
-        Ok(Lowered {
-            graph: graph.name.clone(),
-            mlir,
-            bytecode,
-            inputs,
-            checks,
-            key,
-            signature,
-            passes: pass_runs,
-        })
+        Ok(Lowered { graph: graph.name.clone(), mlir, bytecode, inputs, checks, key, signature, passes: pass_runs })
     }
 
     /// The inputs of `graph` the `device-layout` pass must leave in their logical layout,
@@ -338,12 +268,7 @@ impl Pipeline {
     fn layout_kept(&self, graph: &Graph) -> Result<BTreeSet<String>> {
         let mut keep = BTreeSet::new();
         if let Some(tp) = &self.options.tensor_parallel {
-            keep.extend(
-                tp.resolve(graph)?
-                    .split
-                    .keys()
-                    .map(|&id| graph.node(id).name.to_string()),
-            );
+            keep.extend(tp.resolve(graph)?.split.keys().map(|&id| graph.node(id).name.to_string()));
         }
         Ok(keep)
     }
@@ -358,20 +283,13 @@ pub const BYTECODE_VERSION: i64 = 0;
 /// file, which the bundle owns).
 pub fn frozen_weights(bundle: &fxhlo_frontend::Bundle) -> Frozen {
     let g = &bundle.graph;
-    let Some(weights) = &bundle.weights else {
-        return Frozen::new();
-    };
+    let Some(weights) = &bundle.weights else { return Frozen::new() };
     g.inputs()
         .iter()
         .filter_map(|&id| match &g.node(id).op {
-            Op::Input {
-                kind,
-                weight: Some(key),
-                ..
-            } if *kind != InputKind::UserInput => Some((
-                g.node(id).name.to_string(),
-                fxhlo_ir::TensorData::new(weights.get(key)?.bytes.to_vec()),
-            )),
+            Op::Input { kind, weight: Some(key), .. } if *kind != InputKind::UserInput => {
+                Some((g.node(id).name.to_string(), fxhlo_ir::TensorData::new(weights.get(key)?.bytes.to_vec())))
+            }
             _ => None,
         })
         .collect()
@@ -381,23 +299,12 @@ pub fn frozen_weights(bundle: &fxhlo_frontend::Bundle) -> Frozen {
 /// that the names exist and the sizes fit.
 fn bind_frozen(graph: &mut Graph, frozen: &Frozen) -> Result<()> {
     for (name, data) in frozen {
-        let id = graph
-            .inputs()
-            .iter()
-            .copied()
-            .find(|&id| graph.node(id).name == *name)
-            .ok_or_else(|| {
-                Error::Input(format!(
-                    "frozen input `{name}` is not an input of graph `{}`",
-                    graph.name
-                ))
-            })?;
+        let id = graph.inputs().iter().copied().find(|&id| graph.node(id).name == *name).ok_or_else(|| {
+            Error::Input(format!("frozen input `{name}` is not an input of graph `{}`", graph.name))
+        })?;
         let ty = &graph.node(id).results[0];
         if data.len() != ty.size_bytes() {
-            return Err(Error::Input(format!(
-                "frozen input `{name}` is {ty} but was given {} bytes",
-                data.len()
-            )));
+            return Err(Error::Input(format!("frozen input `{name}` is {ty} but was given {} bytes", data.len())));
         }
         graph.bind_input(id, data.clone());
     }
@@ -453,26 +360,14 @@ pub struct Checks(pub Vec<String>);
 impl Checks {
     /// Splits the check outputs off `outputs` (a run's results, read on the host by `read`)
     /// and fails with [`Error::IndexOutOfRange`] naming the first node whose check is true.
-    pub fn strip<T>(
-        &self,
-        graph: &str,
-        outputs: &mut Vec<T>,
-        read: impl Fn(&T) -> Result<bool>,
-    ) -> Result<()> {
+    pub fn strip<T>(&self, graph: &str, outputs: &mut Vec<T>, read: impl Fn(&T) -> Result<bool>) -> Result<()> {
         let n = outputs.len().checked_sub(self.0.len()).ok_or_else(|| {
-            Error::Input(format!(
-                "graph `{graph}`: {} outputs, fewer than its {} index checks",
-                outputs.len(),
-                self.0.len()
-            ))
+            Error::Input(format!("graph `{graph}`: {} outputs, fewer than its {} index checks", outputs.len(), self.0.len()))
         })?;
         let checks = outputs.split_off(n);
         for (node, flag) in self.0.iter().zip(&checks) {
             if read(flag)? {
-                return Err(Error::IndexOutOfRange {
-                    graph: graph.to_string(),
-                    node: node.clone(),
-                });
+                return Err(Error::IndexOutOfRange { graph: graph.to_string(), node: node.clone() });
             }
         }
         Ok(())
@@ -508,34 +403,14 @@ mod tests {
     fn options_read_json_with_defaults_and_name_what_is_wrong() {
         assert_eq!(Options::from_json("{}").ok(), Some(Options::default()));
         let o = Options::from_json(r#"{"device": "cpu", "check_indices": true}"#).ok();
-        assert_eq!(
-            o,
-            Some(Options {
-                device: TargetName::default(),
-                check_indices: true,
-                ..Options::default()
-            })
-        );
-        let unknown = Options::from_json(r#"{"devise": "cpu"}"#)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        assert_eq!(o, Some(Options { device: TargetName::default(), check_indices: true, ..Options::default() }));
+        let unknown = Options::from_json(r#"{"devise": "cpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(unknown.contains("unknown field `devise`"), "{unknown}");
-        let bad = Options::from_json(r#"{"device": "gpu"}"#)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let bad = Options::from_json(r#"{"device": "gpu"}"#).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(bad.contains("gpu"), "{bad}");
         // The JSON form round-trips, and another value changes the fingerprint.
         let text = serde_json::to_string(&Options::default()).unwrap_or_default();
         assert_eq!(Options::from_json(&text).ok(), Some(Options::default()));
-        assert_ne!(
-            Options::default().fingerprint(),
-            Options {
-                check_indices: true,
-                ..Options::default()
-            }
-            .fingerprint()
-        );
+        assert_ne!(Options::default().fingerprint(), Options { check_indices: true, ..Options::default() }.fingerprint());
     }
 }

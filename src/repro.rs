@@ -53,23 +53,12 @@ pub(crate) enum Failed<'a> {
 /// `error` wrapped with a reproduction of it (the files written into `dump`'s folder when it
 /// has one, else the default folder); `error` as it is when the files cannot be written (a
 /// warning says why).
-pub(crate) fn wrap(
-    error: Error,
-    failed: Failed<'_>,
-    graph: &Graph,
-    options: &Options,
-    key: &CacheKey,
-    frozen: &Frozen,
-    dump: Option<&Dump>,
-) -> Error {
+pub(crate) fn wrap(error: Error, failed: Failed<'_>, graph: &Graph, options: &Options, key: &CacheKey, frozen: &Frozen, dump: Option<&Dump>) -> Error {
     if matches!(error, Error::Reproducible { .. }) {
         return error;
     }
     match write_files(&error, failed, graph, options, key, frozen, dump) {
-        Ok(repro) => Error::Reproducible {
-            source: Box::new(error),
-            repro: Box::new(repro),
-        },
+        Ok(repro) => Error::Reproducible { source: Box::new(error), repro: Box::new(repro) },
         Err(e) => {
             tracing::warn!("cannot write the reproduction of a failed compile: {e}");
             error
@@ -77,15 +66,7 @@ pub(crate) fn wrap(
     }
 }
 
-fn write_files(
-    error: &Error,
-    failed: Failed<'_>,
-    graph: &Graph,
-    options: &Options,
-    key: &CacheKey,
-    frozen: &Frozen,
-    dump: Option<&Dump>,
-) -> Result<Repro> {
+fn write_files(error: &Error, failed: Failed<'_>, graph: &Graph, options: &Options, key: &CacheKey, frozen: &Frozen, dump: Option<&Dump>) -> Result<Repro> {
     let dumped = dump.and_then(Dump::dir);
     let dir = match &dumped {
         Some(dir) => dir.clone(),
@@ -95,16 +76,10 @@ fn write_files(
             .unwrap_or_else(std::env::temp_dir)
             .join(format!("fxhlo-repro-{}", &key.hex()[..8])),
     };
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        path: dir.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     // The graph as imported: the dump's own `01-import.gir` when it wrote one (the same text),
     // else `graph.gir`.
-    let gir = match dump
-        .filter(|_| dumped.is_some())
-        .and_then(Dump::import_file)
-    {
+    let gir = match dump.filter(|_| dumped.is_some()).and_then(Dump::import_file) {
         Some(file) => file,
         None => write(&dir, "graph.gir", fxhlo_ir::print(graph).as_bytes())?,
     };
@@ -135,8 +110,7 @@ fn write_files(
                 args.push("--check-indices".into());
             }
             if let Some(tp) = &options.tensor_parallel {
-                let text =
-                    serde_json::to_string_pretty(tp).map_err(|e| Error::Options(e.to_string()))?;
+                let text = serde_json::to_string_pretty(tp).map_err(|e| Error::Options(e.to_string()))?;
                 let plan = write(&dir, "plan.json", text.as_bytes())?;
                 args.extend(["--plan".into(), quote(&plan.to_string_lossy())]);
             }
@@ -147,20 +121,12 @@ fn write_files(
     let note = (!frozen.is_empty()).then(|| {
         format!("{} frozen weights were constants of the failed compile; the command compiles them as inputs", frozen.len())
     });
-    Ok(Repro {
-        dir,
-        command,
-        note,
-        dumped: dumped.is_some(),
-    })
+    Ok(Repro { dir, command, note, dumped: dumped.is_some() })
 }
 
 /// `text` as one POSIX shell word.
 pub(crate) fn quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-./:+=,@%".contains(c));
+    let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "_-./:+=,@%".contains(c));
     if plain {
         text.to_string()
     } else {

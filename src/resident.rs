@@ -41,37 +41,20 @@ pub struct ResidentWeights {
 impl ResidentWeights {
     /// Empty slots for an executable of `inputs` inputs.
     pub fn new(inputs: usize) -> ResidentWeights {
-        ResidentWeights {
-            slots: (0..inputs).map(|_| None).collect(),
-            kept: 0,
-        }
+        ResidentWeights { slots: (0..inputs).map(|_| None).collect(), kept: 0 }
     }
 
     /// Input `i`'s kept buffer when it was uploaded from a tensor with exactly this stamp.
     pub fn hit(&self, i: usize, stamp: Option<WeightStamp>) -> Option<&DeviceBuffer> {
         let stamp = stamp?;
-        self.slots
-            .get(i)?
-            .as_ref()
-            .filter(|s| s.stamp == stamp)
-            .map(|s| &s.buffer)
+        self.slots.get(i)?.as_ref().filter(|s| s.stamp == stamp).map(|s| &s.buffer)
     }
 
     /// Keeps `buffer` as input `i`'s, uploaded from the tensor `stamp` describes; `owner` keeps
     /// that tensor alive. Replaces what the slot held.
-    pub fn keep(
-        &mut self,
-        i: usize,
-        stamp: WeightStamp,
-        buffer: DeviceBuffer,
-        owner: Box<dyn Any>,
-    ) {
+    pub fn keep(&mut self, i: usize, stamp: WeightStamp, buffer: DeviceBuffer, owner: Box<dyn Any>) {
         if let Some(slot) = self.slots.get_mut(i) {
-            *slot = Some(Slot {
-                stamp,
-                buffer,
-                _owner: owner,
-            });
+            *slot = Some(Slot { stamp, buffer, _owner: owner });
             self.kept += 1;
         }
     }

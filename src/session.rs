@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fxhlo_ir::Graph;
-use fxhlo_runtime::{
-    Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostView, Target,
-};
+use fxhlo_runtime::{Client, CompileOptions, DeviceBuffer, EnvConfig, Executable, HostView, Target};
 
 use crate::cache::{plugin_identity, target_id, topology_target_id, CacheKey, CompileCache};
 use crate::call::{split_bound, Compiled};
@@ -48,11 +46,7 @@ impl Session {
     }
 
     /// [`Session::new_in`] with its own compile cache instead of the process's.
-    pub fn with_cache(
-        options: Options,
-        env: &EnvConfig,
-        cache: Arc<CompileCache>,
-    ) -> Result<Session> {
+    pub fn with_cache(options: Options, env: &EnvConfig, cache: Arc<CompileCache>) -> Result<Session> {
         options.check()?;
         let dump = DumpConfig::from_env()?;
         if options.device.is_ahead_of_time() {
@@ -66,14 +60,7 @@ impl Session {
         let client = Client::with_devices(&target, env, options.devices())?;
         tracing::info!(device = %options.device, platform = %client.platform_name(), "PJRT client ready");
         let target_id = client_target_id(&target, &client);
-        Ok(Session {
-            pipeline: Pipeline::new(options),
-            target,
-            client,
-            cache,
-            dump,
-            target_id,
-        })
+        Ok(Session { pipeline: Pipeline::new(options), target, client, cache, dump, target_id })
     }
 
     /// What this session dumps of each graph it compiles (from `FXHLO_DUMP` unless set).
@@ -136,22 +123,13 @@ impl Session {
     pub fn compile(&self, graph: &Graph, frozen: &Frozen, dump: Option<&Dump>) -> Result<Compiled> {
         let own = match dump {
             Some(_) => None,
-            None => self
-                .dump
-                .as_ref()
-                .map(|c| Dump::new(c.clone(), &graph.name)),
+            None => self.dump.as_ref().map(|c| Dump::new(c.clone(), &graph.name)),
         };
         let dump = dump.or(own.as_ref());
         let start = Instant::now();
-        let lowered = self
-            .pipeline
-            .lower(graph, frozen, dump, &self.target_id())?;
+        let lowered = self.pipeline.lower(graph, frozen, dump, &self.target_id())?;
         let codegen_time = start.elapsed();
-        let origin = Origin {
-            graph,
-            frozen,
-            options: self.options(),
-        };
+        let origin = Origin { graph, frozen, options: self.options() };
         self.obtain(Arc::new(lowered), Some(origin), dump, codegen_time)
     }
 
@@ -170,17 +148,8 @@ impl Session {
     }
 
     /// The one way to an executable on this session's client.
-    fn obtain(
-        &self,
-        lowered: Arc<Lowered>,
-        origin: Option<Origin<'_>>,
-        dump: Option<&Dump>,
-        codegen_time: Duration,
-    ) -> Result<Compiled> {
-        let compiler = ClientCompiler {
-            client: &self.client,
-            devices: self.options().devices(),
-        };
+    fn obtain(&self, lowered: Arc<Lowered>, origin: Option<Origin<'_>>, dump: Option<&Dump>, codegen_time: Duration) -> Result<Compiled> {
+        let compiler = ClientCompiler { client: &self.client, devices: self.options().devices() };
         let got = get_or_compile(&compiler, &self.cache, &lowered, origin, dump, false)?;
         let (inputs, bound) = split_bound(lowered.inputs.clone());
         let bound_buffers = (0..self.options().devices())
@@ -211,12 +180,7 @@ fn client_target_id(target: &Target, client: &Client) -> String {
             Err(e) => tracing::warn!("fxhlo cache: {e}; keying without the topology, so executables compiled ahead of time are not found"),
         }
     }
-    target_id(
-        &client.platform_name(),
-        &client.platform_version(),
-        client.addressable_device_count(),
-        target.topology.as_deref(),
-    )
+    target_id(&client.platform_name(), &client.platform_version(), client.addressable_device_count(), target.topology.as_deref())
 }
 
 /// A PJRT client as the [`Compiler`] of a session's misses.
@@ -232,18 +196,9 @@ impl Compiler for ClientCompiler<'_> {
         Ok(self.client.load_serialized(bytes)?)
     }
 
-    fn compile(
-        &self,
-        lowered: &Lowered,
-        xla_dump_to: Option<&Path>,
-    ) -> Result<(Executable, std::result::Result<Vec<u8>, String>)> {
-        let options = CompileOptions {
-            xla_dump_to: xla_dump_to.map(Path::to_path_buf),
-            ..CompileOptions::partitioned(self.devices)
-        };
-        let executable = self
-            .client
-            .compile_with_options(lowered.program(), &options)?;
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Executable, std::result::Result<Vec<u8>, String>)> {
+        let options = CompileOptions { xla_dump_to: xla_dump_to.map(Path::to_path_buf), ..CompileOptions::partitioned(self.devices) };
+        let executable = self.client.compile_with_options(lowered.program(), &options)?;
         let bytes = executable.serialize().map_err(|e| e.to_string());
         Ok((executable, bytes))
     }
@@ -255,11 +210,7 @@ impl Compiler for ClientCompiler<'_> {
 
 /// Uploads the values of `bound` parameters (from [`split_bound`]) to the addressable device
 /// `device` of `client`, in order: done once per client, when compiled or loaded.
-fn upload_bound(
-    client: &Client,
-    bound: &[(usize, InputSignature)],
-    device: usize,
-) -> Result<Vec<DeviceBuffer>> {
+fn upload_bound(client: &Client, bound: &[(usize, InputSignature)], device: usize) -> Result<Vec<DeviceBuffer>> {
     bound
         .iter()
         .map(|(_, sig)| {
@@ -282,11 +233,7 @@ fn upload_bound(
 /// with, before [`Session::compile`] or [`crate::aot::compile`]. With a dump configuration, a
 /// trace that fails to import is dumped ([`crate::dump::import_failed`]) and the error says
 /// where.
-pub fn import_trace(
-    trace: &[u8],
-    origin: &Path,
-    dump: Option<&DumpConfig>,
-) -> Result<(Graph, Option<Dump>)> {
+pub fn import_trace(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
     import_trace_undumped(trace, origin, dump).map_err(|e| match dump {
         Some(config) => crate::dump::import_failed(config, trace, origin, e),
         None => e,
@@ -294,19 +241,10 @@ pub fn import_trace(
 }
 
 /// [`import_trace`] without the dump of a failure.
-fn import_trace_undumped(
-    trace: &[u8],
-    origin: &Path,
-    dump: Option<&DumpConfig>,
-) -> Result<(Graph, Option<Dump>)> {
+fn import_trace_undumped(trace: &[u8], origin: &Path, dump: Option<&DumpConfig>) -> Result<(Graph, Option<Dump>)> {
     let start = Instant::now();
     if !trace.starts_with(fxhlo_frontend::encoding::MAGIC) {
-        return import_parsed_undumped(
-            &fxhlo_frontend::parse_json(trace, origin)?,
-            origin,
-            dump,
-            start,
-        );
+        return import_parsed_undumped(&fxhlo_frontend::parse_json(trace, origin)?, origin, dump, start);
     }
     let view = fxhlo_frontend::parse_bin_view(trace, origin)?;
     let graph = fxhlo_frontend::import::import_view(&view, origin)?;
@@ -324,16 +262,9 @@ fn import_trace_undumped(
 
 /// [`import_trace`] of a trace already read into the schema (the Python bridge reads the
 /// exporter's objects straight into it); `start` is when reading it began.
-pub fn import_parsed(
-    trace: &fxhlo_frontend::schema::Trace,
-    origin: &Path,
-    dump: Option<&DumpConfig>,
-    start: Instant,
-) -> Result<(Graph, Option<Dump>)> {
+pub fn import_parsed(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
     import_parsed_undumped(trace, origin, dump, start).map_err(|e| match dump {
-        Some(config) => {
-            crate::dump::import_failed(config, fxhlo_frontend::to_json(trace).as_bytes(), origin, e)
-        }
+        Some(config) => crate::dump::import_failed(config, fxhlo_frontend::to_json(trace).as_bytes(), origin, e),
         None => e,
     })
 }
@@ -345,26 +276,16 @@ pub fn open_bundle(path: &Path, dump: Option<&DumpConfig>) -> Result<fxhlo_front
     fxhlo_frontend::Bundle::open(path).map_err(|e| {
         let e = Error::from(e);
         match (dump, crate::dump::trace_of_bundle(path)) {
-            (Some(config), Some((file, bytes))) => {
-                crate::dump::import_failed(config, &bytes, &file, e)
-            }
+            (Some(config), Some((file, bytes))) => crate::dump::import_failed(config, &bytes, &file, e),
             _ => e,
         }
     })
 }
 
 /// [`import_parsed`] without the dump of a failure.
-fn import_parsed_undumped(
-    trace: &fxhlo_frontend::schema::Trace,
-    origin: &Path,
-    dump: Option<&DumpConfig>,
-    start: Instant,
-) -> Result<(Graph, Option<Dump>)> {
+fn import_parsed_undumped(trace: &fxhlo_frontend::schema::Trace, origin: &Path, dump: Option<&DumpConfig>, start: Instant) -> Result<(Graph, Option<Dump>)> {
     let graph = fxhlo_frontend::import::import(trace, origin)?;
     let import_time = start.elapsed();
-    let dump = dump.map(|config| {
-        Dump::new(config.clone(), &graph.name)
-            .with_trace(fxhlo_frontend::to_json(trace).into_bytes(), import_time)
-    });
+    let dump = dump.map(|config| Dump::new(config.clone(), &graph.name).with_trace(fxhlo_frontend::to_json(trace).into_bytes(), import_time));
     Ok((graph, dump))
 }

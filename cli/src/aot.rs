@@ -20,89 +20,46 @@ pub(crate) fn compile(
     fresh: bool,
 ) -> anyhow::Result<(Lowered, AotCompiled)> {
     let env = EnvConfig::from_env();
-    Ok(fxhlo::aot::compile(
-        graph,
-        frozen,
-        dump,
-        options.clone(),
-        &env,
-        &Worker::from_env(),
-        fresh,
-    )?)
+    Ok(fxhlo::aot::compile(graph, frozen, dump, options.clone(), &env, &Worker::from_env(), fresh)?)
 }
 
 /// A StableHLO file compiled as it is (no cache): its name (the file stem), the executable, its
 /// cost analysis and the time the compile took.
-fn compile_mlir(
-    path: &Path,
-    target: &TargetName,
-) -> anyhow::Result<(String, Vec<u8>, CostAnalysis, Duration)> {
-    let mlir =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+fn compile_mlir(path: &Path, target: &TargetName) -> anyhow::Result<(String, Vec<u8>, CostAnalysis, Duration)> {
+    let mlir = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let start = Instant::now();
-    let (bytes, cost) = fxhlo::aot::compile_module(
-        &name,
-        &mlir,
-        target,
-        &EnvConfig::from_env(),
-        &Worker::from_env(),
-    )?;
+    let (bytes, cost) = fxhlo::aot::compile_module(&name, &mlir, target, &EnvConfig::from_env(), &Worker::from_env())?;
     Ok((name, bytes, cost, start.elapsed()))
 }
 
 /// Writes an executable to `path` (atomically), when given.
 fn write_executable(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(path) = path {
-        fxhlo::frontend::write_atomic(path, bytes)
-            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        fxhlo::frontend::write_atomic(path, bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
     Ok(())
 }
 
 /// `fxhlo compile <module.mlir> --target tpu:...`: the module as it is, no cache.
-pub(crate) fn compile_mlir_file(
-    path: &Path,
-    target: &TargetName,
-    output: Option<&Path>,
-) -> anyhow::Result<std::process::ExitCode> {
+pub(crate) fn compile_mlir_file(path: &Path, target: &TargetName, output: Option<&Path>) -> anyhow::Result<std::process::ExitCode> {
     if !target.is_ahead_of_time() {
-        anyhow::bail!(
-            "{}: a StableHLO file compiles for an ahead-of-time target only (--target tpu:v6e:2x2)",
-            path.display()
-        );
+        anyhow::bail!("{}: a StableHLO file compiles for an ahead-of-time target only (--target tpu:v6e:2x2)", path.display());
     }
     let (name, bytes, _, took) = compile_mlir(path, target)?;
     write_executable(output, &bytes)?;
-    println!(
-        "`{name}` for {target}: compiled in {:.2} s; TPU executable {} bytes",
-        took.as_secs_f64(),
-        bytes.len()
-    );
+    println!("`{name}` for {target}: compiled in {:.2} s; TPU executable {} bytes", took.as_secs_f64(), bytes.len());
     Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// `compile --target tpu:...`'s report line, after writing the executable to `output`.
-pub(crate) fn report(
-    compiled: &AotCompiled,
-    target: &TargetName,
-    output: Option<&Path>,
-) -> anyhow::Result<String> {
+pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option<&Path>) -> anyhow::Result<String> {
     write_executable(output, &compiled.bytes)?;
     let how = match compiled.cached {
         None => format!("compiled in {:.2} s", compiled.compile_time.as_secs_f64()),
-        Some(tier) => format!(
-            "already cached ({} tier, {:.1} ms)",
-            tier.name(),
-            compiled.compile_time.as_secs_f64() * 1e3
-        ),
+        Some(tier) => format!("already cached ({} tier, {:.1} ms)", tier.name(), compiled.compile_time.as_secs_f64() * 1e3),
     };
-    let written = output
-        .map(|p| format!(", written to {}", p.display()))
-        .unwrap_or_default();
+    let written = output.map(|p| format!(", written to {}", p.display())).unwrap_or_default();
     Ok(format!(
         "`{}` for {target}: {how}; TPU executable {} bytes{written}; cache key {}",
         compiled.graph,
@@ -126,41 +83,19 @@ pub(crate) struct Chip {
 /// "TPU v6e", "TPU v5e", "TPU v5p", "TPU v4"), bf16 dense matmul and HBM bandwidth.
 pub(crate) const CHIPS: &[Chip] = &[
     // v6e (Trillium): 918 TFLOP/s bf16, 1640 GB/s HBM.
-    Chip {
-        prefix: "v6e",
-        name: "TPU v6e",
-        peak_flops: 918e12,
-        hbm_bytes_per_s: 1640e9,
-    },
+    Chip { prefix: "v6e", name: "TPU v6e", peak_flops: 918e12, hbm_bytes_per_s: 1640e9 },
     // v5e: 197 TFLOP/s bf16, 819 GB/s HBM.
-    Chip {
-        prefix: "v5e",
-        name: "TPU v5e",
-        peak_flops: 197e12,
-        hbm_bytes_per_s: 819e9,
-    },
+    Chip { prefix: "v5e", name: "TPU v5e", peak_flops: 197e12, hbm_bytes_per_s: 819e9 },
     // v5p: 459 TFLOP/s bf16, 2765 GB/s HBM.
-    Chip {
-        prefix: "v5p",
-        name: "TPU v5p",
-        peak_flops: 459e12,
-        hbm_bytes_per_s: 2765e9,
-    },
+    Chip { prefix: "v5p", name: "TPU v5p", peak_flops: 459e12, hbm_bytes_per_s: 2765e9 },
     // v4: 275 TFLOP/s bf16, 1200 GB/s HBM.
-    Chip {
-        prefix: "v4",
-        name: "TPU v4",
-        peak_flops: 275e12,
-        hbm_bytes_per_s: 1200e9,
-    },
+    Chip { prefix: "v4", name: "TPU v4", peak_flops: 275e12, hbm_bytes_per_s: 1200e9 },
 ];
 
 /// The chip of a topology name (`v6e:2x2` → v6e).
 pub(crate) fn chip(topology: &str) -> Option<&'static Chip> {
     let generation = topology.split(':').next()?;
-    CHIPS
-        .iter()
-        .find(|c| c.prefix.eq_ignore_ascii_case(generation))
+    CHIPS.iter().find(|c| c.prefix.eq_ignore_ascii_case(generation))
 }
 
 /// The roofline time of one chip: the larger of compute time at peak and memory time at full
@@ -204,36 +139,21 @@ pub(crate) fn cost(
 }
 
 /// The cost report: XLA's figures, then the roofline from the chip's peaks.
-pub(crate) fn cost_report(
-    graph: &str,
-    cost: &CostAnalysis,
-    compile_time: Duration,
-    target: &TargetName,
-) -> String {
+pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: Duration, target: &TargetName) -> String {
     let mut out = String::new();
     let fmt = |v: Option<f64>| {
         v.map(|v| format!("{v:.6e}"))
             .unwrap_or_else(|| "n/a".into())
     };
     out.push_str(&format!("graph: {graph}\ntarget: {target}\n"));
-    out.push_str(&format!(
-        "compile time: {:.2} s\n",
-        compile_time.as_secs_f64()
-    ));
+    out.push_str(&format!("compile time: {:.2} s\n", compile_time.as_secs_f64()));
     out.push_str("XLA cost analysis (the TPU compiler's estimates, not measurements):\n");
     out.push_str(&format!("  flops:            {}\n", fmt(cost.flops())));
-    out.push_str(&format!(
-        "  transcendentals:  {}\n",
-        fmt(cost.transcendentals())
-    ));
-    out.push_str(&format!(
-        "  bytes accessed:   {}\n",
-        fmt(cost.bytes_accessed())
-    ));
+    out.push_str(&format!("  transcendentals:  {}\n", fmt(cost.transcendentals())));
+    out.push_str(&format!("  bytes accessed:   {}\n", fmt(cost.bytes_accessed())));
     match cost.optimal_seconds() {
         Some(s) => out.push_str(&format!("  optimal seconds:  {s:.6e}\n")),
-        None => out
-            .push_str("  optimal seconds:  unknown (the cost model gave none; see the roofline)\n"),
+        None => out.push_str("  optimal seconds:  unknown (the cost model gave none; see the roofline)\n"),
     }
     let topology = target.topology.as_deref().unwrap_or_default();
     match chip(topology) {
@@ -246,19 +166,13 @@ pub(crate) fn cost_report(
             ));
             match roofline(cost, chip) {
                 Some((s, compute_bound)) => {
-                    let bound = if compute_bound {
-                        "compute-bound"
-                    } else {
-                        "memory-bound"
-                    };
+                    let bound = if compute_bound { "compute-bound" } else { "memory-bound" };
                     out.push_str(&format!("{s:.6e} s ({bound})\n"));
                 }
                 None => out.push_str("n/a (no flops or bytes in the cost analysis)\n"),
             }
         }
-        None => out.push_str(&format!(
-            "roofline: no peak figures for topology `{topology}`\n"
-        )),
+        None => out.push_str(&format!("roofline: no peak figures for topology `{topology}`\n")),
     }
     out
 }

@@ -51,57 +51,26 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
 fn stats(config: &CacheConfig) -> anyhow::Result<ExitCode> {
     let files = match &config.dir {
         Some(dir) => {
-            let source = if env::var(env::FXHLO_CACHE_DIR).is_some() {
-                env::FXHLO_CACHE_DIR
-            } else {
-                "default"
-            };
-            let missing = if dir.exists() {
-                ""
-            } else {
-                ", does not exist yet"
-            };
+            let source = if env::var(env::FXHLO_CACHE_DIR).is_some() { env::FXHLO_CACHE_DIR } else { "default" };
+            let missing = if dir.exists() { "" } else { ", does not exist yet" };
             println!("folder:  {} ({source}{missing})", dir.display());
             entries(dir)?
         }
         None => {
-            println!(
-                "folder:  none ({} is unset, and so are XDG_CACHE_HOME and HOME)",
-                env::FXHLO_CACHE_DIR
-            );
+            println!("folder:  none ({} is unset, and so are XDG_CACHE_HOME and HOME)", env::FXHLO_CACHE_DIR);
             Vec::new()
         }
     };
     println!("mode:    {}", mode_name(config.mode));
     let bytes: u64 = files.iter().map(|f| f.size).sum();
-    let share = if config.max_bytes == 0 {
-        String::new()
-    } else {
-        format!(
-            ", {:.1}% of the cap",
-            100.0 * bytes as f64 / config.max_bytes as f64
-        )
-    };
-    println!(
-        "entries: {} ({}, {bytes} bytes{share})",
-        files.len(),
-        human_bytes(bytes)
-    );
-    println!(
-        "cap:     {} ({} bytes, {})",
-        human_bytes(config.max_bytes),
-        config.max_bytes,
-        env::FXHLO_CACHE_MAX_BYTES
-    );
+    let share = if config.max_bytes == 0 { String::new() } else { format!(", {:.1}% of the cap", 100.0 * bytes as f64 / config.max_bytes as f64) };
+    println!("entries: {} ({}, {bytes} bytes{share})", files.len(), human_bytes(bytes));
+    println!("cap:     {} ({} bytes, {})", human_bytes(config.max_bytes), config.max_bytes, env::FXHLO_CACHE_MAX_BYTES);
     if let Some(dir) = &config.dir {
         let temporaries = temporaries(dir)?;
         if !temporaries.is_empty() {
             let bytes: u64 = temporaries.iter().map(|(_, size)| size).sum();
-            println!(
-                "temporaries: {} ({}) of interrupted writes; `fxhlo cache clear` removes them",
-                temporaries.len(),
-                human_bytes(bytes)
-            );
+            println!("temporaries: {} ({}) of interrupted writes; `fxhlo cache clear` removes them", temporaries.len(), human_bytes(bytes));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -110,39 +79,18 @@ fn stats(config: &CacheConfig) -> anyhow::Result<ExitCode> {
 fn ls(config: &CacheConfig) -> anyhow::Result<ExitCode> {
     let dir = folder(config)?;
     let mut files = entries(dir)?;
-    files.sort_by(|a, b| {
-        b.modified
-            .cmp(&a.modified)
-            .then_with(|| a.path.cmp(&b.path))
-    });
+    files.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path)));
     if files.is_empty() {
         eprintln!("no entries in {}", dir.display());
     }
     let now = SystemTime::now();
     for f in &files {
-        let head = format!(
-            "{}  {:>10}  {:>13}",
-            short_digest(&f.path),
-            human_bytes(f.size),
-            age(now, f.modified)
-        );
+        let head = format!("{}  {:>10}  {:>13}", short_digest(&f.path), human_bytes(f.size), age(now, f.modified));
         match read_header(&f.path).and_then(|h| check_name(&f.path, &h).map(|()| h)) {
             Ok(h) => {
                 let key = &h.key;
-                let version = if key.fxhlo == fxhlo::cache::key::build_id() {
-                    String::new()
-                } else {
-                    format!(
-                        "  (fxhlo {}: another build, never used by this one)",
-                        key.fxhlo
-                    )
-                };
-                println!(
-                    "{head}  target: {}  inputs: {}  options: {}{version}",
-                    key.target,
-                    inputs_summary(&key.inputs),
-                    options_summary(&key.options)
-                );
+                let version = if key.fxhlo == fxhlo::cache::key::build_id() { String::new() } else { format!("  (fxhlo {}: another build, never used by this one)", key.fxhlo) };
+                println!("{head}  target: {}  inputs: {}  options: {}{version}", key.target, inputs_summary(&key.inputs), options_summary(&key.options));
             }
             Err(why) => println!("{head}  unreadable: {why}"),
         }
@@ -177,26 +125,15 @@ fn verify(config: &CacheConfig, fix: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let mut summary = format!(
-        "{} checked in {}: {} ok, {bad} bad",
-        count(files.len(), "entry", "entries"),
-        dir.display(),
-        files.len() - bad
-    );
+    let mut summary = format!("{} checked in {}: {} ok, {bad} bad", count(files.len(), "entry", "entries"), dir.display(), files.len() - bad);
     if fix {
         summary += &format!(", {removed} removed");
     }
     if stale > 0 {
-        summary += &format!(
-            "; {stale} written by another fxhlo build (valid, but only that build uses them)"
-        );
+        summary += &format!("; {stale} written by another fxhlo build (valid, but only that build uses them)");
     }
     println!("{summary}");
-    Ok(if bad == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn clear(config: &CacheConfig) -> anyhow::Result<ExitCode> {
@@ -223,43 +160,23 @@ fn clear(config: &CacheConfig) -> anyhow::Result<ExitCode> {
             Err(e) => failed.push(format!("{}: {e}", path.display())),
         }
     }
-    let temps = if temps == 0 {
-        String::new()
-    } else {
-        format!(" and {}", count(temps, "temporary file", "temporary files"))
-    };
-    println!(
-        "removed {} ({}, {bytes} bytes){temps} from {}",
-        count(removed, "entry", "entries"),
-        human_bytes(bytes),
-        dir.display()
-    );
+    let temps = if temps == 0 { String::new() } else { format!(" and {}", count(temps, "temporary file", "temporary files")) };
+    println!("removed {} ({}, {bytes} bytes){temps} from {}", count(removed, "entry", "entries"), human_bytes(bytes), dir.display());
     if let Some(first) = failed.first() {
-        bail!(
-            "could not remove {} files, the first: {first}",
-            failed.len()
-        );
+        bail!("could not remove {} files, the first: {first}", failed.len());
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The cache folder, or why there is none.
 fn folder(config: &CacheConfig) -> anyhow::Result<&Path> {
-    config.dir.as_deref().with_context(|| {
-        format!(
-            "no cache folder: set {} (XDG_CACHE_HOME and HOME are unset too)",
-            env::FXHLO_CACHE_DIR
-        )
-    })
+    config.dir.as_deref().with_context(|| format!("no cache folder: set {} (XDG_CACHE_HOME and HOME are unset too)", env::FXHLO_CACHE_DIR))
 }
 
 /// Refuses to remove files from a read-only cache.
 fn writable(config: &CacheConfig, what: &str) -> anyhow::Result<()> {
     if config.mode == CacheMode::ReadOnly {
-        bail!(
-            "the compile cache is read-only ({}=read-only): set it to read-write to {what}",
-            env::FXHLO_CACHE
-        );
+        bail!("the compile cache is read-only ({}=read-only): set it to read-write to {what}", env::FXHLO_CACHE);
     }
     Ok(())
 }
@@ -276,9 +193,7 @@ fn temporaries(dir: &Path) -> anyhow::Result<Vec<(std::path::PathBuf, u64)>> {
     let read = match fs::read_dir(dir) {
         Ok(read) => read,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(e).with_context(|| format!("reading the cache folder {}", dir.display()))
-        }
+        Err(e) => return Err(e).with_context(|| format!("reading the cache folder {}", dir.display())),
     };
     let infix = format!(".{}.", disk::EXTENSION);
     let mut out = Vec::new();
@@ -317,10 +232,7 @@ fn check_name(path: &Path, header: &Header) -> Result<(), String> {
     let hex = header.key.hex();
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     if stem != hex {
-        return Err(format!(
-            "named {stem} but holds the entry of key {}",
-            &hex[..16]
-        ));
+        return Err(format!("named {stem} but holds the entry of key {}", &hex[..16]));
     }
     Ok(())
 }
@@ -369,10 +281,7 @@ fn inputs_summary(inputs: &[String]) -> String {
 
 /// The key's options, with this fxhlo's default pass list written `passes=default`.
 fn options_summary(options: &str) -> String {
-    options.replace(
-        &fxhlo::passes_text(&fxhlo::passes::default_pipeline()),
-        "passes=default",
-    )
+    options.replace(&fxhlo::passes_text(&fxhlo::passes::default_pipeline()), "passes=default")
 }
 
 /// `1 entry`, `2 entries`.
@@ -397,9 +306,7 @@ pub(crate) fn human_bytes(bytes: u64) -> String {
 
 /// How long ago `then` was: `12 s ago`, `5 min ago`, `3 h ago`, `4 days ago`.
 fn age(now: SystemTime, then: SystemTime) -> String {
-    let Ok(d) = now.duration_since(then) else {
-        return "in the future".to_string();
-    };
+    let Ok(d) = now.duration_since(then) else { return "in the future".to_string() };
     match d.as_secs() {
         s if s < 60 => format!("{s} s ago"),
         s if s < 3600 => format!("{} min ago", s / 60),

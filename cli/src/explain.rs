@@ -91,31 +91,12 @@ impl Ops {
             .trace
             .subgraphs
             .iter()
-            .map(|s| {
-                (
-                    s.name.as_str(),
-                    s.nodes.iter().map(name_and_target).collect(),
-                )
-            })
+            .map(|s| (s.name.as_str(), s.nodes.iter().map(name_and_target).collect()))
             .collect();
-        let mut pending = fxhlo::codegen::unsupported_ops(&bundle.graph)?
-            .into_iter()
-            .peekable();
-        let mut ops = Ops {
-            nodes: 0,
-            inputs: 0,
-            in_regions: 0,
-            rows: Vec::new(),
-        };
+        let mut pending = fxhlo::codegen::unsupported_ops(&bundle.graph)?.into_iter().peekable();
+        let mut ops = Ops { nodes: 0, inputs: 0, in_regions: 0, rows: Vec::new() };
         let mut rows = BTreeMap::new();
-        ops.walk(
-            &bundle.graph,
-            Some(&top),
-            &sub,
-            false,
-            &mut pending,
-            &mut rows,
-        )?;
+        ops.walk(&bundle.graph, Some(&top), &sub, false, &mut pending, &mut rows)?;
         ops.rows = rows.into_values().collect();
         ops.rows.sort_by_key(|r| std::cmp::Reverse(r.count));
         Ok(ops)
@@ -144,18 +125,8 @@ impl Ops {
                 Op::Unknown { .. } => "unknown".to_string(),
                 other => other.name().to_string(),
             };
-            let target = targets
-                .and_then(|t| t.get(&*node.name))
-                .map(|t| t.to_string());
-            let row = rows
-                .entry((op.clone(), target.clone()))
-                .or_insert_with(|| OpRow {
-                    op,
-                    target,
-                    count: 0,
-                    unsupported: Vec::new(),
-                    reason: None,
-                });
+            let target = targets.and_then(|t| t.get(&*node.name)).map(|t| t.to_string());
+            let row = rows.entry((op.clone(), target.clone())).or_insert_with(|| OpRow { op, target, count: 0, unsupported: Vec::new(), reason: None });
             row.count += 1;
             if let Some(u) = pending.next_if(|u| *u.node == *node.name) {
                 row.reason.get_or_insert_with(|| match &node.op {
@@ -172,10 +143,7 @@ impl Ops {
     }
 
     fn unsupported(&self) -> usize {
-        self.rows
-            .iter()
-            .filter(|r| !r.unsupported.is_empty())
-            .count()
+        self.rows.iter().filter(|r| !r.unsupported.is_empty()).count()
     }
 }
 
@@ -215,19 +183,13 @@ impl PipelineRun {
         // after the last one recorded.
         let mut g = graph.clone();
         let steps = &mut run.steps;
-        let result = PassManager::new(passes.clone()).run_observed(
-            &mut g,
-            |r, _| -> Result<(), fxhlo::passes::Error> {
-                steps.push(r.clone());
-                Ok(())
-            },
-        );
+        let result = PassManager::new(passes.clone()).run_observed(&mut g, |r, _| -> Result<(), fxhlo::passes::Error> {
+            steps.push(r.clone());
+            Ok(())
+        });
         if let Err(e) = result {
             // The pass after the last one recorded; the last one if it failed after its record.
-            let failed = passes
-                .get(run.steps.len())
-                .or(passes.last())
-                .map_or("(none)", |p| p.name());
+            let failed = passes.get(run.steps.len()).or(passes.last()).map_or("(none)", |p| p.name());
             run.error = Some((failed, e.to_string()));
         }
         run.nodes_after = g.node_count();
@@ -263,45 +225,24 @@ impl CacheLookup {
         let pipeline = Pipeline::new(options.clone());
         let cache = CompileCache::new(config.clone());
         let target = target_id(options);
-        let key = pipeline.key(
-            graph,
-            &Frozen::new(),
-            target.as_deref().unwrap_or("(unknown)"),
-        );
+        let key = pipeline.key(graph, &Frozen::new(), target.as_deref().unwrap_or("(unknown)"));
         let disk = match config.mode {
             CacheMode::Off => None,
             _ => config.dir.clone(),
         };
         let found = match (target, disk) {
-            (Err(why), _) => Found::Unknown {
-                why,
-                miss: cache.miss(&key),
-            },
-            (Ok(_), None) if config.mode == CacheMode::Off => Found::NoDisk(format!(
-                "{}=off: no disk tier, every new process compiles",
-                fxhlo::env::FXHLO_CACHE
-            )),
-            (Ok(_), None) => Found::NoDisk(format!(
-                "no cache folder ({} is unset, and so are XDG_CACHE_HOME and HOME)",
-                fxhlo::env::FXHLO_CACHE_DIR
-            )),
+            (Err(why), _) => Found::Unknown { why, miss: cache.miss(&key) },
+            (Ok(_), None) if config.mode == CacheMode::Off => Found::NoDisk(format!("{}=off: no disk tier, every new process compiles", fxhlo::env::FXHLO_CACHE)),
+            (Ok(_), None) => Found::NoDisk(format!("no cache folder ({} is unset, and so are XDG_CACHE_HOME and HOME)", fxhlo::env::FXHLO_CACHE_DIR)),
             (Ok(_), Some(dir)) => {
                 let entry = disk::entry_path(&dir, &key);
                 match std::fs::read(&entry) {
                     Ok(bytes) => match disk::decode(&bytes, &key) {
-                        Ok(_) => Found::Hit {
-                            entry,
-                            bytes: bytes.len() as u64,
-                        },
+                        Ok(_) => Found::Hit { entry, bytes: bytes.len() as u64 },
                         Err(disk::Corrupt(why)) => Found::Corrupt { entry, why },
                     },
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        Found::Miss(cache.miss(&key))
-                    }
-                    Err(e) => Found::Corrupt {
-                        entry,
-                        why: format!("cannot read it ({e})"),
-                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Found::Miss(cache.miss(&key)),
+                    Err(e) => Found::Corrupt { entry, why: format!("cannot read it ({e})") },
                 }
             }
         };
@@ -334,23 +275,11 @@ impl CacheLookup {
 fn target_id(options: &Options) -> Result<String, String> {
     let env = EnvConfig::from_env();
     if options.device.is_ahead_of_time() {
-        return fxhlo::aot::AotTarget::resolve(
-            &options.device,
-            &env,
-            &fxhlo::aot::Worker::from_env(),
-        )
-        .map(|t| t.id)
-        .map_err(|e| e.to_string());
+        return fxhlo::aot::AotTarget::resolve(&options.device, &env, &fxhlo::aot::Worker::from_env()).map(|t| t.id).map_err(|e| e.to_string());
     }
     // A cache of its own, off: the session is only asked for its target, never to compile.
-    let off = CacheConfig {
-        mode: CacheMode::Off,
-        error_on_compile: true,
-        ..CacheConfig::from_env()
-    };
-    Session::with_cache(options.clone(), &env, Arc::new(CompileCache::new(off)))
-        .map(|s| s.target_id())
-        .map_err(|e| e.to_string())
+    let off = CacheConfig { mode: CacheMode::Off, error_on_compile: true, ..CacheConfig::from_env() };
+    Session::with_cache(options.clone(), &env, Arc::new(CompileCache::new(off))).map(|s| s.target_id()).map_err(|e| e.to_string())
 }
 
 /// The mode as `FXHLO_CACHE` spells it.
@@ -370,19 +299,10 @@ impl Report {
     fn text(&self) -> String {
         let mut out = String::new();
         let g = &self.bundle.graph;
-        let _ = writeln!(
-            out,
-            "graph `{}` from {}",
-            g.name,
-            self.bundle.graph_file.display()
-        );
+        let _ = writeln!(out, "graph `{}` from {}", g.name, self.bundle.graph_file.display());
         // Ops.
         let ops = &self.ops;
-        let regions = if ops.in_regions > 0 {
-            format!(", {} in regions", ops.in_regions)
-        } else {
-            String::new()
-        };
+        let regions = if ops.in_regions > 0 { format!(", {} in regions", ops.in_regions) } else { String::new() };
         let _ = writeln!(
             out,
             "\nops: {} nodes ({} inputs{regions}), {} distinct ops, {} unsupported",
@@ -391,44 +311,14 @@ impl Report {
             ops.rows.len(),
             ops.unsupported()
         );
-        let width = ops
-            .rows
-            .iter()
-            .map(|r| r.op.len())
-            .max()
-            .unwrap_or(0)
-            .max(2);
-        let twidth = ops
-            .rows
-            .iter()
-            .map(|r| r.target.as_deref().map_or(1, str::len))
-            .max()
-            .unwrap_or(0)
-            .max(6);
-        let _ = writeln!(
-            out,
-            "  {:>5}  {:width$}  {:twidth$}  lowers",
-            "count", "op", "target"
-        );
+        let width = ops.rows.iter().map(|r| r.op.len()).max().unwrap_or(0).max(2);
+        let twidth = ops.rows.iter().map(|r| r.target.as_deref().map_or(1, str::len)).max().unwrap_or(0).max(6);
+        let _ = writeln!(out, "  {:>5}  {:width$}  {:twidth$}  lowers", "count", "op", "target");
         for r in &ops.rows {
-            let status = if r.unsupported.is_empty() {
-                "yes".to_string()
-            } else {
-                format!("NO: {}", r.reason.as_deref().unwrap_or(""))
-            };
-            let _ = writeln!(
-                out,
-                "  {:>5}  {:width$}  {:twidth$}  {status}",
-                r.count,
-                r.op,
-                r.target.as_deref().unwrap_or("-")
-            );
+            let status = if r.unsupported.is_empty() { "yes".to_string() } else { format!("NO: {}", r.reason.as_deref().unwrap_or("")) };
+            let _ = writeln!(out, "  {:>5}  {:width$}  {:twidth$}  {status}", r.count, r.op, r.target.as_deref().unwrap_or("-"));
             for u in r.unsupported.iter().take(3) {
-                let at = u
-                    .source
-                    .as_deref()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default();
+                let at = u.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
                 // Calls of one target may be refused for different arguments: a node whose
                 // reason is not the row's (the first node's) gives its own.
                 let own = match r.unsupported.first() {
@@ -446,24 +336,14 @@ impl Report {
         let _ = writeln!(out, "\npipeline ({}): {} passes", p.origin, p.passes.len());
         let width = p.passes.iter().map(|n| n.len()).max().unwrap_or(0).max(4);
         if !p.passes.is_empty() {
-            let _ = writeln!(
-                out,
-                "  {:>2}  {:width$}  {:7}  {:>15}  {:>9}",
-                "#", "pass", "changed", "nodes", "time"
-            );
+            let _ = writeln!(out, "  {:>2}  {:width$}  {:7}  {:>15}  {:>9}", "#", "pass", "changed", "nodes", "time");
         }
         for (i, name) in p.passes.iter().enumerate() {
             match p.steps.get(i) {
                 Some(s) => {
                     let changed = if s.changed { "yes" } else { "no" };
                     let nodes = format!("{} -> {}", s.nodes_before, s.nodes_after);
-                    let _ = writeln!(
-                        out,
-                        "  {:>2}  {:width$}  {changed:7}  {nodes:>15}  {:>6.3} ms",
-                        i + 1,
-                        s.pass,
-                        ms(s.time)
-                    );
+                    let _ = writeln!(out, "  {:>2}  {:width$}  {changed:7}  {nodes:>15}  {:>6.3} ms", i + 1, s.pass, ms(s.time));
                 }
                 None => match &p.error {
                     Some((failed, e)) if failed == name => {
@@ -501,29 +381,17 @@ impl Report {
         let _ = writeln!(out, "  options: {}", c.key.options);
         match &c.found {
             Found::Hit { entry, bytes } => {
-                let _ = writeln!(
-                    out,
-                    "  entry:   {} ({}): compile --cache and run would load it, not compile",
-                    entry.display(),
-                    crate::cache::human_bytes(*bytes)
-                );
+                let _ = writeln!(out, "  entry:   {} ({}): compile --cache and run would load it, not compile", entry.display(), crate::cache::human_bytes(*bytes));
             }
             Found::Corrupt { entry, why } => {
-                let _ = writeln!(
-                    out,
-                    "  entry:   {} is unusable ({why}): compile would remove it and compile again",
-                    entry.display()
-                );
+                let _ = writeln!(out, "  entry:   {} is unusable ({why}): compile would remove it and compile again", entry.display());
             }
             Found::NoDisk(why) => {
                 let _ = writeln!(out, "  miss:    {why}");
             }
             Found::Miss(miss) => write_miss(&mut out, "miss", miss),
             Found::Unknown { why, miss } => {
-                let _ = writeln!(
-                    out,
-                    "  unknown: the key's target field needs the target's plugin: {why}"
-                );
+                let _ = writeln!(out, "  unknown: the key's target field needs the target's plugin: {why}");
                 write_miss(&mut out, "nearest", miss);
             }
         }
@@ -562,12 +430,8 @@ impl Report {
             "key": key,
         });
         let extra = match &c.found {
-            Found::Hit { entry, bytes } => {
-                json!({"entry": entry.display().to_string(), "entry_bytes": bytes})
-            }
-            Found::Corrupt { entry, why } => {
-                json!({"entry": entry.display().to_string(), "corrupt": why})
-            }
+            Found::Hit { entry, bytes } => json!({"entry": entry.display().to_string(), "entry_bytes": bytes}),
+            Found::Corrupt { entry, why } => json!({"entry": entry.display().to_string(), "corrupt": why}),
             Found::NoDisk(why) => json!({"detail": why}),
             Found::Miss(miss) => miss_json(miss),
             Found::Unknown { why, miss } => {
@@ -607,32 +471,13 @@ impl Report {
 /// compile's.
 fn write_miss(out: &mut String, label: &str, miss: &Miss) {
     let Some((nearest, diffs)) = &miss.nearest else {
-        let _ = writeln!(
-            out,
-            "  {label}:{:pad$}{}",
-            "",
-            miss.detail(),
-            pad = 8usize.saturating_sub(label.len())
-        );
+        let _ = writeln!(out, "  {label}:{:pad$}{}", "", miss.detail(), pad = 8usize.saturating_sub(label.len()));
         return;
     };
-    let entry = nearest
-        .entry
-        .as_ref()
-        .map_or_else(|| nearest.key.hex(), |p| p.display().to_string());
-    let _ = writeln!(
-        out,
-        "  {label}:{:pad$}the nearest entry of this graph, {entry}, differs in {}",
-        "",
-        miss.reason(),
-        pad = 8usize.saturating_sub(label.len())
-    );
+    let entry = nearest.entry.as_ref().map_or_else(|| nearest.key.hex(), |p| p.display().to_string());
+    let _ = writeln!(out, "  {label}:{:pad$}the nearest entry of this graph, {entry}, differs in {}", "", miss.reason(), pad = 8usize.saturating_sub(label.len()));
     for d in diffs {
-        let _ = writeln!(
-            out,
-            "    {}:\n      cached: {}\n      now:    {}",
-            d.field, d.cached, d.wanted
-        );
+        let _ = writeln!(out, "    {}:\n      cached: {}\n      now:    {}", d.field, d.cached, d.wanted);
     }
 }
 

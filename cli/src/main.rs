@@ -14,19 +14,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::{DeviceKind, EnvConfig, HostTensor, TargetName};
 use fxhlo::{
-    CacheConfig, CacheMode, CompileCache, Compiled, Dump, DumpConfig, Frozen, Options, Session,
-    TensorParallel,
+    CacheConfig, CacheMode, CompileCache, Compiled, Dump, DumpConfig, Frozen, Options, Session, TensorParallel,
 };
 
 /// Environment variable with a `tracing` filter for fxhlo's logs (e.g. `info`, `fxhlo=debug`).
 const FXHLO_LOG: &str = "FXHLO_LOG";
 
 #[derive(Parser)]
-#[command(
-    name = "fxhlo",
-    version,
-    about = "fxhlo: FX graphs to StableHLO on PJRT devices"
-)]
+#[command(name = "fxhlo", version, about = "fxhlo: FX graphs to StableHLO on PJRT devices")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -66,12 +61,7 @@ impl PassArgs {
 
     /// `options` with these flags' passes.
     fn apply(self, options: Options) -> Options {
-        Options {
-            opt_level: self.opt_level,
-            passes: self.passes,
-            max_passes: self.max_passes,
-            ..options
-        }
+        Options { opt_level: self.opt_level, passes: self.passes, max_passes: self.max_passes, ..options }
     }
 }
 
@@ -95,18 +85,14 @@ impl DumpArgs {
     fn config(&self) -> anyhow::Result<Option<DumpConfig>> {
         let filter = match &self.dump {
             Some(filter) => filter.clone(),
-            None if self.dump_dir.is_some() => {
-                fxhlo::env::var(fxhlo::env::FXHLO_DUMP).unwrap_or_else(|| "all".into())
-            }
+            None if self.dump_dir.is_some() => fxhlo::env::var(fxhlo::env::FXHLO_DUMP).unwrap_or_else(|| "all".into()),
             None => return Ok(DumpConfig::from_env()?),
         };
         match DumpConfig::new(&filter, self.dump_dir.clone()) {
             Ok(config) => Ok(Some(config)),
             Err(e) => {
                 let path = std::path::Path::new(&filter);
-                let looks_like_a_folder = filter.contains('/')
-                    || filter.contains(std::path::MAIN_SEPARATOR)
-                    || path.is_dir();
+                let looks_like_a_folder = filter.contains('/') || filter.contains(std::path::MAIN_SEPARATOR) || path.is_dir();
                 if self.dump_dir.is_none() && looks_like_a_folder {
                     eprintln!("note: --dump {filter} is read as --dump all --dump-dir {filter}");
                     return Ok(Some(DumpConfig::new("all", Some(path.to_path_buf()))?));
@@ -314,10 +300,7 @@ fn main() -> ExitCode {
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env(FXHLO_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
@@ -382,20 +365,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 // The last line carries the errors, whatever the outcome.
                 println!("{report}");
-                return Ok(if passed {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                });
+                return Ok(if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE });
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import {
-            bundle,
-            print,
-            dot,
-            write_bin,
-        } => {
+        Command::Import { bundle, print, dot, write_bin } => {
             let bundle = open(&bundle)?;
             if print {
                 print!("{}", fxhlo::ir::print(&bundle.graph));
@@ -409,45 +383,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if !print && !dot {
                 let g = &bundle.graph;
-                eprintln!(
-                    "imported `{}`: {} nodes, {} inputs, {} outputs",
-                    g.name,
-                    g.node_count(),
-                    g.inputs().len(),
-                    g.outputs().len()
-                );
+                eprintln!("imported `{}`: {} nodes, {} inputs, {} outputs", g.name, g.node_count(), g.inputs().len(), g.outputs().len());
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench {
-            bundle,
-            device,
-            compiles,
-            runs,
-            pass_args,
-            dump,
-        } => {
+        Command::Bench { bundle, device, compiles, runs, pass_args, dump } => {
             let dump = dump.config()?;
             let start = std::time::Instant::now();
             let b = open_dumped(&bundle, dump.as_ref())?;
             let import = start.elapsed();
             // A cache of its own, memory only, emptied before each compile: every compile is a
             // PJRT compile, and the folder is left alone.
-            let private = CacheConfig {
-                mode: CacheMode::Off,
-                error_on_compile: false,
-                ..CacheConfig::from_env()
-            };
+            let private = CacheConfig { mode: CacheMode::Off, error_on_compile: false, ..CacheConfig::from_env() };
             let frozen = pass_args.frozen(&b);
-            let options = pass_args.apply(Options {
-                device: device_kind(device).into(),
-                ..Options::default()
-            });
-            let mut session = Session::with_cache(
-                options,
-                &EnvConfig::from_env(),
-                Arc::new(CompileCache::new(private)),
-            )?;
+            let options = pass_args.apply(Options { device: device_kind(device).into(), ..Options::default() });
+            let mut session = Session::with_cache(options, &EnvConfig::from_env(), Arc::new(CompileCache::new(private)))?;
             // Each compile rewrites the same folder; the last one's report stays.
             session.set_dump(dump);
             let key = session.key(&b.graph, &frozen);
@@ -468,36 +418,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 latency.push(t.elapsed().as_secs_f64());
             }
             latency.remove(0); // the first run includes one-time allocations
-            let (cg, cp, lat) = (
-                median(&mut codegen),
-                median(&mut compile),
-                median(&mut latency),
-            );
+            let (cg, cp, lat) = (median(&mut codegen), median(&mut compile), median(&mut latency));
             println!("bundle: {} ({} nodes)", b.graph.name, b.graph.node_count());
             println!("import:       {:>9.2} ms", import.as_secs_f64() * 1e3);
-            println!(
-                "codegen:      {:>9.2} ms  (median of {})",
-                cg * 1e3,
-                codegen.len()
-            );
-            println!(
-                "PJRT compile: {:>9.2} ms  (median of {})",
-                cp * 1e3,
-                compile.len()
-            );
+            println!("codegen:      {:>9.2} ms  (median of {})", cg * 1e3, codegen.len());
+            println!("PJRT compile: {:>9.2} ms  (median of {})", cp * 1e3, compile.len());
             println!("codegen share of compile: {:.1} %", 100.0 * cg / (cg + cp));
             match load {
-                Some(load) => println!(
-                    "cache load:   {:>9.2} ms  (deserializing the executable)",
-                    load.as_secs_f64() * 1e3
-                ),
+                Some(load) => println!("cache load:   {:>9.2} ms  (deserializing the executable)", load.as_secs_f64() * 1e3),
                 None => println!("cache load:   n/a (the plugin cannot serialize this executable)"),
             }
-            println!(
-                "run (upload + execute + download): {:.3} ms  (median of {})",
-                lat * 1e3,
-                latency.len()
-            );
+            println!("run (upload + execute + download): {:.3} ms  (median of {})", lat * 1e3, latency.len());
             Ok(ExitCode::SUCCESS)
         }
         Command::Compile {
@@ -531,25 +462,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if freeze {
                     anyhow::bail!("--freeze needs a bundle: an IR file names weights by digest only, without their bytes");
                 }
-                let text = std::fs::read_to_string(&input)
-                    .with_context(|| format!("reading {}", input.display()))?;
-                let graph = fxhlo::ir::parse(&text)
-                    .with_context(|| format!("{}: not an IR file", input.display()))?;
+                let text = std::fs::read_to_string(&input).with_context(|| format!("reading {}", input.display()))?;
+                let graph = fxhlo::ir::parse(&text).with_context(|| format!("{}: not an IR file", input.display()))?;
                 let dump = dump.map(|config| Dump::new(config, &graph.name));
                 (graph, dump, Frozen::new())
             } else {
                 let bundle = open_dumped(&input, dump.as_ref())?;
                 let dump = dump.map(|config| bundle_dump(config, &bundle, start.elapsed()));
-                let frozen = if freeze {
-                    fxhlo::frozen_weights(&bundle)
-                } else {
-                    Frozen::new()
-                };
+                let frozen = if freeze { fxhlo::frozen_weights(&bundle) } else { Frozen::new() };
                 (bundle.graph, dump, frozen)
             };
             if target.is_ahead_of_time() {
-                let (lowered, compiled) =
-                    aot::compile(&graph, &frozen, &options, dump.as_ref(), false)?;
+                let (lowered, compiled) = aot::compile(&graph, &frozen, &options, dump.as_ref(), false)?;
                 say_dumped(dump.as_ref());
                 let line = aot::report(&compiled, &target, output.as_deref())?;
                 // As with --cache: the report on stdout, or on stderr when a stage is printed.
@@ -589,12 +513,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let lowered = if matches!(emit, Emit::Mlir) || dump.is_some() {
                 // No device here: the key names the device kind only (nothing is compiled or cached).
                 let target = format!("{} (not compiled)", options.device);
-                let lowered = fxhlo::Pipeline::new(options.clone()).lower(
-                    &graph,
-                    &frozen,
-                    dump.as_ref(),
-                    &target,
-                );
+                let lowered = fxhlo::Pipeline::new(options.clone()).lower(&graph, &frozen, dump.as_ref(), &target);
                 say_dumped(dump.as_ref());
                 Some(lowered.context("lowering to StableHLO")?)
             } else {
@@ -606,34 +525,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain {
-            bundle,
-            target,
-            json,
-            pass_args,
-            tp,
-        } => {
+        Command::Explain { bundle, target, json, pass_args, tp } => {
             // The options `compile` builds from the same flags.
-            let options = pass_args.apply(Options {
-                device: target,
-                tensor_parallel: tp.plan()?,
-                ..Options::default()
-            });
+            let options = pass_args.apply(Options { device: target, tensor_parallel: tp.plan()?, ..Options::default() });
             options.check()?;
             explain::run(&bundle, &options, json)
         }
-        Command::Cost {
-            bundle,
-            target,
-            pass_args,
-            tp,
-        } => {
+        Command::Cost { bundle, target, pass_args, tp } => {
             print!("{}", aot::cost(&bundle, &target, pass_args, tp.plan()?)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::AotWorker { args } => Ok(ExitCode::from(
-            fxhlo::aot::worker_main(&args).clamp(0, 255) as u8,
-        )),
+        Command::AotWorker { args } => Ok(ExitCode::from(fxhlo::aot::worker_main(&args).clamp(0, 255) as u8)),
         Command::Cache { command } => cache::run(command),
     }
 }
@@ -658,22 +560,16 @@ fn say_dumped(dump: Option<&Dump>) {
 /// `fxhlo compile <module.mlir>` for a device target: the module as it is, compiled by the
 /// device's PJRT compiler (no passes, no cache): a failure's reproduction, or a dump's module.
 fn compile_mlir_on_device(path: &std::path::Path, options: &Options) -> anyhow::Result<ExitCode> {
-    let mlir =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mlir = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let env = EnvConfig::from_env();
-    let target = fxhlo::runtime::Target::resolve_in(options.device.device, &env)
-        .map_err(fxhlo::Error::from)?;
+    let target = fxhlo::runtime::Target::resolve_in(options.device.device, &env).map_err(fxhlo::Error::from)?;
     let devices = options.devices();
-    let client =
-        fxhlo::runtime::Client::with_devices(&target, &env, devices).map_err(fxhlo::Error::from)?;
+    let client = fxhlo::runtime::Client::with_devices(&target, &env, devices).map_err(fxhlo::Error::from)?;
     let start = std::time::Instant::now();
     client
         .compile_with_options(&mlir, &fxhlo::runtime::CompileOptions::partitioned(devices))
         .map_err(fxhlo::Error::from)?;
-    let name = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     println!(
         "compiled {name} for {} ({}): PJRT compile {:.1} ms (not cached)",
         options.device,
@@ -700,16 +596,10 @@ fn cache_line(session: &Session, compiled: &Compiled) -> String {
     let platform = session.client().platform_name();
     let digest = compiled.lowered.key.hex();
     let config = session.cache().config();
-    let entry = config
-        .dir
-        .as_deref()
-        .map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.lowered.key));
+    let entry = config.dir.as_deref().map(|dir| fxhlo::cache::disk::entry_path(dir, &compiled.lowered.key));
     let stored = match (config.mode, &entry) {
         (CacheMode::Off, _) => format!("not stored on disk ({}=off)", fxhlo::env::FXHLO_CACHE),
-        (_, None) => format!(
-            "not stored on disk (no cache folder: set {})",
-            fxhlo::env::FXHLO_CACHE_DIR
-        ),
+        (_, None) => format!("not stored on disk (no cache folder: set {})", fxhlo::env::FXHLO_CACHE_DIR),
         (_, Some(path)) if path.is_file() => format!("entry {}", path.display()),
         (CacheMode::ReadOnly, Some(_)) => {
             format!("not stored on disk ({}=read-only)", fxhlo::env::FXHLO_CACHE)
@@ -720,16 +610,8 @@ fn cache_line(session: &Session, compiled: &Compiled) -> String {
         ),
     };
     match compiled.cached {
-        None => format!(
-            "compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}",
-            compiled.graph(),
-            provenance(compiled)
-        ),
-        Some(_) => format!(
-            "`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}",
-            compiled.graph(),
-            provenance(compiled)
-        ),
+        None => format!("compiled `{}` for {device} ({platform}): {}; cache key {digest}, {stored}", compiled.graph(), provenance(compiled)),
+        Some(_) => format!("`{}` for {device} ({platform}) is already cached: {}; cache key {digest}, {stored}", compiled.graph(), provenance(compiled)),
     }
 }
 
@@ -764,10 +646,5 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// `f32[2,4] = [0.1, ...]`, at most 8 values.
 fn describe(t: &HostTensor) -> String {
-    format!(
-        "{}{:?} = {}",
-        t.element_type.name(),
-        t.dims,
-        fxhlo::Values::of(t).preview(8)
-    )
+    format!("{}{:?} = {}", t.element_type.name(), t.dims, fxhlo::Values::of(t).preview(8))
 }

@@ -22,6 +22,7 @@ fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -54,33 +55,12 @@ fn model_fixtures_compile_ahead_of_time_for_v6e_and_v5e() {
             let bundle = fixtures().join(format!("{name}.fxt"));
             let exe = dir.join(format!("{name}-{}.tpu", topology.replace(':', "_")));
             let target = format!("tpu:{topology}");
-            let out = fxhlo(
-                &[
-                    "compile",
-                    bundle.to_str().unwrap(),
-                    "--target",
-                    &target,
-                    "-o",
-                    exe.to_str().unwrap(),
-                ],
-                &[],
-            );
-            assert!(
-                out.status.success(),
-                "{name} for {target}: {}",
-                stderr(&out)
-            );
-            assert!(
-                stdout(&out).contains(&format!("`{name}` for {target}: compiled in")),
-                "{}",
-                stdout(&out)
-            );
+            let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", &target, "-o", exe.to_str().unwrap()], &[]);
+            assert!(out.status.success(), "{name} for {target}: {}", stderr(&out));
+            assert!(stdout(&out).contains(&format!("`{name}` for {target}: compiled in")), "{}", stdout(&out));
             let size = fs::metadata(&exe).map(|m| m.len()).unwrap_or(0);
             // A real TPU executable: libtpu's serialized form is at least tens of kilobytes.
-            assert!(
-                size > 10_000,
-                "{name} for {target}: executable of {size} bytes"
-            );
+            assert!(size > 10_000, "{name} for {target}: executable of {size} bytes");
         }
     }
     let _ = fs::remove_dir_all(&dir);
@@ -162,10 +142,7 @@ fn a_crash_of_the_tpu_compiler_is_an_error_not_a_dead_process() {
 fn ahead_of_time_executables_go_through_the_cache_keyed_by_topology() {
     let dir = scratch("cache");
     let cache = dir.join("cache");
-    let env = [
-        ("FXHLO_CACHE", "read-write"),
-        ("FXHLO_CACHE_DIR", cache.to_str().unwrap()),
-    ];
+    let env = [("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", cache.to_str().unwrap())];
     let bundle = fixtures().join("mlp.fxt");
     let b = bundle.to_str().unwrap();
     let key = |out: &Output| {
@@ -176,29 +153,13 @@ fn ahead_of_time_executables_go_through_the_cache_keyed_by_topology() {
             .unwrap_or_default()
     };
     let first = fxhlo(&["compile", b, "--target", "tpu:v6e:2x2"], &env);
-    assert!(
-        first.status.success() && stdout(&first).contains("compiled in"),
-        "{}",
-        stderr(&first)
-    );
+    assert!(first.status.success() && stdout(&first).contains("compiled in"), "{}", stderr(&first));
     let second = fxhlo(&["compile", b, "--target", "tpu:v6e:2x2"], &env);
-    assert!(
-        second.status.success() && stdout(&second).contains("already cached (disk tier"),
-        "{}",
-        stdout(&second)
-    );
+    assert!(second.status.success() && stdout(&second).contains("already cached (disk tier"), "{}", stdout(&second));
     assert_eq!(key(&first), key(&second));
     let other = fxhlo(&["compile", b, "--target", "tpu:v5e:2x2"], &env);
-    assert!(
-        other.status.success() && stdout(&other).contains("compiled in"),
-        "{}",
-        stdout(&other)
-    );
-    assert_ne!(
-        key(&first),
-        key(&other),
-        "v6e and v5e executables must not share a key"
-    );
+    assert!(other.status.success() && stdout(&other).contains("compiled in"), "{}", stdout(&other));
+    assert_ne!(key(&first), key(&other), "v6e and v5e executables must not share a key");
     assert_eq!(key(&first).len(), 64);
     let _ = fs::remove_dir_all(&dir);
 }
@@ -212,75 +173,29 @@ fn a_tpu_vm_of_the_topology_finds_what_was_compiled_ahead_of_time() {
     use fxhlo::runtime::{DeviceKind, EnvConfig, Target, TargetName};
     let dir = scratch("vm-key");
     let cache = dir.join("cache");
-    let env = [
-        ("FXHLO_CACHE", "read-write"),
-        ("FXHLO_CACHE_DIR", cache.to_str().unwrap()),
-    ];
+    let env = [("FXHLO_CACHE", "read-write"), ("FXHLO_CACHE_DIR", cache.to_str().unwrap())];
     let bundle = fixtures().join("mlp.fxt");
-    let out = fxhlo(
-        &[
-            "compile",
-            bundle.to_str().unwrap(),
-            "--target",
-            "tpu:v6e:2x2",
-            "--cache",
-        ],
-        &env,
-    );
+    let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2", "--cache"], &env);
     assert!(out.status.success(), "{}", stderr(&out));
-    let aot_key = stdout(&out)
-        .split("cache key ")
-        .nth(1)
-        .map(|k| k.trim().to_string())
-        .unwrap_or_default();
+    let aot_key = stdout(&out).split("cache key ").nth(1).map(|k| k.trim().to_string()).unwrap_or_default();
 
     // The session of a TPU VM: `device="tpu"`, and the target as `Session::target_id` makes it
     // from a client's topology (the plugin's description of v6e:2x2, in a worker process).
     let name: TargetName = "tpu:v6e:2x2".parse().unwrap();
-    let plugin = Target::resolve_ahead_of_time(&name, &EnvConfig::from_env())
-        .unwrap()
-        .plugin;
-    let worker = fxhlo::aot::Worker {
-        program: env!("CARGO_BIN_EXE_fxhlo").into(),
-        args: vec!["aot-worker".into()],
-    };
-    let topology = Target {
-        device: DeviceKind::Tpu,
-        plugin: plugin.clone(),
-        topology: Some("v6e:2x2".into()),
-    };
+    let plugin = Target::resolve_ahead_of_time(&name, &EnvConfig::from_env()).unwrap().plugin;
+    let worker = fxhlo::aot::Worker { program: env!("CARGO_BIN_EXE_fxhlo").into(), args: vec!["aot-worker".into()] };
+    let topology = Target { device: DeviceKind::Tpu, plugin: plugin.clone(), topology: Some("v6e:2x2".into()) };
     let described = fxhlo::aot::describe(&topology, &worker).unwrap();
-    assert_eq!(
-        (
-            described.platform_name.as_str(),
-            described.device_count,
-            described.layout().as_str()
-        ),
-        ("tpu", 4, "2x2x1"),
-        "{described:?}"
-    );
-    let id = fxhlo::cache::topology_target_id(
-        DeviceKind::Tpu,
-        &fxhlo::cache::plugin_identity(&plugin),
-        &described,
-    );
+    assert_eq!((described.platform_name.as_str(), described.device_count, described.layout().as_str()), ("tpu", 4, "2x2x1"), "{described:?}");
+    let id = fxhlo::cache::topology_target_id(DeviceKind::Tpu, &fxhlo::cache::plugin_identity(&plugin), &described);
     let graph = fxhlo::frontend::Bundle::open(&bundle).unwrap().graph;
-    let vm = fxhlo::Pipeline::new(fxhlo::Options {
-        device: DeviceKind::Tpu.into(),
-        ..fxhlo::Options::default()
-    });
+    let vm = fxhlo::Pipeline::new(fxhlo::Options { device: DeviceKind::Tpu.into(), ..fxhlo::Options::default() });
     let vm_key = vm.key(&graph, &fxhlo::Frozen::new(), &id);
     assert_eq!(vm_key.hex(), aot_key, "the VM's key {vm_key:?}");
     // And the folder the compile filled holds it: the VM's first call loads it.
-    let config = fxhlo::CacheConfig {
-        mode: fxhlo::CacheMode::ReadOnly,
-        ..fxhlo::CacheConfig::in_dir(&cache)
-    };
+    let config = fxhlo::CacheConfig { mode: fxhlo::CacheMode::ReadOnly, ..fxhlo::CacheConfig::in_dir(&cache) };
     let found = fxhlo::CompileCache::new(config).get(&vm_key);
-    assert!(
-        matches!(found, Some((_, fxhlo::Tier::Disk))),
-        "no entry for the VM's key"
-    );
+    assert!(matches!(found, Some((_, fxhlo::Tier::Disk))), "no entry for the VM's key");
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -298,10 +213,7 @@ fn the_cost_of_a_matmul_is_two_m_n_k_flops() {
         ),
     )
     .unwrap();
-    let out = fxhlo(
-        &["cost", module.to_str().unwrap(), "--target", "tpu:v6e:2x2"],
-        &[],
-    );
+    let out = fxhlo(&["cost", module.to_str().unwrap(), "--target", "tpu:v6e:2x2"], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let field = |name: &str| -> f64 {
@@ -331,15 +243,7 @@ fn the_cost_of_a_matmul_is_two_m_n_k_flops() {
 #[test]
 fn an_unknown_topology_is_named_in_the_error() {
     let bundle = fixtures().join("mlp.fxt");
-    let out = fxhlo(
-        &[
-            "compile",
-            bundle.to_str().unwrap(),
-            "--target",
-            "tpu:v99:9x9",
-        ],
-        &[],
-    );
+    let out = fxhlo(&["compile", bundle.to_str().unwrap(), "--target", "tpu:v99:9x9"], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("v99:9x9"), "{}", stderr(&out));
 }
@@ -357,10 +261,7 @@ fn tpu_without_a_tpu_fails_in_under_a_second_and_says_how_to_compile_ahead_of_ti
     println!("failed after {:.0} ms", took.as_secs_f64() * 1e3);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(
-        err.contains("no TPU found") && err.contains("--target tpu:v6e:2x2"),
-        "{err}"
-    );
+    assert!(err.contains("no TPU found") && err.contains("--target tpu:v6e:2x2"), "{err}");
     assert!(took < Duration::from_secs(1), "took {took:?}");
     let _ = fs::remove_dir_all(&dev);
 }
@@ -415,14 +316,7 @@ fn the_tensor_parallel_plan_compiles_for_v6e_slices_of_4_and_8_chips() {
     let flops = |devices: &str| -> f64 {
         let bundle = fixtures().join("gpt_block.fxt");
         let out = fxhlo(
-            &[
-                "cost",
-                bundle.to_str().unwrap(),
-                "--target",
-                "tpu:v6e:2x2",
-                "--tensor-parallel",
-                devices,
-            ],
+            &["cost", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2", "--tensor-parallel", devices],
             &[("FXHLO_CACHE", "off")],
         );
         let text = stdout(&out);
@@ -433,10 +327,7 @@ fn the_tensor_parallel_plan_compiles_for_v6e_slices_of_4_and_8_chips() {
     };
     let (one, four) = (flops("1"), flops("4"));
     println!("gpt_block flops per chip: 1 chip {one:.4e}, 4 chips {four:.4e}");
-    assert!(
-        four < 0.75 * one,
-        "per-chip flops over 4 chips {four} vs one chip {one}"
-    );
+    assert!(four < 0.75 * one, "per-chip flops over 4 chips {four} vs one chip {one}");
 }
 
 /// `--dump` on an ahead-of-time compile: the worker's XLA dumps the HLO it compiled for the
@@ -447,40 +338,18 @@ fn an_ahead_of_time_dump_holds_the_tpu_compilers_own_dump() {
     let dumps = dir.join("dumps");
     let bundle = fixtures().join("mlp.fxt");
     let out = fxhlo(
-        &[
-            "compile",
-            bundle.to_str().unwrap(),
-            "--target",
-            "tpu:v6e:2x2",
-            "--dump",
-            "all",
-            "--dump-dir",
-            dumps.to_str().unwrap(),
-        ],
+        &["compile", bundle.to_str().unwrap(), "--target", "tpu:v6e:2x2", "--dump", "all", "--dump-dir", dumps.to_str().unwrap()],
         &[("FXHLO_CACHE", "off")],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let graph = fs::read_dir(&dumps)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let graph = fs::read_dir(&dumps).unwrap().next().unwrap().unwrap().path();
     let xla = fs::read_dir(&graph)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.file_name().unwrap().to_string_lossy().ends_with("-xla"))
         .unwrap_or_else(|| panic!("no NN-xla folder in {graph:?}"));
-    let files: Vec<String> = fs::read_dir(&xla)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(
-        files
-            .iter()
-            .any(|f| f.contains("after_optimizations") && f.ends_with(".txt")),
-        "{files:?}"
-    );
+    let files: Vec<String> = fs::read_dir(&xla).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(files.iter().any(|f| f.contains("after_optimizations") && f.ends_with(".txt")), "{files:?}");
     let report = fs::read_to_string(graph.join("report.txt")).unwrap();
     let name = xla.file_name().unwrap().to_string_lossy().into_owned();
     assert!(report.contains(&format!("{name}/")), "{report}");

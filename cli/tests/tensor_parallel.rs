@@ -100,27 +100,13 @@ fn a_plan_file_splits_what_it_names_and_a_dim_out_of_range_is_refused() {
     // `plan`'s run of gpt_block, which must fail: its stderr.
     let refused = |text: &str| {
         std::fs::write(&plan, text).unwrap();
-        let out = fxhlo(
-            &[
-                "run",
-                fixture("gpt_block").to_str().unwrap(),
-                "--plan",
-                plan.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let out = fxhlo(&["run", fixture("gpt_block").to_str().unwrap(), "--plan", plan.to_str().unwrap()], &[]);
         assert!(!out.status.success(), "{text} ran");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let err = refused(r#"{"devices": 2, "split": [{"weights": "fc1.bias", "dim": 1}]}"#);
-    assert!(
-        err.contains("splits dim 1 of weight `fc1.bias`") && err.contains("rank 1"),
-        "{err}"
-    );
+    assert!(err.contains("splits dim 1 of weight `fc1.bias`") && err.contains("rank 1"), "{err}");
     let err = refused(r#"{"devices": 2, "splits": []}"#);
-    assert!(
-        err.contains("not a tensor-parallel plan") && err.contains("splits"),
-        "{err}"
-    );
+    assert!(err.contains("not a tensor-parallel plan") && err.contains("splits"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

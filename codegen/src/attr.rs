@@ -11,8 +11,7 @@
 
 use fxhlo_ir::{DType, Scalar, TensorType};
 use melior::ir::attribute::{
-    ArrayAttribute, BoolAttribute, DenseElementsAttribute, DenseI64ArrayAttribute, FloatAttribute,
-    IntegerAttribute,
+    ArrayAttribute, BoolAttribute, DenseElementsAttribute, DenseI64ArrayAttribute, FloatAttribute, IntegerAttribute,
 };
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Attribute, Type, TypeLike};
@@ -48,41 +47,24 @@ pub fn i64_elements<'c>(ctx: &'c Context, ty: &TensorType, values: &[i64]) -> At
 /// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>`: the (low, high) padding of each dim.
 pub fn padding<'c>(ctx: &'c Context, pads: &[(i64, i64)]) -> Attribute<'c> {
     let flat: Vec<i64> = pads.iter().flat_map(|&(lo, hi)| [lo, hi]).collect();
-    i64_elements(
-        ctx,
-        &TensorType::new(DType::I64, vec![pads.len() as i64, 2]),
-        &flat,
-    )
+    i64_elements(ctx, &TensorType::new(DType::I64, vec![pads.len() as i64, 2]), &flat)
 }
 
 /// `dense<[...]>` of float type `ty` holding `values`, each rounded to the element type as MLIR
 /// rounds a float literal (to nearest, ties to even), or why it cannot be built.
-pub fn float_elements<'c>(
-    ctx: &'c Context,
-    ty: &TensorType,
-    values: &[f64],
-) -> Result<Attribute<'c>, String> {
+pub fn float_elements<'c>(ctx: &'c Context, ty: &TensorType, values: &[f64]) -> Result<Attribute<'c>, String> {
     if !ty.dtype.is_float() {
         return Err(format!("a float constant of type {ty}"));
     }
     let elem = element_type(ctx, ty.dtype);
-    let items: Vec<Attribute<'c>> = values
-        .iter()
-        .map(|&v| FloatAttribute::new(ctx, elem, v).into())
-        .collect();
-    DenseElementsAttribute::new(tensor_type(ctx, ty), &items)
-        .map(Into::into)
-        .map_err(|e| format!("{ty}: {e}"))
+    let items: Vec<Attribute<'c>> = values.iter().map(|&v| FloatAttribute::new(ctx, elem, v).into()).collect();
+    DenseElementsAttribute::new(tensor_type(ctx, ty), &items).map(Into::into).map_err(|e| format!("{ty}: {e}"))
 }
 
 /// A dense elements attribute of type `ty` with every element `value`, converted to `ty`'s dtype
 /// as PyTorch converts a scalar argument (floats truncate toward zero into integers, non-zero
 /// is true), or why it cannot be: an integer that does not fit the dtype.
-pub fn splat<'c>(
-    ctx: &'c Context,
-    value: Scalar,
-    ty: &TensorType,
-) -> Result<Attribute<'c>, String> {
+pub fn splat<'c>(ctx: &'c Context, value: Scalar, ty: &TensorType) -> Result<Attribute<'c>, String> {
     let shaped = tensor_type(ctx, ty);
     let v = value.as_f64();
     let bytes = match ty.dtype {
@@ -104,11 +86,7 @@ pub fn splat<'c>(
             let bits = 8 * ty.dtype.size_bytes() as u32;
             // The values MLIR accepts as an integer literal of this width: a signless integer
             // reads `-2^(w-1) ..= 2^w - 1`, an unsigned one `0 ..= 2^w - 1`.
-            let (lo, hi) = if ty.dtype == DType::U8 {
-                (0, (1i128 << bits) - 1)
-            } else {
-                (-(1i128 << (bits - 1)), (1i128 << bits) - 1)
-            };
+            let (lo, hi) = if ty.dtype == DType::U8 { (0, (1i128 << bits) - 1) } else { (-(1i128 << (bits - 1)), (1i128 << bits) - 1) };
             if !(lo..=hi).contains(&(i as i128)) {
                 return Err(format!("{i} does not fit {}", ty.dtype));
             }
@@ -176,21 +154,9 @@ impl ConvDimensions {
     /// `#stablehlo.conv<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>`: each tensor's dims in
     /// order, named by role (spatial dims by their index), StableHLO's compact form.
     pub fn attr<'c>(&self, ctx: &'c Context) -> Attribute<'c> {
-        let input = roles(
-            &[(self.input_batch, "b"), (self.input_feature, "f")],
-            &self.input_spatial,
-        );
-        let kernel = roles(
-            &[
-                (self.kernel_output_feature, "o"),
-                (self.kernel_input_feature, "i"),
-            ],
-            &self.kernel_spatial,
-        );
-        let output = roles(
-            &[(self.output_batch, "b"), (self.output_feature, "f")],
-            &self.output_spatial,
-        );
+        let input = roles(&[(self.input_batch, "b"), (self.input_feature, "f")], &self.input_spatial);
+        let kernel = roles(&[(self.kernel_output_feature, "o"), (self.kernel_input_feature, "i")], &self.kernel_spatial);
+        let output = roles(&[(self.output_batch, "b"), (self.output_feature, "f")], &self.output_spatial);
         stablehlo(ctx, &format!("conv<{input}x{kernel}->{output}>"))
     }
 }
@@ -199,16 +165,8 @@ impl ConvDimensions {
 /// (a dim named nowhere shows as `?`, which the plugin rejects).
 fn roles(named: &[(i64, &str)], spatial: &[i64]) -> String {
     let mut names = vec!["?".to_string(); named.len() + spatial.len()];
-    let spatial_names: Vec<(i64, String)> = spatial
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| (d, i.to_string()))
-        .collect();
-    for (d, name) in named
-        .iter()
-        .map(|&(d, n)| (d, n.to_string()))
-        .chain(spatial_names)
-    {
+    let spatial_names: Vec<(i64, String)> = spatial.iter().enumerate().map(|(i, &d)| (d, i.to_string())).collect();
+    for (d, name) in named.iter().map(|&(d, n)| (d, n.to_string())).chain(spatial_names) {
         if let Some(slot) = usize::try_from(d).ok().and_then(|d| names.get_mut(d)) {
             *slot = name;
         }
@@ -235,11 +193,7 @@ impl DotDimensions {
             ("lhs_contracting_dimensions", &self.lhs_contracting),
             ("rhs_contracting_dimensions", &self.rhs_contracting),
         ];
-        let set: Vec<String> = fields
-            .iter()
-            .filter(|(_, d)| !d.is_empty())
-            .map(|(name, d)| format!("{name} = {}", list(d)))
-            .collect();
+        let set: Vec<String> = fields.iter().filter(|(_, d)| !d.is_empty()).map(|(name, d)| format!("{name} = {}", list(d))).collect();
         stablehlo(ctx, &format!("dot<{}>", set.join(", ")))
     }
 }
@@ -257,11 +211,7 @@ impl GatherDimensions {
     /// `#stablehlo.gather<offset_dims = [..], collapsed_slice_dims = [..], start_index_map = [..],
     /// index_vector_dim = n>`, every field written.
     pub fn attr<'c>(&self, ctx: &'c Context) -> Attribute<'c> {
-        let lists = [
-            ("offset_dims", &self.offset_dims),
-            ("collapsed_slice_dims", &self.collapsed_slice_dims),
-            ("start_index_map", &self.start_index_map),
-        ];
+        let lists = [("offset_dims", &self.offset_dims), ("collapsed_slice_dims", &self.collapsed_slice_dims), ("start_index_map", &self.start_index_map)];
         stablehlo(ctx, &index_numbers("gather", lists, self.index_vector_dim))
     }
 }
@@ -282,10 +232,7 @@ impl ScatterDimensions {
         let lists = [
             ("update_window_dims", &self.update_window_dims),
             ("inserted_window_dims", &self.inserted_window_dims),
-            (
-                "scatter_dims_to_operand_dims",
-                &self.scatter_dims_to_operand_dims,
-            ),
+            ("scatter_dims_to_operand_dims", &self.scatter_dims_to_operand_dims),
         ];
         stablehlo(ctx, &index_numbers("scatter", lists, self.index_vector_dim))
     }
@@ -294,14 +241,8 @@ impl ScatterDimensions {
 /// `kind<a = [..], b = [..], c = [..], index_vector_dim = n>`: gather's and scatter's
 /// dimension numbers, every list written even when empty.
 fn index_numbers(kind: &str, lists: [(&str, &Vec<i64>); 3], index_vector_dim: i64) -> String {
-    let fields: Vec<String> = lists
-        .iter()
-        .map(|(name, dims)| format!("{name} = {}", list(dims)))
-        .collect();
-    format!(
-        "{kind}<{}, index_vector_dim = {index_vector_dim}>",
-        fields.join(", ")
-    )
+    let fields: Vec<String> = lists.iter().map(|(name, dims)| format!("{name} = {}", list(dims))).collect();
+    format!("{kind}<{}, index_vector_dim = {index_vector_dim}>", fields.join(", "))
 }
 
 /// StableHLO enum attributes: `#stablehlo<kind CASE>`, one Rust enum each.

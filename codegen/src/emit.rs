@@ -34,12 +34,7 @@ pub struct Emitter<'c, 'a> {
 impl<'c, 'a> Emitter<'c, 'a> {
     /// An emitter appending to `block`.
     pub fn new(ctx: &'c Context, block: &'a Block<'c>) -> Self {
-        Emitter {
-            ctx,
-            block,
-            values: HashMap::new(),
-            node: String::new(),
-        }
+        Emitter { ctx, block, values: HashMap::new(), node: String::new() }
     }
 
     /// Records the MLIR value of an IR value.
@@ -49,18 +44,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// The MLIR value of an already lowered IR value.
     pub fn value(&self, v: ValueRef) -> Result<Value<'c, 'a>> {
-        self.values
-            .get(&v)
-            .copied()
-            .ok_or_else(|| self.internal("operand was not lowered before its use"))
+        self.values.get(&v).copied().ok_or_else(|| self.internal("operand was not lowered before its use"))
     }
 
     /// An internal error naming the current node.
     pub fn internal(&self, message: impl Into<String>) -> Error {
-        Error::Internal {
-            node: self.node.clone(),
-            message: message.into(),
-        }
+        Error::Internal { node: self.node.clone(), message: message.into() }
     }
 
     /// The MLIR `tensor<...>` type of an IR tensor type.
@@ -69,23 +58,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Appends `name(operands) {attrs} -> results` and returns its first result.
-    pub fn op(
-        &self,
-        name: &str,
-        loc: Location<'c>,
-        operands: &[Value<'c, 'a>],
-        result: &TensorType,
-        attrs: &Attrs<'_, 'c>,
-    ) -> Result<Value<'c, 'a>> {
-        self.op_typed(
-            name,
-            loc,
-            operands,
-            &[self.tensor_type(result)],
-            attrs,
-            Vec::new(),
-        )
-        .map(|v| v[0])
+    pub fn op(&self, name: &str, loc: Location<'c>, operands: &[Value<'c, 'a>], result: &TensorType, attrs: &Attrs<'_, 'c>) -> Result<Value<'c, 'a>> {
+        self.op_typed(name, loc, operands, &[self.tensor_type(result)], attrs, Vec::new()).map(|v| v[0])
     }
 
     /// Appends an op with several results (or none) and returns them all.
@@ -113,10 +87,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         attrs: &Attrs<'_, 'c>,
         regions: Vec<melior::ir::Region<'c>>,
     ) -> Result<Vec<Value<'c, 'a>>> {
-        let attrs: Vec<(Identifier<'c>, Attribute<'c>)> = attrs
-            .iter()
-            .map(|&(k, v)| (Identifier::new(self.ctx, k), v))
-            .collect();
+        let attrs: Vec<(Identifier<'c>, Attribute<'c>)> = attrs.iter().map(|&(k, v)| (Identifier::new(self.ctx, k), v)).collect();
         let op = OperationBuilder::new(name, loc)
             .add_operands(operands)
             .add_results(types)
@@ -126,42 +97,20 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .map_err(|e| self.internal(format!("building {name}: {e}")))?;
         let op = self.block.append_operation(op);
         (0..types.len())
-            .map(|i| {
-                op.result(i)
-                    .map(Into::into)
-                    .map_err(|e| self.internal(format!("{name} result {i}: {e}")))
-            })
+            .map(|i| op.result(i).map(Into::into).map_err(|e| self.internal(format!("{name} result {i}: {e}"))))
             .collect()
     }
 
     /// `v` converted from `from` to element type `to` (no op when equal).
-    pub fn convert(
-        &self,
-        v: Value<'c, 'a>,
-        from: &TensorType,
-        to: DType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn convert(&self, v: Value<'c, 'a>, from: &TensorType, to: DType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         if from.dtype == to {
             return Ok(v);
         }
-        self.op(
-            "stablehlo.convert",
-            loc,
-            &[v],
-            &TensorType::new(to, from.shape.clone()),
-            &[],
-        )
+        self.op("stablehlo.convert", loc, &[v], &TensorType::new(to, from.shape.clone()), &[])
     }
 
     /// `v` reshaped to `to` (no op when the shapes are equal).
-    pub fn reshape(
-        &self,
-        v: Value<'c, 'a>,
-        from: &TensorType,
-        to: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn reshape(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         if from.shape == to.shape {
             return Ok(v);
         }
@@ -169,84 +118,30 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// `v` (of type `ty`) transposed by `perm`: result dim `i` is `ty`'s dim `perm[i]`.
-    pub fn transpose(
-        &self,
-        v: Value<'c, 'a>,
-        ty: &TensorType,
-        perm: &[usize],
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn transpose(&self, v: Value<'c, 'a>, ty: &TensorType, perm: &[usize], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let attr: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
-        self.op(
-            "stablehlo.transpose",
-            loc,
-            &[v],
-            &fxhlo_ir::layout::permuted(ty, perm),
-            &[("permutation", attr::i64s(self.ctx, &attr))],
-        )
+        self.op("stablehlo.transpose", loc, &[v], &fxhlo_ir::layout::permuted(ty, perm), &[("permutation", attr::i64s(self.ctx, &attr))])
     }
 
     /// `stablehlo.iota` of type `ty` counting along `dim`.
     pub fn iota(&self, ty: &TensorType, dim: usize, loc: Location<'c>) -> Result<Value<'c, 'a>> {
-        self.op(
-            "stablehlo.iota",
-            loc,
-            &[],
-            ty,
-            &[("iota_dimension", attr::i64_attr(self.ctx, dim as i64))],
-        )
+        self.op("stablehlo.iota", loc, &[], ty, &[("iota_dimension", attr::i64_attr(self.ctx, dim as i64))])
     }
 
     /// `stablehlo.broadcast_in_dim` of `v` to `out`: operand dim `i` becomes result dim `dims[i]`.
-    pub fn broadcast_in_dim(
-        &self,
-        v: Value<'c, 'a>,
-        dims: &[i64],
-        out: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
-        self.op(
-            "stablehlo.broadcast_in_dim",
-            loc,
-            &[v],
-            out,
-            &[("broadcast_dimensions", attr::i64s(self.ctx, dims))],
-        )
+    pub fn broadcast_in_dim(&self, v: Value<'c, 'a>, dims: &[i64], out: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.broadcast_in_dim", loc, &[v], out, &[("broadcast_dimensions", attr::i64s(self.ctx, dims))])
     }
 
     /// `values` joined along `dim` into `out`.
-    pub fn concatenate(
-        &self,
-        values: &[Value<'c, 'a>],
-        dim: usize,
-        out: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
-        self.op(
-            "stablehlo.concatenate",
-            loc,
-            values,
-            out,
-            &[("dimension", attr::i64_attr(self.ctx, dim as i64))],
-        )
+    pub fn concatenate(&self, values: &[Value<'c, 'a>], dim: usize, out: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.concatenate", loc, values, out, &[("dimension", attr::i64_attr(self.ctx, dim as i64))])
     }
 
     /// `stablehlo.slice` of `v`: `start..limit` by `strides` in every dim, of type `out`.
-    pub fn slice(
-        &self,
-        v: Value<'c, 'a>,
-        start: &[i64],
-        limit: &[i64],
-        strides: &[i64],
-        out: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn slice(&self, v: Value<'c, 'a>, start: &[i64], limit: &[i64], strides: &[i64], out: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let ctx = self.ctx;
-        let attrs = [
-            ("start_indices", attr::i64s(ctx, start)),
-            ("limit_indices", attr::i64s(ctx, limit)),
-            ("strides", attr::i64s(ctx, strides)),
-        ];
+        let attrs = [("start_indices", attr::i64s(ctx, start)), ("limit_indices", attr::i64s(ctx, limit)), ("strides", attr::i64s(ctx, strides))];
         self.op("stablehlo.slice", loc, &[v], out, &attrs)
     }
 
@@ -264,48 +159,22 @@ impl<'c, 'a> Emitter<'c, 'a> {
         loc: Location<'c>,
     ) -> Result<Value<'c, 'a>> {
         let ctx = self.ctx;
-        let attrs = [
-            ("edge_padding_low", attr::i64s(ctx, low)),
-            ("edge_padding_high", attr::i64s(ctx, high)),
-            ("interior_padding", attr::i64s(ctx, interior)),
-        ];
+        let attrs = [("edge_padding_low", attr::i64s(ctx, low)), ("edge_padding_high", attr::i64s(ctx, high)), ("interior_padding", attr::i64s(ctx, interior))];
         self.op("stablehlo.pad", loc, &[v, fill], out, &attrs)
     }
 
     /// `stablehlo.reverse` of `v` (of type `ty`) along `dims`.
-    pub fn reverse(
-        &self,
-        v: Value<'c, 'a>,
-        dims: &[i64],
-        ty: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
-        self.op(
-            "stablehlo.reverse",
-            loc,
-            &[v],
-            ty,
-            &[("dimensions", attr::i64s(self.ctx, dims))],
-        )
+    pub fn reverse(&self, v: Value<'c, 'a>, dims: &[i64], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        self.op("stablehlo.reverse", loc, &[v], ty, &[("dimensions", attr::i64s(self.ctx, dims))])
     }
 
     /// A `stablehlo.constant` of type `ty` holding `value`.
-    pub fn constant(
-        &self,
-        value: Attribute<'c>,
-        ty: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn constant(&self, value: Attribute<'c>, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         self.op("stablehlo.constant", loc, &[], ty, &[("value", value)])
     }
 
     /// An i64 constant of type `ty` holding `values`, row-major.
-    pub fn constant_i64(
-        &self,
-        values: &[i64],
-        ty: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn constant_i64(&self, values: &[i64], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         self.constant(attr::i64_elements(self.ctx, ty, values), ty, loc)
     }
 
@@ -313,14 +182,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     ///
     /// The comparison type is always explicit: without it XLA's CPU compiler was seen treating
     /// an i64 `LT` against constants as unsigned (`-2 < 0` false).
-    pub fn compare(
-        &self,
-        dir: ComparisonDirection,
-        a: Value<'c, 'a>,
-        b: Value<'c, 'a>,
-        shape: &[i64],
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn compare(&self, dir: ComparisonDirection, a: Value<'c, 'a>, b: Value<'c, 'a>, shape: &[i64], loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let ty = TensorType::new(DType::Bool, shape.to_vec());
         // The element type as a value (no printing): bool and unsigned integers compare
         // unsigned, other integers signed, everything else (floats, complex) as floats.
@@ -332,34 +194,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
             Ok(_) => ComparisonType::Signed,
             Err(_) => ComparisonType::Float,
         };
-        self.op(
-            "stablehlo.compare",
-            loc,
-            &[a, b],
-            &ty,
-            &[
-                ("comparison_direction", dir.attr(self.ctx)),
-                ("compare_type", kind.attr(self.ctx)),
-            ],
-        )
+        self.op("stablehlo.compare", loc, &[a, b], &ty, &[("comparison_direction", dir.attr(self.ctx)), ("compare_type", kind.attr(self.ctx))])
     }
 
     /// `maximum` (`max`) or `minimum` of two values of type `t`, NaN from either operand
     /// propagating as in PyTorch: XLA's CPU `maximum` drops a NaN second operand (seen:
     /// `maximum([1, nan], [nan, 2])` gave `[1, nan]`), so NaN is selected explicitly.
-    pub fn max_min(
-        &self,
-        max: bool,
-        a: Value<'c, 'a>,
-        b: Value<'c, 'a>,
-        t: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
-        let name = if max {
-            "stablehlo.maximum"
-        } else {
-            "stablehlo.minimum"
-        };
+    pub fn max_min(&self, max: bool, a: Value<'c, 'a>, b: Value<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
+        let name = if max { "stablehlo.maximum" } else { "stablehlo.minimum" };
         let mut v = self.op(name, loc, &[a, b], t, &[])?;
         if t.dtype.is_float() {
             // `a` last, so that where both are NaN the first operand's NaN is the result.
@@ -372,12 +214,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// A constant tensor of type `ty` with every element `value`.
-    pub fn splat(
-        &self,
-        value: Scalar,
-        ty: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn splat(&self, value: Scalar, ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let value = attr::splat(self.ctx, value, ty).map_err(|m| self.internal(m))?;
         self.constant(value, ty, loc)
     }
@@ -388,10 +225,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub fn dense(&self, bytes: &[u8], ty: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let want = ty.size_bytes();
         if bytes.len() != want {
-            return Err(self.internal(format!(
-                "a constant of type {ty} needs {want} bytes, got {}",
-                bytes.len()
-            )));
+            return Err(self.internal(format!("a constant of type {ty} needs {want} bytes, got {}", bytes.len())));
         }
         if ty.dtype == DType::Bool {
             // MLIR packs i1 raw buffers eight to a byte; bytes as u8 compared with 0 need no
@@ -401,38 +235,20 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let zero = self.splat(Scalar::Int(0), &as_u8, loc)?;
             return self.compare(ComparisonDirection::Ne, v, zero, &ty.shape, loc);
         }
-        let value = attr::raw_elements(self.tensor_type(ty), bytes).ok_or_else(|| {
-            self.internal(format!(
-                "MLIR refused {} bytes as a dense {ty}",
-                bytes.len()
-            ))
-        })?;
+        let value = attr::raw_elements(self.tensor_type(ty), bytes)
+            .ok_or_else(|| self.internal(format!("MLIR refused {} bytes as a dense {ty}", bytes.len())))?;
         self.constant(value, ty, loc)
     }
 
     /// Broadcasts `v` of type `from` to `to` with numpy rules (trailing dims aligned); returns
     /// `v` itself when the types already match.
-    pub fn broadcast(
-        &self,
-        v: Value<'c, 'a>,
-        from: &TensorType,
-        to: &TensorType,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn broadcast(&self, v: Value<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         if from.shape == to.shape {
             return Ok(v);
         }
-        let lead = to
-            .rank()
-            .checked_sub(from.rank())
-            .ok_or_else(|| self.internal(format!("cannot broadcast {from} to {to}")))?;
+        let lead = to.rank().checked_sub(from.rank()).ok_or_else(|| self.internal(format!("cannot broadcast {from} to {to}")))?;
         let dims: Vec<i64> = (0..from.rank()).map(|i| (lead + i) as i64).collect();
-        self.broadcast_in_dim(
-            v,
-            &dims,
-            &TensorType::new(from.dtype, to.shape.clone()),
-            loc,
-        )
+        self.broadcast_in_dim(v, &dims, &TensorType::new(from.dtype, to.shape.clone()), loc)
     }
 }
 

@@ -35,10 +35,7 @@ impl fmt::Display for UnsupportedOp {
 pub enum Error {
     /// The graph holds ops fxhlo cannot lower; every one of them is listed.
     #[error("graph `{graph}` has {} op(s) fxhlo cannot lower:\n{}", .ops.len(), list(.ops))]
-    Unsupported {
-        graph: String,
-        ops: Vec<UnsupportedOp>,
-    },
+    Unsupported { graph: String, ops: Vec<UnsupportedOp> },
     /// The graph is not valid IR (a bug in an earlier stage).
     #[error("codegen: invalid graph: {0}")]
     Ir(#[from] fxhlo_ir::Error),
@@ -52,10 +49,7 @@ pub enum Error {
 }
 
 fn list(ops: &[UnsupportedOp]) -> String {
-    ops.iter()
-        .map(|o| format!("  - {o}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    ops.iter().map(|o| format!("  - {o}")).collect::<Vec<_>>().join("\n")
 }
 
 /// Result alias of codegen.

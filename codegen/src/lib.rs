@@ -20,14 +20,9 @@ use fxhlo_ir::{Graph, NodeId, Op, ValueRef};
 use melior::dialect::{func, DialectHandle};
 use melior::ir::attribute::{ArrayAttribute, DictionaryAttribute, StringAttribute, TypeAttribute};
 use melior::ir::block::BlockLike;
-use melior::ir::operation::{
-    OperationBuilder, OperationLike, OperationMutLike, OperationPrintingFlags,
-};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationPrintingFlags};
 use melior::ir::r#type::FunctionType;
-use melior::ir::{
-    Attribute, Block, BytecodeWriterConfig, Identifier, Location, Module as MlirModule, Region,
-    RegionLike, Value,
-};
+use melior::ir::{Attribute, Block, BytecodeWriterConfig, Identifier, Location, Module as MlirModule, Region, RegionLike, Value};
 use melior::Context;
 
 pub use emit::mlir_type_text;
@@ -51,10 +46,7 @@ fn collect_unsupported(graph: &Graph, ops: &mut Vec<UnsupportedOp>) -> Result<()
             ops.push(UnsupportedOp {
                 target,
                 node: node.name.to_string(),
-                source: node
-                    .source
-                    .as_ref()
-                    .map(|s| format!("{}:{}", s.file, s.line)),
+                source: node.source.as_ref().map(|s| format!("{}:{}", s.file, s.line)),
                 reason,
             });
         }
@@ -102,10 +94,7 @@ pub fn lower_module(
 ) -> Result<Module> {
     let unsupported = unsupported_ops(graph)?;
     if !unsupported.is_empty() {
-        return Err(Error::Unsupported {
-            graph: graph.name.clone(),
-            ops: unsupported,
-        });
+        return Err(Error::Unsupported { graph: graph.name.clone(), ops: unsupported });
     }
     let ctx = Context::new();
     // Only `func` is an upstream dialect we use; loading every upstream dialect costs tens of
@@ -117,10 +106,7 @@ pub fn lower_module(
     let module_loc = Location::new(&ctx, &graph.name, 0, 0);
     let mut module = MlirModule::new(module_loc);
     let params: Vec<NodeId> = graph.inputs().to_vec();
-    let arg_types: Vec<_> = params
-        .iter()
-        .map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0]))
-        .collect();
+    let arg_types: Vec<_> = params.iter().map(|&id| emit::tensor_type(&ctx, &graph.node(id).results[0])).collect();
     let result_types: Vec<_> = graph
         .outputs()
         .iter()
@@ -128,10 +114,7 @@ pub fn lower_module(
         .collect::<Option<_>>()
         .ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
 
-    let arg_locs: Vec<_> = params
-        .iter()
-        .map(|&id| node_location(&ctx, graph, id))
-        .collect();
+    let arg_locs: Vec<_> = params.iter().map(|&id| node_location(&ctx, graph, id)).collect();
     let block = Block::new(&arg_types.iter().copied().zip(arg_locs).collect::<Vec<_>>());
     emit_body(&ctx, &block, graph, &params)?;
     let region = Region::new();
@@ -139,19 +122,10 @@ pub fn lower_module(
     let fn_type = FunctionType::new(&ctx, &arg_types, &result_types);
     let mut attributes = Vec::new();
     if let Some(s) = shardings {
-        let dict = |sharding| -> Attribute {
-            DictionaryAttribute::new(&ctx, &[(Identifier::new(&ctx, "sdy.sharding"), sharding)])
-                .into()
-        };
+        let dict = |sharding| -> Attribute { DictionaryAttribute::new(&ctx, &[(Identifier::new(&ctx, "sdy.sharding"), sharding)]).into() };
         let args: Vec<Attribute> = params
             .iter()
-            .map(|&id| {
-                dict(s.sharding_attr(
-                    &ctx,
-                    s.split.get(&id).copied(),
-                    graph.node(id).results[0].rank(),
-                ))
-            })
+            .map(|&id| dict(s.sharding_attr(&ctx, s.split.get(&id).copied(), graph.node(id).results[0].rank())))
             .collect();
         let results: Vec<Attribute> = graph
             .outputs()
@@ -160,32 +134,19 @@ pub fn lower_module(
             .map(|t| dict(s.sharding_attr(&ctx, None, t.rank())))
             .collect();
         for (name, list) in [("arg_attrs", args), ("res_attrs", results)] {
-            attributes.push((
-                Identifier::new(&ctx, name),
-                ArrayAttribute::new(&ctx, &list).into(),
-            ));
+            attributes.push((Identifier::new(&ctx, name), ArrayAttribute::new(&ctx, &list).into()));
         }
         let mesh = OperationBuilder::new("sdy.mesh", module_loc)
             .add_attributes(&[
-                (
-                    Identifier::new(&ctx, "sym_name"),
-                    StringAttribute::new(&ctx, "mesh").into(),
-                ),
+                (Identifier::new(&ctx, "sym_name"), StringAttribute::new(&ctx, "mesh").into()),
                 (Identifier::new(&ctx, "mesh"), s.mesh_attr(&ctx)),
             ])
             .build()
-            .map_err(|e| Error::Internal {
-                node: graph.name.clone(),
-                message: format!("building sdy.mesh: {e}"),
-            })?;
+            .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("building sdy.mesh: {e}") })?;
         module.body().append_operation(mesh);
-        let partitions = i32::try_from(s.devices).map_err(|_| Error::Internal {
-            node: graph.name.clone(),
-            message: format!("{} partitions", s.devices),
-        })?;
-        module
-            .as_operation_mut()
-            .set_attribute("mhlo.num_partitions", attr::i32_attr(&ctx, partitions));
+        let partitions = i32::try_from(s.devices)
+            .map_err(|_| Error::Internal { node: graph.name.clone(), message: format!("{} partitions", s.devices) })?;
+        module.as_operation_mut().set_attribute("mhlo.num_partitions", attr::i32_attr(&ctx, partitions));
     }
     let main = func::func(
         &ctx,
@@ -197,25 +158,16 @@ pub fn lower_module(
     );
     module.body().append_operation(main);
     if !module.as_operation().verify() {
-        return Err(Error::Internal {
-            node: graph.name.clone(),
-            message: "the built module does not verify".into(),
-        });
+        return Err(Error::Internal { node: graph.name.clone(), message: "the built module does not verify".into() });
     }
     let printing = |flags: OperationPrintingFlags| {
         module
             .as_operation()
             .to_string_with_flags(flags.enable_debug_info(true, false))
-            .map_err(|e| Error::Internal {
-                node: graph.name.clone(),
-                message: format!("printing the module: {e}"),
-            })
+            .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("printing the module: {e}") })
     };
     let Some(version) = bytecode else {
-        return Ok(Module {
-            text: printing(OperationPrintingFlags::new())?,
-            bytecode: None,
-        });
+        return Ok(Module { text: printing(OperationPrintingFlags::new())?, bytecode: None });
     };
     let config = BytecodeWriterConfig::new();
     if version > 0 {
@@ -224,50 +176,28 @@ pub fn lower_module(
     let bytes = module
         .as_operation()
         .write_bytecode_with_config(&config)
-        .map_err(|e| Error::Internal {
-            node: graph.name.clone(),
-            message: format!("writing bytecode (version {version}): {e}"),
-        })?;
-    let text =
-        printing(OperationPrintingFlags::new().elide_large_elements_attributes(ELIDE_ELEMENTS))?;
-    Ok(Module {
-        text,
-        bytecode: Some(bytes),
-    })
+        .map_err(|e| Error::Internal { node: graph.name.clone(), message: format!("writing bytecode (version {version}): {e}") })?;
+    let text = printing(OperationPrintingFlags::new().elide_large_elements_attributes(ELIDE_ELEMENTS))?;
+    Ok(Module { text, bytecode: Some(bytes) })
 }
 
 /// Lowers every node into `block` and appends the `func.return`. `params` are the inputs, the
 /// block's arguments, in order.
-fn emit_body<'c>(
-    ctx: &'c Context,
-    block: &Block<'c>,
-    graph: &Graph,
-    params: &[NodeId],
-) -> Result<()> {
+fn emit_body<'c>(ctx: &'c Context, block: &Block<'c>, graph: &Graph, params: &[NodeId]) -> Result<()> {
     let mut e = Emitter::new(ctx, block);
     for (i, &id) in params.iter().enumerate() {
-        let arg = block
-            .argument(i)
-            .map_err(|err| e.internal(err.to_string()))?;
+        let arg = block.argument(i).map_err(|err| e.internal(err.to_string()))?;
         e.bind(ValueRef::first(id), arg.into());
     }
     lower_nodes(ctx, &mut e, graph)?;
-    let results = graph
-        .outputs()
-        .iter()
-        .map(|v| e.value(*v))
-        .collect::<Result<Vec<_>>>()?;
+    let results = graph.outputs().iter().map(|v| e.value(*v)).collect::<Result<Vec<_>>>()?;
     block.append_operation(func::r#return(&results, Location::unknown(ctx)));
     Ok(())
 }
 
 /// Lowers every node of `graph` but its inputs, which `e` must already bind, in topological
 /// order (the body of `@main`, or of a control-flow region).
-pub(crate) fn lower_nodes<'c, 'a>(
-    ctx: &'c Context,
-    e: &mut Emitter<'c, 'a>,
-    graph: &Graph,
-) -> Result<()> {
+pub(crate) fn lower_nodes<'c, 'a>(ctx: &'c Context, e: &mut Emitter<'c, 'a>, graph: &Graph) -> Result<()> {
     for id in graph.topo_order()? {
         if matches!(graph.node(id).op, Op::Input { .. }) {
             continue;
@@ -275,51 +205,27 @@ pub(crate) fn lower_nodes<'c, 'a>(
         e.node = graph.node(id).name.to_string();
         let values = lower_node(e, graph, id, node_location(ctx, graph, id))?;
         for (k, value) in values.into_iter().enumerate() {
-            e.bind(
-                ValueRef {
-                    node: id,
-                    result: k as u32,
-                },
-                value,
-            );
+            e.bind(ValueRef { node: id, result: k as u32 }, value);
         }
     }
     Ok(())
 }
 
-fn lower_node<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    graph: &Graph,
-    id: NodeId,
-    loc: Location<'c>,
-) -> Result<Vec<Value<'c, 'a>>> {
+fn lower_node<'c, 'a>(e: &Emitter<'c, 'a>, graph: &Graph, id: NodeId, loc: Location<'c>) -> Result<Vec<Value<'c, 'a>>> {
     let node = graph.node(id);
     let refs = graph.operands(id);
     let mut operands = Vec::with_capacity(refs.len());
     for v in &refs {
-        let ty = graph
-            .value_type(*v)
-            .ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
+        let ty = graph.value_type(*v).ok_or(Error::Ir(fxhlo_ir::Error::DanglingOutput))?;
         operands.push((e.value(*v)?, ty));
     }
     // Every result empty: nothing to compute (and StableHLO rejects some ops on empty shapes).
-    if !node.results.is_empty()
-        && node.results.iter().all(|t| t.num_elements() == 0)
-        && !matches!(node.op, Op::Input { .. })
-    {
-        return node
-            .results
-            .iter()
-            .map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc))
-            .collect();
+    if !node.results.is_empty() && node.results.iter().all(|t| t.num_elements() == 0) && !matches!(node.op, Op::Input { .. }) {
+        return node.results.iter().map(|t| e.splat(fxhlo_ir::Scalar::Int(0), t, loc)).collect();
     }
     let values = lower::lower(e, graph, &node.op, &operands, &node.results, loc)?;
     if values.len() != node.results.len() {
-        return Err(e.internal(format!(
-            "lowering gave {} values for {} results",
-            values.len(),
-            node.results.len()
-        )));
+        return Err(e.internal(format!("lowering gave {} values for {} results", values.len(), node.results.len())));
     }
     Ok(values)
 }
@@ -344,10 +250,7 @@ fn unsupported_reason(graph: &Graph, id: NodeId) -> Option<(String, String)> {
 
 /// Whether result `k` of node `id` is used by another node or returned.
 fn result_used(graph: &Graph, id: NodeId, k: u32) -> bool {
-    let v = ValueRef {
-        node: id,
-        result: k,
-    };
+    let v = ValueRef { node: id, result: k };
     graph.outputs().contains(&v) || graph.node_ids().any(|n| graph.operands(n).contains(&v))
 }
 

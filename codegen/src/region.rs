@@ -56,10 +56,7 @@ impl Combiner {
             DType::I8 => (Scalar::Int(i8::MIN as i64), Scalar::Int(i8::MAX as i64)),
             DType::U8 => (Scalar::Int(0), Scalar::Int(255)),
             DType::Bool => (Scalar::Bool(false), Scalar::Bool(true)),
-            _ => (
-                Scalar::float(f64::NEG_INFINITY),
-                Scalar::float(f64::INFINITY),
-            ),
+            _ => (Scalar::float(f64::NEG_INFINITY), Scalar::float(f64::INFINITY)),
         };
         match self {
             Combiner::Add => Scalar::Int(0),
@@ -81,12 +78,7 @@ fn region_of(block: Block<'_>) -> Region<'_> {
 
 impl<'c, 'a> Emitter<'c, 'a> {
     /// Ends a region's block with `stablehlo.return values`.
-    pub(crate) fn append_return(
-        &self,
-        block: &Block<'c>,
-        values: &[Value<'c, '_>],
-        loc: Location<'c>,
-    ) -> Result<()> {
+    pub(crate) fn append_return(&self, block: &Block<'c>, values: &[Value<'c, '_>], loc: Location<'c>) -> Result<()> {
         let ret = OperationBuilder::new("stablehlo.return", loc)
             .add_operands(values)
             .build()
@@ -98,24 +90,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// The body region `(a, b) -> c(a, b)` over 0-d tensors of `dtype`. With `nan_wins`, for
     /// float max/min NaN wins explicitly: XLA's CPU `reduce_window` does not propagate NaN
     /// through `maximum`, PyTorch does.
-    fn body(
-        &self,
-        c: Combiner,
-        dtype: DType,
-        nan_wins: bool,
-        loc: Location<'c>,
-    ) -> Result<Region<'c>> {
+    fn body(&self, c: Combiner, dtype: DType, nan_wins: bool, loc: Location<'c>) -> Result<Region<'c>> {
         let st = TensorType::new(dtype, Vec::new());
         let scalar = self.tensor_type(&st);
         let block = Block::new(&[(scalar, loc), (scalar, loc)]);
         {
             let inner = Emitter::new(self.ctx, &block);
-            let arg = |i| {
-                block
-                    .argument(i)
-                    .map(Value::from)
-                    .map_err(|e| self.internal(e.to_string()))
-            };
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
             let (a, b) = (arg(0)?, arg(1)?);
             let mut value = inner.op(c.op(), loc, &[a, b], &st, &[])?;
             if nan_wins && c.is_max_min() && dtype.is_float() {
@@ -131,14 +112,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// Reduces `x` over `dims` (dropped from the shape) with `c`. A float max/min is NaN where
     /// any reduced element is, as in PyTorch.
-    pub fn reduce(
-        &self,
-        x: Value<'c, 'a>,
-        ty: &TensorType,
-        dims: &[usize],
-        c: Combiner,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn reduce(&self, x: Value<'c, 'a>, ty: &TensorType, dims: &[usize], c: Combiner, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         self.reduce_nan(x, ty, dims, c, Nan::Propagate, loc)
     }
 
@@ -148,38 +122,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// `select` inside the reduction body: XLA's CPU `maximum` drops a NaN second operand, and
     /// the TPU compiler (libtpu 0.0.52) crashes in its fusion pass on a max-reduction whose body
     /// selects when a softmax follows it.
-    pub fn reduce_nan(
-        &self,
-        x: Value<'c, 'a>,
-        ty: &TensorType,
-        dims: &[usize],
-        c: Combiner,
-        nan: Nan,
-        loc: Location<'c>,
-    ) -> Result<Value<'c, 'a>> {
+    pub fn reduce_nan(&self, x: Value<'c, 'a>, ty: &TensorType, dims: &[usize], c: Combiner, nan: Nan, loc: Location<'c>) -> Result<Value<'c, 'a>> {
         let raw = |x, dtype: DType, c: Combiner| -> Result<(Value<'c, 'a>, TensorType)> {
             let init = self.splat(c.identity(dtype), &TensorType::new(dtype, Vec::new()), loc)?;
-            let shape: Vec<i64> = (0..ty.rank())
-                .filter(|i| !dims.contains(i))
-                .map(|i| ty.shape[i])
-                .collect();
+            let shape: Vec<i64> = (0..ty.rank()).filter(|i| !dims.contains(i)).map(|i| ty.shape[i]).collect();
             let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
             let out = TensorType::new(dtype, shape);
             let region = self.body(c, dtype, false, loc)?;
-            let v = self.op_n(
-                "stablehlo.reduce",
-                loc,
-                &[x, init],
-                std::slice::from_ref(&out),
-                &[("dimensions", attr::i64s(self.ctx, &dims))],
-                vec![region],
-            )?;
-            Ok((
-                v.into_iter()
-                    .next()
-                    .ok_or_else(|| self.internal("reduce has no result"))?,
-                out,
-            ))
+            let v = self.op_n("stablehlo.reduce", loc, &[x, init], std::slice::from_ref(&out), &[("dimensions", attr::i64s(self.ctx, &dims))], vec![region])?;
+            Ok((v.into_iter().next().ok_or_else(|| self.internal("reduce has no result"))?, out))
         };
         let (v, out) = raw(x, ty.dtype, c)?;
         if nan == Nan::Ignore || !c.is_max_min() || !ty.dtype.is_float() {
@@ -192,13 +143,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// The window attributes of a `reduce_window`.
-    fn window_attrs(
-        &self,
-        window: &[i64],
-        strides: &[i64],
-        dilations: &[i64],
-        padding: &[(i64, i64)],
-    ) -> [(&'static str, Attribute<'c>); 4] {
+    fn window_attrs(&self, window: &[i64], strides: &[i64], dilations: &[i64], padding: &[(i64, i64)]) -> [(&'static str, Attribute<'c>); 4] {
         [
             ("window_dimensions", attr::i64s(self.ctx, window)),
             ("window_strides", attr::i64s(self.ctx, strides)),
@@ -225,17 +170,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let init = self.splat(init, &TensorType::new(ty.dtype, Vec::new()), loc)?;
         let region = self.body(c, ty.dtype, true, loc)?;
         let attrs = self.window_attrs(window, strides, dilations, padding);
-        let v = self.op_n(
-            "stablehlo.reduce_window",
-            loc,
-            &[x, init],
-            std::slice::from_ref(out),
-            &attrs,
-            vec![region],
-        )?;
-        v.into_iter()
-            .next()
-            .ok_or_else(|| self.internal("reduce_window has no result"))
+        let v = self.op_n("stablehlo.reduce_window", loc, &[x, init], std::slice::from_ref(out), &attrs, vec![region])?;
+        v.into_iter().next().ok_or_else(|| self.internal("reduce_window has no result"))
     }
 }
 
@@ -249,12 +185,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let block = Block::new(&[(vty, loc), (ity, loc), (vty, loc), (ity, loc)]);
         {
             let inner = Emitter::new(self.ctx, &block);
-            let arg = |i| {
-                block
-                    .argument(i)
-                    .map(Value::from)
-                    .map_err(|e| self.internal(e.to_string()))
-            };
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
             let (av, ai, bv, bi) = (arg(0)?, arg(1)?, arg(2)?, arg(3)?);
             let bt = TensorType::new(DType::Bool, Vec::new());
             let cmp = |dir, x, y| inner.compare(dir, x, y, &[], loc);
@@ -278,44 +209,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// Values and i64 indices of the max (or min) over `dims` of `x`, whose candidate indices
     /// are `idx` (same shape, i64).
-    pub fn arg_reduce(
-        &self,
-        x: Value<'c, 'a>,
-        idx: Value<'c, 'a>,
-        ty: &TensorType,
-        dims: &[usize],
-        max: bool,
-        loc: Location<'c>,
-    ) -> Result<(Value<'c, 'a>, Value<'c, 'a>)> {
+    pub fn arg_reduce(&self, x: Value<'c, 'a>, idx: Value<'c, 'a>, ty: &TensorType, dims: &[usize], max: bool, loc: Location<'c>) -> Result<(Value<'c, 'a>, Value<'c, 'a>)> {
         let c = if max { Combiner::Max } else { Combiner::Min };
-        let init_v = self.splat(
-            c.identity(ty.dtype),
-            &TensorType::new(ty.dtype, Vec::new()),
-            loc,
-        )?;
-        let init_i = self.splat(
-            Scalar::Int(0),
-            &TensorType::new(DType::I64, Vec::new()),
-            loc,
-        )?;
-        let shape: Vec<i64> = (0..ty.rank())
-            .filter(|i| !dims.contains(i))
-            .map(|i| ty.shape[i])
-            .collect();
+        let init_v = self.splat(c.identity(ty.dtype), &TensorType::new(ty.dtype, Vec::new()), loc)?;
+        let init_i = self.splat(Scalar::Int(0), &TensorType::new(DType::I64, Vec::new()), loc)?;
+        let shape: Vec<i64> = (0..ty.rank()).filter(|i| !dims.contains(i)).map(|i| ty.shape[i]).collect();
         let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-        let outs = [
-            TensorType::new(ty.dtype, shape.clone()),
-            TensorType::new(DType::I64, shape),
-        ];
+        let outs = [TensorType::new(ty.dtype, shape.clone()), TensorType::new(DType::I64, shape)];
         let region = self.arg_body(max, ty.dtype, loc)?;
-        let v = self.op_n(
-            "stablehlo.reduce",
-            loc,
-            &[x, idx, init_v, init_i],
-            &outs,
-            &[("dimensions", attr::i64s(self.ctx, &dims))],
-            vec![region],
-        )?;
+        let v = self.op_n("stablehlo.reduce", loc, &[x, idx, init_v, init_i], &outs, &[("dimensions", attr::i64s(self.ctx, &dims))], vec![region])?;
         Ok((v[0], v[1]))
     }
 
@@ -332,39 +234,18 @@ impl<'c, 'a> Emitter<'c, 'a> {
         padding: &[(i64, i64)],
         loc: Location<'c>,
     ) -> Result<(Value<'c, 'a>, Value<'c, 'a>)> {
-        let init_v = self.splat(
-            Combiner::Max.identity(out.dtype),
-            &TensorType::new(out.dtype, Vec::new()),
-            loc,
-        )?;
-        let init_i = self.splat(
-            Scalar::Int(-1),
-            &TensorType::new(DType::I64, Vec::new()),
-            loc,
-        )?;
+        let init_v = self.splat(Combiner::Max.identity(out.dtype), &TensorType::new(out.dtype, Vec::new()), loc)?;
+        let init_i = self.splat(Scalar::Int(-1), &TensorType::new(DType::I64, Vec::new()), loc)?;
         let region = self.arg_body(true, out.dtype, loc)?;
         let attrs = self.window_attrs(window, strides, dilations, padding);
         let outs = [out.clone(), TensorType::new(DType::I64, out.shape.clone())];
-        let v = self.op_n(
-            "stablehlo.reduce_window",
-            loc,
-            &[x, idx, init_v, init_i],
-            &outs,
-            &attrs,
-            vec![region],
-        )?;
+        let v = self.op_n("stablehlo.reduce_window", loc, &[x, idx, init_v, init_i], &outs, &attrs, vec![region])?;
         Ok((v[0], v[1]))
     }
 
     /// A comparator region `(a0, b0, a1, b1, ...) -> bool` for `stablehlo.sort` ordering by
     /// the first operand: ascending with NaN last, or descending with NaN first (PyTorch).
-    pub fn sort_comparator(
-        &self,
-        vdtype: DType,
-        extra: &[DType],
-        descending: bool,
-        loc: Location<'c>,
-    ) -> Result<Region<'c>> {
+    pub fn sort_comparator(&self, vdtype: DType, extra: &[DType], descending: bool, loc: Location<'c>) -> Result<Region<'c>> {
         let scalar = |d: DType| self.tensor_type(&TensorType::new(d, Vec::new()));
         let mut args = vec![(scalar(vdtype), loc), (scalar(vdtype), loc)];
         for &d in extra {
@@ -374,12 +255,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let block = Block::new(&args);
         {
             let inner = Emitter::new(self.ctx, &block);
-            let arg = |i| {
-                block
-                    .argument(i)
-                    .map(Value::from)
-                    .map_err(|e| self.internal(e.to_string()))
-            };
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
             let (a, b) = (arg(0)?, arg(1)?);
             let bt = TensorType::new(DType::Bool, Vec::new());
             let result = if vdtype.is_float() {
@@ -401,21 +277,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// The scatter update region `(old, new) -> combined` over 0-d tensors of `dtype`;
     /// `None` returns `new` (plain replacement).
-    pub fn scatter_body(
-        &self,
-        c: Option<Combiner>,
-        dtype: DType,
-        loc: Location<'c>,
-    ) -> Result<Region<'c>> {
+    pub fn scatter_body(&self, c: Option<Combiner>, dtype: DType, loc: Location<'c>) -> Result<Region<'c>> {
         match c {
             Some(c) => self.body(c, dtype, true, loc),
             None => {
                 let scalar = self.tensor_type(&TensorType::new(dtype, Vec::new()));
                 let block = Block::new(&[(scalar, loc), (scalar, loc)]);
-                let new: Value = block
-                    .argument(1)
-                    .map_err(|e| self.internal(e.to_string()))?
-                    .into();
+                let new: Value = block.argument(1).map_err(|e| self.internal(e.to_string()))?.into();
                 self.append_return(&block, &[new], loc)?;
                 Ok(region_of(block))
             }

@@ -40,25 +40,10 @@ impl InputShardings {
 
     /// The `sdy.sharding` of a value of rank `rank`: split along `dim` over the mesh axis
     /// (`#sdy.sharding<@mesh, [{}, {"tp"}, {}]>`), or replicated (every dim `{}`).
-    pub fn sharding_attr<'c>(
-        &self,
-        ctx: &'c Context,
-        dim: Option<usize>,
-        rank: usize,
-    ) -> Attribute<'c> {
+    pub fn sharding_attr<'c>(&self, ctx: &'c Context, dim: Option<usize>, rank: usize) -> Attribute<'c> {
         let dims: Vec<String> = (0..rank)
-            .map(|i| {
-                if Some(i) == dim {
-                    format!("{{\"{AXIS}\"}}")
-                } else {
-                    "{}".into()
-                }
-            })
+            .map(|i| if Some(i) == dim { format!("{{\"{AXIS}\"}}") } else { "{}".into() })
             .collect();
-        attr::opaque(
-            ctx,
-            "sdy",
-            &format!("sharding<@mesh, [{}]>", dims.join(", ")),
-        )
+        attr::opaque(ctx, "sdy", &format!("sharding<@mesh, [{}]>", dims.join(", ")))
     }
 }

@@ -13,13 +13,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fxhlo_frontend::schema::{
-    Arg, Dim, InputKindSpec, InputSpec, NodeSpec, SourceSpec, TensorMeta, Trace, FORMAT,
-    SCHEMA_VERSION,
-};
-use fxhlo_frontend::{
-    import, parse_bin, parse_bin_view, parse_json, to_bin, to_json, Bundle, GRAPH_JSON,
-};
+use fxhlo_frontend::schema::{Arg, Dim, InputKindSpec, InputSpec, NodeSpec, SourceSpec, TensorMeta, Trace, FORMAT, SCHEMA_VERSION};
+use fxhlo_frontend::{import, parse_bin, parse_bin_view, parse_json, to_bin, to_json, Bundle, GRAPH_JSON};
 
 /// Batch and hidden size of the generated chain, and the group size of its reshapes.
 const B: i64 = 8;
@@ -67,20 +62,13 @@ pub fn synth_trace(nodes: usize) -> Trace {
     let mut fresh = |base: &'static str| {
         let k = counts.entry(base).or_insert(0);
         *k += 1;
-        if *k == 1 {
-            base.to_string()
-        } else {
-            format!("{base}_{}", *k - 1)
-        }
+        if *k == 1 { base.to_string() } else { format!("{base}_{}", *k - 1) }
     };
     let tensor = |n: &str| Arg::Tensor(n.to_string());
     let mut cur = "arg0_1".to_string();
     let mut layer = 0;
     while t.nodes.len() < nodes {
-        let (w, b) = (
-            format!("arg{}_1", 2 * layer + 1),
-            format!("arg{}_1", 2 * layer + 2),
-        );
+        let (w, b) = (format!("arg{}_1", 2 * layer + 1), format!("arg{}_1", 2 * layer + 2));
         for (name, key, sizes) in [(&w, "weight", vec![H, H]), (&b, "bias", vec![H])] {
             let strides = contiguous(&sizes);
             t.inputs.push(InputSpec {
@@ -93,60 +81,15 @@ pub fn synth_trace(nodes: usize) -> Trace {
         let line = 20 + (layer % 50) as u32;
         let (hg, bh) = (H / G, [B, H]);
         let steps: [(&'static str, &str, Vec<Arg>, TensorMeta); 9] = [
-            (
-                "permute",
-                "aten.permute.default",
-                vec![tensor(&w), Arg::Ints(vec![1, 0])],
-                meta(&[H, H], &[1, H]),
-            ),
-            (
-                "addmm",
-                "aten.addmm.default",
-                vec![tensor(&b), tensor(&cur), Arg::None],
-                meta(&bh, &[H, 1]),
-            ),
-            (
-                "relu",
-                "aten.relu.default",
-                vec![Arg::None],
-                meta(&bh, &[H, 1]),
-            ),
-            (
-                "mul",
-                "aten.mul.Tensor",
-                vec![Arg::None, tensor(&cur)],
-                meta(&bh, &[H, 1]),
-            ),
-            (
-                "view",
-                "aten.view.default",
-                vec![Arg::None, Arg::Ints(vec![B, G, hg])],
-                meta(&[B, G, hg], &[H, hg, 1]),
-            ),
-            (
-                "permute",
-                "aten.permute.default",
-                vec![Arg::None, Arg::Ints(vec![0, 2, 1])],
-                meta(&[B, hg, G], &[H, 1, hg]),
-            ),
-            (
-                "permute",
-                "aten.permute.default",
-                vec![Arg::None, Arg::Ints(vec![0, 2, 1])],
-                meta(&[B, G, hg], &[H, hg, 1]),
-            ),
-            (
-                "view",
-                "aten.view.default",
-                vec![Arg::None, Arg::Ints(bh.to_vec())],
-                meta(&bh, &[H, 1]),
-            ),
-            (
-                "add",
-                "aten.add.Tensor",
-                vec![Arg::None, tensor(&cur)],
-                meta(&bh, &[H, 1]),
-            ),
+            ("permute", "aten.permute.default", vec![tensor(&w), Arg::Ints(vec![1, 0])], meta(&[H, H], &[1, H])),
+            ("addmm", "aten.addmm.default", vec![tensor(&b), tensor(&cur), Arg::None], meta(&bh, &[H, 1])),
+            ("relu", "aten.relu.default", vec![Arg::None], meta(&bh, &[H, 1])),
+            ("mul", "aten.mul.Tensor", vec![Arg::None, tensor(&cur)], meta(&bh, &[H, 1])),
+            ("view", "aten.view.default", vec![Arg::None, Arg::Ints(vec![B, G, hg])], meta(&[B, G, hg], &[H, hg, 1])),
+            ("permute", "aten.permute.default", vec![Arg::None, Arg::Ints(vec![0, 2, 1])], meta(&[B, hg, G], &[H, 1, hg])),
+            ("permute", "aten.permute.default", vec![Arg::None, Arg::Ints(vec![0, 2, 1])], meta(&[B, G, hg], &[H, hg, 1])),
+            ("view", "aten.view.default", vec![Arg::None, Arg::Ints(bh.to_vec())], meta(&bh, &[H, 1])),
+            ("add", "aten.add.Tensor", vec![Arg::None, tensor(&cur)], meta(&bh, &[H, 1])),
         ];
         // `Arg::None` above stands for the previous node of the layer (addmm's stands for the
         // transposed weight, its third argument).
@@ -165,10 +108,7 @@ pub fn synth_trace(nodes: usize) -> Trace {
                 args,
                 kwargs: Default::default(),
                 meta: vec![Some(m)],
-                source: Some(SourceSpec {
-                    file: "model.py".into(),
-                    line,
-                }),
+                source: Some(SourceSpec { file: "model.py".into(), line }),
             });
             prev = name;
         }
@@ -189,9 +129,7 @@ pub fn largest_fixture() -> Option<PathBuf> {
     let mut best: Option<(u64, PathBuf)> = None;
     for entry in std::fs::read_dir(fixtures_dir()).ok()?.flatten() {
         let dir = entry.path();
-        let Ok(m) = std::fs::metadata(dir.join(GRAPH_JSON)) else {
-            continue;
-        };
+        let Ok(m) = std::fs::metadata(dir.join(GRAPH_JSON)) else { continue };
         if best.as_ref().is_none_or(|(len, _)| m.len() > *len) {
             best = Some((m.len(), dir));
         }
@@ -203,11 +141,7 @@ pub fn largest_fixture() -> Option<PathBuf> {
 /// stage's median and minimum. Round-robin, so that a burst of load on a shared machine hits
 /// all stages alike; the minimum is the steadier figure there. Dropping a stage's result is not
 /// timed (a caller keeps the trace and the graph).
-fn sample(
-    warmup: usize,
-    runs: usize,
-    stages: &mut [&mut dyn FnMut() -> Box<dyn Any>],
-) -> Vec<(Duration, Duration)> {
+fn sample(warmup: usize, runs: usize, stages: &mut [&mut dyn FnMut() -> Box<dyn Any>]) -> Vec<(Duration, Duration)> {
     let mut times = vec![Vec::with_capacity(runs); stages.len()];
     for round in 0..warmup + runs {
         for (i, stage) in stages.iter_mut().enumerate() {
@@ -230,11 +164,7 @@ fn sample(
 }
 
 fn ms((median, min): (Duration, Duration)) -> String {
-    format!(
-        "{:.2} ({:.2})",
-        median.as_secs_f64() * 1e3,
-        min.as_secs_f64() * 1e3
-    )
+    format!("{:.2} ({:.2})", median.as_secs_f64() * 1e3, min.as_secs_f64() * 1e3)
 }
 
 fn bench(label: &str, trace: &Trace, runs: usize) {
@@ -245,8 +175,7 @@ fn bench(label: &str, trace: &Trace, runs: usize) {
     let view = parse_bin_view(&bin, path).expect("the benchmarked trace decodes");
     let warmup = runs / 5 + 1;
     let mut dec_json = || -> Box<dyn Any> { Box::new(parse_json(&json, path).unwrap()) };
-    let mut dec_bin =
-        || -> Box<dyn Any> { Box::new(parse_bin_view(&bin, path).unwrap().nodes.len()) };
+    let mut dec_bin = || -> Box<dyn Any> { Box::new(parse_bin_view(&bin, path).unwrap().nodes.len()) };
     let mut imp_json = || -> Box<dyn Any> { Box::new(import::import(trace, path).unwrap()) };
     let mut imp_bin = || -> Box<dyn Any> { Box::new(import::import_view(&view, path).unwrap()) };
     let mut ver = || -> Box<dyn Any> {
@@ -264,22 +193,11 @@ fn bench(label: &str, trace: &Trace, runs: usize) {
         let v = parse_bin_view(&bin, path).unwrap();
         Box::new(import::import_view(&v, path).unwrap())
     };
-    let stages: &mut [&mut dyn FnMut() -> Box<dyn Any>] = &mut [
-        &mut dec_json,
-        &mut dec_bin,
-        &mut imp_json,
-        &mut imp_bin,
-        &mut ver,
-        &mut all_json,
-        &mut all_bin,
-    ];
+    let stages: &mut [&mut dyn FnMut() -> Box<dyn Any>] =
+        &mut [&mut dec_json, &mut dec_bin, &mut imp_json, &mut imp_bin, &mut ver, &mut all_json, &mut all_bin];
     let r = sample(warmup, runs, stages);
     let ratio = |a: (Duration, Duration), b: (Duration, Duration)| {
-        format!(
-            "{:.1}x ({:.1}x)",
-            a.0.as_secs_f64() / b.0.as_secs_f64(),
-            a.1.as_secs_f64() / b.1.as_secs_f64()
-        )
+        format!("{:.1}x ({:.1}x)", a.0.as_secs_f64() / b.0.as_secs_f64(), a.1.as_secs_f64() / b.1.as_secs_f64())
     };
     println!(
         "\n### {label}: {} nodes ({} in the IR), {} inputs; graph.json {} B, graph.bin {} B; {runs} runs\n",
@@ -291,28 +209,10 @@ fn bench(label: &str, trace: &Trace, runs: usize) {
     );
     println!("| stage, ms: median (min) | JSON | bincode | JSON / bincode |");
     println!("|---|---:|---:|---:|");
-    println!(
-        "| decode (bytes → Trace / TraceView) | {} | {} | {} |",
-        ms(r[0]),
-        ms(r[1]),
-        ratio(r[0], r[1])
-    );
-    println!(
-        "| import (→ verified Graph) | {} | {} | {} |",
-        ms(r[2]),
-        ms(r[3]),
-        ratio(r[2], r[3])
-    );
-    println!(
-        "| total (bytes → verified Graph) | {} | {} | {} |",
-        ms(r[5]),
-        ms(r[6]),
-        ratio(r[5], r[6])
-    );
-    println!(
-        "| `ir::verify` (debug builds and passes only) | {} | | |",
-        ms(r[4])
-    );
+    println!("| decode (bytes → Trace / TraceView) | {} | {} | {} |", ms(r[0]), ms(r[1]), ratio(r[0], r[1]));
+    println!("| import (→ verified Graph) | {} | {} | {} |", ms(r[2]), ms(r[3]), ratio(r[2], r[3]));
+    println!("| total (bytes → verified Graph) | {} | {} | {} |", ms(r[5]), ms(r[6]), ratio(r[5], r[6]));
+    println!("| `ir::verify` (debug builds and passes only) | {} | | |", ms(r[4]));
 }
 
 /// Checks that every weight view of the bundle points into its memory map; prints the result.
@@ -322,9 +222,7 @@ fn check_weights_mapped(dir: &Path) {
         println!("\nweights: {} has no weights file", dir.display());
         return;
     };
-    let map = weights
-        .mapped_range()
-        .expect("a non-empty weights file is mapped");
+    let map = weights.mapped_range().expect("a non-empty weights file is mapped");
     let (mut n, mut bytes, mut outside) = (0usize, 0usize, Vec::new());
     for name in weights.names() {
         let v = weights.get(name).expect("listed tensors resolve");
@@ -339,11 +237,7 @@ fn check_weights_mapped(dir: &Path) {
         "\nweights of {}: {n} tensors, {bytes} B, every view inside the {} B mapping: {}",
         dir.file_name().unwrap_or_default().to_string_lossy(),
         map.len(),
-        if outside.is_empty() {
-            "yes (no copies)".to_string()
-        } else {
-            format!("NO: {outside:?}")
-        }
+        if outside.is_empty() { "yes (no copies)".to_string() } else { format!("NO: {outside:?}") }
     );
     assert!(outside.is_empty(), "weights copied on import: {outside:?}");
 }
@@ -363,20 +257,13 @@ fn profile_loop(stage: &str) {
             "bin" => drop(black_box(parse_bin_view(&bin, path))),
             "bin-owned" => drop(black_box(parse_bin(&bin, path))),
             "import" => drop(black_box(import::import(&synth, path))),
-            "import-bin" => drop(black_box(
-                parse_bin_view(&bin, path).and_then(|v| import::import_view(&v, path)),
-            )),
+            "import-bin" => drop(black_box(parse_bin_view(&bin, path).and_then(|v| import::import_view(&v, path)))),
             "verify" => drop(black_box(fxhlo_ir::verify(&graph))),
-            _ => panic!(
-                "--loop takes json, bin, bin-owned, import, import-bin or verify, not `{stage}`"
-            ),
+            _ => panic!("--loop takes json, bin, bin-owned, import, import-bin or verify, not `{stage}`"),
         }
         n += 1;
     }
-    println!(
-        "{stage}: {n} iterations, {:.3} ms each",
-        start.elapsed().as_secs_f64() * 1e3 / n as f64
-    );
+    println!("{stage}: {n} iterations, {:.3} ms each", start.elapsed().as_secs_f64() * 1e3 / n as f64);
 }
 
 fn main() {
@@ -390,14 +277,7 @@ fn main() {
         let path = dir.join(GRAPH_JSON);
         let bytes = std::fs::read(&path).expect("fixture readable");
         let trace = parse_json(&bytes, &path).expect("fixture parses");
-        bench(
-            &format!(
-                "largest fixture `{}`",
-                dir.file_name().unwrap_or_default().to_string_lossy()
-            ),
-            &trace,
-            201,
-        );
+        bench(&format!("largest fixture `{}`", dir.file_name().unwrap_or_default().to_string_lossy()), &trace, 201);
         check_weights_mapped(&dir);
     }
 }

@@ -37,10 +37,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// The temporary file's path: hidden, in `path`'s folder (so the rename stays on one file system).
 fn temp_path(path: &Path) -> io::Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the path names no file (it ends in `..` or is a root)",
-        )
+        io::Error::new(io::ErrorKind::InvalidInput, "the path names no file (it ends in `..` or is a root)")
     })?;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut tmp = std::ffi::OsString::from(".");
@@ -74,10 +71,7 @@ mod tests {
         reader.read_to_string(&mut seen).expect("read");
         assert_eq!(seen, "old contents");
         assert_eq!(std::fs::read(&path).expect("read new"), b"new");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .expect("list")
-            .map(|e| e.map(|e| e.file_name()))
-            .collect();
+        let names: Vec<_> = std::fs::read_dir(&dir).expect("list").map(|e| e.map(|e| e.file_name())).collect();
         assert_eq!(names.len(), 1, "{names:?}");
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -88,11 +82,7 @@ mod tests {
         // The target is a non-empty directory: the rename fails.
         std::fs::create_dir_all(dir.join("out/inner")).expect("dirs");
         assert!(write_atomic(&dir.join("out"), b"x").is_err());
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .expect("list")
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name())
-            .collect();
+        let names: Vec<_> = std::fs::read_dir(&dir).expect("list").filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("out")]);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -58,24 +58,12 @@ impl Bundle {
         let graph = import::import(&trace, &graph_file)?;
         let open_opt = |name: &str| {
             let p = dir.join(name);
-            if p.exists() {
-                TensorFile::open(&p).map(Some)
-            } else {
-                Ok(None)
-            }
+            if p.exists() { TensorFile::open(&p).map(Some) } else { Ok(None) }
         };
         let weights = open_opt(WEIGHTS)?;
         let reference = open_opt(REFERENCE)?;
         check_weights(&graph, weights.as_ref(), &dir.join(WEIGHTS))?;
-        Ok(Bundle {
-            dir,
-            graph_file,
-            choice,
-            trace,
-            graph,
-            weights,
-            reference,
-        })
+        Ok(Bundle { dir, graph_file, choice, trace, graph, weights, reference })
     }
 }
 
@@ -97,15 +85,10 @@ enum Encoding {
 fn locate(path: &Path) -> Result<(PathBuf, PathBuf, Encoding, Option<String>)> {
     let meta = std::fs::metadata(path).map_err(|source| {
         let source = match source.kind() {
-            std::io::ErrorKind::NotFound => {
-                std::io::Error::new(source.kind(), "no such file or directory")
-            }
+            std::io::ErrorKind::NotFound => std::io::Error::new(source.kind(), "no such file or directory"),
             _ => source,
         };
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     })?;
     if meta.is_file() {
         let dir = match path.parent() {
@@ -115,10 +98,7 @@ fn locate(path: &Path) -> Result<(PathBuf, PathBuf, Encoding, Option<String>)> {
         return Ok((dir, path.to_path_buf(), sniff(path)?, None));
     }
     if !meta.is_dir() {
-        return Err(Error::NotABundleOrTrace {
-            path: path.into(),
-            kind: kind_of(&meta.file_type()),
-        });
+        return Err(Error::NotABundleOrTrace { path: path.into(), kind: kind_of(&meta.file_type()) });
     }
     let dir = path.to_path_buf();
     let (bin, json) = (dir.join(GRAPH_BIN), dir.join(GRAPH_JSON));
@@ -139,8 +119,7 @@ fn locate(path: &Path) -> Result<(PathBuf, PathBuf, Encoding, Option<String>)> {
                     (dir, bin, Encoding::Bin, Some(why))
                 }
                 _ => {
-                    let why =
-                        format!("{both}: reading {GRAPH_BIN} (modification times unavailable)");
+                    let why = format!("{both}: reading {GRAPH_BIN} (modification times unavailable)");
                     (dir, bin, Encoding::Bin, Some(why))
                 }
             }
@@ -153,28 +132,16 @@ fn locate(path: &Path) -> Result<(PathBuf, PathBuf, Encoding, Option<String>)> {
 fn probe(dir: &Path, file: &Path) -> Result<Option<std::fs::Metadata>> {
     match std::fs::metadata(file) {
         Ok(m) if m.is_file() => Ok(Some(m)),
-        Ok(m) => Err(Error::NotATraceFile {
-            path: file.into(),
-            kind: kind_of(&m.file_type()),
-        }),
+        Ok(m) => Err(Error::NotATraceFile { path: file.into(), kind: kind_of(&m.file_type()) }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A symbolic link to nowhere is not "no file".
             match std::fs::symlink_metadata(file) {
-                Ok(_) => Err(Error::NotATraceFile {
-                    path: file.into(),
-                    kind: "a broken symbolic link",
-                }),
+                Ok(_) => Err(Error::NotATraceFile { path: file.into(), kind: "a broken symbolic link" }),
                 Err(_) => Ok(None),
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::FolderAccess {
-            path: dir.into(),
-            source: e,
-        }),
-        Err(source) => Err(Error::Io {
-            path: file.into(),
-            source,
-        }),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::FolderAccess { path: dir.into(), source: e }),
+        Err(source) => Err(Error::Io { path: file.into(), source }),
     }
 }
 
@@ -189,14 +156,8 @@ fn sniff(path: &Path) -> Result<Encoding> {
     let mut head = [0u8; 64];
     let n = {
         use std::io::Read;
-        let mut f = std::fs::File::open(path).map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })?;
-        f.read(&mut head).map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })?
+        let mut f = std::fs::File::open(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        f.read(&mut head).map_err(|source| Error::Io { path: path.into(), source })?
     };
     let head = &head[..n];
     if head.starts_with(encoding::MAGIC) {
@@ -239,46 +200,24 @@ fn kind_of(t: &std::fs::FileType) -> &'static str {
 
 /// Reads a JSON trace file; errors carry the line and column.
 pub fn read_json(path: &Path) -> Result<Trace> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
     encoding::parse_json(&bytes, path)
 }
 
 /// Reads a bincode trace file.
 pub fn read_bin(path: &Path) -> Result<Trace> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
     encoding::parse_bin(&bytes, path)
 }
 
 fn check_weights(graph: &Graph, weights: Option<&TensorFile>, path: &Path) -> Result<()> {
     for &id in graph.inputs() {
         let node = graph.node(id);
-        let Op::Input {
-            kind,
-            weight: Some(key),
-            ..
-        } = &node.op
-        else {
-            continue;
-        };
+        let Op::Input { kind, weight: Some(key), .. } = &node.op else { continue };
         let Some(weights) = weights else {
-            return Err(Error::MissingWeightsFile {
-                path: path.into(),
-                input: node.name.to_string(),
-                kind: kind.name(),
-                key: key.clone(),
-            });
+            return Err(Error::MissingWeightsFile { path: path.into(), input: node.name.to_string(), kind: kind.name(), key: key.clone() });
         };
-        let missing = || Error::MissingWeight {
-            path: path.into(),
-            input: node.name.to_string(),
-            key: key.clone(),
-        };
+        let missing = || Error::MissingWeight { path: path.into(), input: node.name.to_string(), key: key.clone() };
         let view = weights.get(key).ok_or_else(missing)?;
         let found = view.tensor_type();
         if found != node.results[0] {

@@ -69,49 +69,24 @@ pub fn parse_bin_view<'a>(bytes: &'a [u8], path: &Path) -> Result<TraceView<'a>>
 
 /// A decoding failure in the body, its offset moved past the header.
 fn bad_bin(path: &Path, failure: Failure) -> Error {
-    Error::Bincode {
-        path: path.into(),
-        offset: HEADER_LEN + failure.offset,
-        message: failure.message,
-    }
+    Error::Bincode { path: path.into(), offset: HEADER_LEN + failure.offset, message: failure.message }
 }
 
 /// Checks the header; returns the body after it.
 fn bin_body<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a [u8]> {
-    let header = |offset: usize, message: String| Error::Bincode {
-        path: path.into(),
-        offset,
-        message,
-    };
+    let header = |offset: usize, message: String| Error::Bincode { path: path.into(), offset, message };
     if !bytes.starts_with(&MAGIC[..bytes.len().min(MAGIC.len())]) || bytes.is_empty() {
-        return Err(header(
-            0,
-            "not a bincode fxhlo trace (missing the FXHLOTRC header)".into(),
-        ));
+        return Err(header(0, "not a bincode fxhlo trace (missing the FXHLOTRC header)".into()));
     }
     if bytes.len() < HEADER_LEN {
-        let what = if bytes.len() < MAGIC.len() {
-            "the FXHLOTRC header"
-        } else {
-            "the schema version in the header"
-        };
-        return Err(header(
-            bytes.len(),
-            format!(
-                "unexpected end of input reading {what} (the file is {} bytes)",
-                bytes.len()
-            ),
-        ));
+        let what = if bytes.len() < MAGIC.len() { "the FXHLOTRC header" } else { "the schema version in the header" };
+        return Err(header(bytes.len(), format!("unexpected end of input reading {what} (the file is {} bytes)", bytes.len())));
     }
     let mut v = [0u8; 4];
     v.copy_from_slice(&bytes[MAGIC.len()..HEADER_LEN]);
     let version = u32::from_le_bytes(v);
     if version != SCHEMA_VERSION {
-        return Err(Error::Version {
-            path: path.into(),
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
+        return Err(Error::Version { path: path.into(), found: version, supported: SCHEMA_VERSION });
     }
     Ok(&bytes[HEADER_LEN..])
 }
@@ -135,10 +110,7 @@ fn check_trailing(body: &[u8], used: usize, path: &Path) -> Result<()> {
 fn decode_limited(body: &[u8]) -> std::result::Result<(Trace, usize), bincode::error::DecodeError> {
     macro_rules! limit {
         ($n:expr) => {
-            bincode::serde::decode_from_slice(
-                body,
-                bincode::config::standard().with_limit::<{ $n }>(),
-            )
+            bincode::serde::decode_from_slice(body, bincode::config::standard().with_limit::<{ $n }>())
         };
     }
     match body.len().saturating_mul(8) {
@@ -157,8 +129,6 @@ pub fn to_bin(trace: &Trace) -> Vec<u8> {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&trace.version.to_le_bytes());
     // Encoding plain data into a Vec cannot fail.
-    out.extend(
-        bincode::serde::encode_to_vec(trace, bincode::config::standard()).unwrap_or_default(),
-    );
+    out.extend(bincode::serde::encode_to_vec(trace, bincode::config::standard()).unwrap_or_default());
     out
 }

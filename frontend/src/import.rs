@@ -36,17 +36,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fxhlo_ir::smallvec::smallvec;
-use fxhlo_ir::{
-    infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType,
-    ValueRef,
-};
+use fxhlo_ir::{infer, BinaryOp, DType, Graph, InputKind, Op, Results, Scalar, Shape, SourceLoc, TensorType, ValueRef};
 use rustc_hash::FxBuildHasher;
 
 use crate::aten::{self, Mapped, Operand};
-use crate::schema::{
-    ArgView, DimView, InputKindSpec, InputView, MetaView, NodeView, Span, Trace, TraceView, FORMAT,
-    SCHEMA_VERSION,
-};
+use crate::schema::{ArgView, DimView, InputKindSpec, InputView, MetaView, NodeView, Span, Trace, TraceView, FORMAT, SCHEMA_VERSION};
 use crate::{Error, Result};
 
 /// Builds and verifies the graph of `trace`; `path` names the file in errors.
@@ -58,33 +52,15 @@ pub fn import(trace: &Trace, path: &Path) -> Result<Graph> {
 /// [`TraceView::of`] a [`Trace`]); `path` names the file in errors.
 pub fn import_view<'a>(trace: &'a TraceView<'a>, path: &Path) -> Result<Graph> {
     if trace.format != FORMAT {
-        return Err(Error::Format {
-            path: path.into(),
-            found: trace.format.into(),
-        });
+        return Err(Error::Format { path: path.into(), found: trace.format.into() });
     }
     if trace.version != SCHEMA_VERSION {
-        return Err(Error::Version {
-            path: path.into(),
-            found: trace.version,
-            supported: SCHEMA_VERSION,
-        });
+        return Err(Error::Version { path: path.into(), found: trace.version, supported: SCHEMA_VERSION });
     }
-    let graph = import_graph(
-        trace,
-        path,
-        trace.name,
-        &trace.inputs,
-        &trace.nodes,
-        trace.outputs,
-        0,
-    )?;
+    let graph = import_graph(trace, path, trace.name, &trace.inputs, &trace.nodes, trace.outputs, 0)?;
     // The checks above cover every invariant (module doc); debug builds make sure of it.
     #[cfg(debug_assertions)]
-    fxhlo_ir::verify(&graph).map_err(|source| Error::Ir {
-        path: path.into(),
-        source,
-    })?;
+    fxhlo_ir::verify(&graph).map_err(|source| Error::Ir { path: path.into(), source })?;
     Ok(graph)
 }
 
@@ -123,9 +99,7 @@ fn import_graph<'a>(
             InputKindSpec::Buffer => InputKind::Buffer,
             InputKindSpec::Constant => InputKind::Constant,
         };
-        let id = cx
-            .graph
-            .add_input(input.name, kind, input.weight.map(str::to_string), ty, None);
+        let id = cx.graph.add_input(input.name, kind, input.weight.map(str::to_string), ty, None);
         cx.define(Cow::Borrowed(input.name), ValueRef::first(id))?;
     }
     for node in nodes {
@@ -134,32 +108,20 @@ fn import_graph<'a>(
     let output_error = |message: String| Error::BadArgument {
         path: path.into(),
         node: "output".into(),
-        target: if depth == 0 {
-            "output".into()
-        } else {
-            format!("output of subgraph {name}")
-        },
+        target: if depth == 0 { "output".into() } else { format!("output of subgraph {name}") },
         message,
     };
     let mut values = Vec::with_capacity(outputs.len as usize);
     for arg in trace.args(outputs) {
         match arg {
             ArgView::Tensor(name) => values.push(cx.value("output", name)?),
-            other => {
-                return Err(output_error(format!(
-                    "graph outputs must be tensors, found a `{}` argument",
-                    other.kind()
-                )))
-            }
+            other => return Err(output_error(format!("graph outputs must be tensors, found a `{}` argument", other.kind()))),
         }
     }
     if values.is_empty() {
         return Err(output_error("the graph has no outputs".into()));
     }
-    cx.graph.set_outputs(values).map_err(|source| Error::Ir {
-        path: path.into(),
-        source,
-    })?;
+    cx.graph.set_outputs(values).map_err(|source| Error::Ir { path: path.into(), source })?;
     Ok(cx.graph)
 }
 
@@ -192,10 +154,7 @@ impl<'a> Importer<'a, '_> {
             self.last = Some((n, v));
         }
         match self.values.entry(name) {
-            Entry::Occupied(e) => Err(Error::DuplicateName {
-                path: self.path.into(),
-                name: e.key().to_string(),
-            }),
+            Entry::Occupied(e) => Err(Error::DuplicateName { path: self.path.into(), name: e.key().to_string() }),
             Entry::Vacant(e) => {
                 e.insert(v);
                 Ok(())
@@ -212,22 +171,18 @@ impl<'a> Importer<'a, '_> {
                 return Ok(v);
             }
         }
-        self.values
-            .get(name)
-            .copied()
-            .ok_or_else(|| Error::UnknownValue {
-                path: self.path.into(),
-                node: node.into(),
-                name: name.into(),
-            })
+        self.values.get(name).copied().ok_or_else(|| Error::UnknownValue {
+            path: self.path.into(),
+            node: node.into(),
+            name: name.into(),
+        })
     }
 
     fn tensor_type(&self, node: &str, meta: &MetaView) -> Result<TensorType> {
-        let dtype: DType = meta.dtype.parse().map_err(|source| Error::DType {
-            path: self.path.into(),
-            node: node.into(),
-            source,
-        })?;
+        let dtype: DType = meta
+            .dtype
+            .parse()
+            .map_err(|source| Error::DType { path: self.path.into(), node: node.into(), source })?;
         let sizes = self.view.sizes(meta);
         let mut shape = Shape::new();
         for (dim, d) in sizes.iter().enumerate() {
@@ -242,33 +197,19 @@ impl<'a> Importer<'a, '_> {
                     })
                 }
                 DimView::Symbolic(size) => {
-                    return Err(Error::SymbolicSize {
-                        path: self.path.into(),
-                        node: node.into(),
-                        dim,
-                        size: size.into(),
-                    })
+                    return Err(Error::SymbolicSize { path: self.path.into(), node: node.into(), dim, size: size.into() })
                 }
             }
         }
         let ty = TensorType::new(dtype, shape);
         if ty.checked_size_bytes().is_none() {
-            return Err(Error::TooLarge {
-                path: self.path.into(),
-                node: node.into(),
-                ty: ty.to_string(),
-            });
+            return Err(Error::TooLarge { path: self.path.into(), node: node.into(), ty: ty.to_string() });
         }
         Ok(ty)
     }
 
     fn err(&self, spec: &NodeView, message: String) -> Error {
-        Error::BadArgument {
-            path: self.path.into(),
-            node: spec.name.into(),
-            target: spec.target.into(),
-            message,
-        }
+        Error::BadArgument { path: self.path.into(), node: spec.name.into(), target: spec.target.into(), message }
     }
 
     fn node(&mut self, spec: &'a NodeView<'a>) -> Result<()> {
@@ -304,12 +245,7 @@ impl<'a> Importer<'a, '_> {
         let mut operands = std::mem::take(&mut self.operands);
         operands.clear();
         let mapped = {
-            let operand_type = |name: &str| {
-                self.value(spec.name, name)
-                    .ok()
-                    .and_then(|v| self.graph.value_type(v))
-                    .cloned()
-            };
+            let operand_type = |name: &str| self.value(spec.name, name).ok().and_then(|v| self.graph.value_type(v)).cloned();
             let complete: &[TensorType] = if partial.is_empty() { &results } else { &[] };
             aten::map(self.view, spec, complete, &partial, &operand_type)
         };
@@ -324,19 +260,14 @@ impl<'a> Importer<'a, '_> {
                 let i = partial.iter().position(Option::is_none).unwrap_or_default();
                 return Err(self.err(spec, format!("result {i} is not a tensor; fxhlo supports only ops whose results are all tensors")));
             }
-            Mapped::GetItem(producer, index) => {
-                return self.getitem(spec, producer, index, &results)
-            }
+            Mapped::GetItem(producer, index) => return self.getitem(spec, producer, index, &results),
             Mapped::Op(op, mapped) => {
                 self.operands_into(spec, &mapped, &mut operands)?;
                 op
             }
             Mapped::Unknown(why) => {
                 self.all_tensor_args(spec, &mut operands)?;
-                Op::Unknown {
-                    target: spec.target.into(),
-                    reason: why.into_reason(),
-                }
+                Op::Unknown { target: spec.target.into(), reason: why.into_reason() }
             }
         };
         // On the stack for up to 4 operands (almost every op), not a vector per node; unused
@@ -357,23 +288,15 @@ impl<'a> Importer<'a, '_> {
         match infer::infer(&op, types) {
             // Auxiliary results whose form depends on the device (norm statistics) follow the
             // meta where it shows one of the forms PyTorch's kernels give (`infer::agrees`).
-            Ok(Some(inferred)) if !infer::agrees(&op, types, &inferred, &results) => {
-                return Err(self.mismatch(spec, &results, &inferred))
-            }
+            Ok(Some(inferred)) if !infer::agrees(&op, types, &inferred, &results) => return Err(self.mismatch(spec, &results, &inferred)),
             Ok(_) => {}
             Err(message) => return Err(self.err(spec, message)),
         }
-        let source = spec.source.as_ref().map(|s| SourceLoc {
-            file: self.file(s.file),
-            line: s.line,
-        });
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
         let id = self
             .graph
             .add_node(spec.name, op, &operands, results, source)
-            .map_err(|source| Error::Ir {
-                path: self.path.into(),
-                source,
-            })?;
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.operands = operands;
         self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
     }
@@ -385,59 +308,35 @@ impl<'a> Importer<'a, '_> {
         let args = self.view.args(spec.args);
         let subgraph = |i: usize| match args.get(i) {
             Some(ArgView::Graph(name)) => Ok(*name),
-            _ => Err(self.err(
-                spec,
-                format!("argument {i} must be a subgraph (`{{\"graph\": name}}`)"),
-            )),
+            _ => Err(self.err(spec, format!("argument {i} must be a subgraph (`{{\"graph\": name}}`)"))),
         };
         let tensors = |i: usize| -> Result<Vec<ValueRef>> {
             match args.get(i) {
-                Some(ArgView::Tensors(span)) => self
-                    .view
-                    .names(*span)
-                    .iter()
-                    .flatten()
-                    .map(|n| self.value(spec.name, n))
-                    .collect(),
+                Some(ArgView::Tensors(span)) => {
+                    self.view.names(*span).iter().flatten().map(|n| self.value(spec.name, n)).collect()
+                }
                 _ => Err(self.err(spec, format!("argument {i} must be a list of tensors"))),
             }
         };
         let (op, operands) = if spec.target == "higher_order.cond" {
             let pred = match args.first() {
                 Some(ArgView::Tensor(name)) => self.value(spec.name, name)?,
-                _ => {
-                    return Err(self.err(spec, "the predicate (argument 0) must be a tensor".into()))
-                }
+                _ => return Err(self.err(spec, "the predicate (argument 0) must be a tensor".into())),
             };
             let (then_graph, else_graph, rest) = (subgraph(1)?, subgraph(2)?, tensors(3)?);
-            let op = Op::Cond {
-                then_region: self.region(spec, then_graph)?,
-                else_region: self.region(spec, else_graph)?,
-            };
+            let op = Op::Cond { then_region: self.region(spec, then_graph)?, else_region: self.region(spec, else_graph)? };
             (op, std::iter::once(pred).chain(rest).collect::<Vec<_>>())
         } else {
             let (cond_graph, body_graph) = (subgraph(0)?, subgraph(1)?);
             let mut operands = tensors(2)?;
             operands.extend(tensors(3)?);
-            (
-                Op::While {
-                    cond: self.region(spec, cond_graph)?,
-                    body: self.region(spec, body_graph)?,
-                },
-                operands,
-            )
+            (Op::While { cond: self.region(spec, cond_graph)?, body: self.region(spec, body_graph)? }, operands)
         };
-        let source = spec.source.as_ref().map(|s| SourceLoc {
-            file: self.file(s.file),
-            line: s.line,
-        });
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
         let id = self
             .graph
             .add_node(spec.name, op, &operands, results, source)
-            .map_err(|source| Error::Ir {
-                path: self.path.into(),
-                source,
-            })?;
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         fxhlo_ir::check_regions(&self.graph, id).map_err(|message| self.err(spec, message))?;
         self.define(Cow::Borrowed(spec.name), ValueRef::first(id))
     }
@@ -448,18 +347,8 @@ impl<'a> Importer<'a, '_> {
             return Err(self.err(spec, format!("control flow nested more than {MAX_NESTING} deep (does subgraph `{name}` run itself?)")));
         }
         let view = self.view;
-        let sub = view
-            .subgraph(name)
-            .ok_or_else(|| self.err(spec, format!("the trace has no subgraph `{name}`")))?;
-        let region = import_graph(
-            view,
-            self.path,
-            name,
-            &sub.inputs,
-            &sub.nodes,
-            sub.outputs,
-            self.depth + 1,
-        )?;
+        let sub = view.subgraph(name).ok_or_else(|| self.err(spec, format!("the trace has no subgraph `{name}`")))?;
+        let region = import_graph(view, self.path, name, &sub.inputs, &sub.nodes, sub.outputs, self.depth + 1)?;
         Ok(self.graph.add_region(region))
     }
 
@@ -475,12 +364,7 @@ impl<'a> Importer<'a, '_> {
     }
 
     fn mismatch(&self, spec: &NodeView, meta: &[TensorType], inferred: &[TensorType]) -> Error {
-        let fmt = |v: &[TensorType]| {
-            v.iter()
-                .map(|t| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let fmt = |v: &[TensorType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
         Error::MetaMismatch {
             path: self.path.into(),
             node: spec.name.into(),
@@ -493,132 +377,75 @@ impl<'a> Importer<'a, '_> {
     /// A node imported as the ops of `x` (see [`crate::aten::Expansion`]): each op named
     /// `<node>.<step>` with the node's source line, its type inferred (or given, for `full`
     /// and `arange`); each result the expansion gives must have the type of the node's meta.
-    fn expanded(
-        &mut self,
-        spec: &'a NodeView<'a>,
-        x: aten::Expansion<'a>,
-        results: &[TensorType],
-        partial: &[Option<TensorType>],
-    ) -> Result<()> {
-        let source = spec.source.as_ref().map(|s| SourceLoc {
-            file: self.file(s.file),
-            line: s.line,
-        });
+    fn expanded(&mut self, spec: &'a NodeView<'a>, x: aten::Expansion<'a>, results: &[TensorType], partial: &[Option<TensorType>]) -> Result<()> {
+        let source = spec.source.as_ref().map(|s| SourceLoc { file: self.file(s.file), line: s.line });
         let mut values: Vec<ValueRef> = Vec::with_capacity(x.steps.len());
         for step in x.steps {
             let mut operands = Vec::with_capacity(step.operands.len());
             for src in &step.operands {
                 operands.push(match *src {
                     aten::Src::Value(n) => self.value(spec.name, n)?,
-                    aten::Src::Step(i) => *values.get(i).ok_or_else(|| {
-                        self.err(spec, format!("step `{}` reads a later step", step.name))
-                    })?,
+                    aten::Src::Step(i) => *values.get(i).ok_or_else(|| self.err(spec, format!("step `{}` reads a later step", step.name)))?,
                 });
             }
-            let types: Vec<&TensorType> = operands
-                .iter()
-                .filter_map(|v| self.graph.value_type(*v))
-                .collect();
+            let types: Vec<&TensorType> = operands.iter().filter_map(|v| self.graph.value_type(*v)).collect();
             let types = match infer::infer(&step.op, &types) {
                 Ok(Some(inferred)) => inferred,
                 Ok(None) => match step.ty {
                     Some(t) => smallvec![t],
-                    None => {
-                        return Err(self.err(
-                            spec,
-                            format!("step `{}` ({}) has no type", step.name, step.op.name()),
-                        ))
-                    }
+                    None => return Err(self.err(spec, format!("step `{}` ({}) has no type", step.name, step.op.name()))),
                 },
-                Err(message) => {
-                    return Err(self.err(spec, format!("step `{}`: {message}", step.name)))
-                }
+                Err(message) => return Err(self.err(spec, format!("step `{}`: {message}", step.name))),
             };
             let name = format!("{}.{}", spec.name, step.name);
             let id = self
                 .graph
                 .add_node(name.clone(), step.op, &operands, types, source.clone())
-                .map_err(|source| Error::Ir {
-                    path: self.path.into(),
-                    source,
-                })?;
+                .map_err(|source| Error::Ir { path: self.path.into(), source })?;
             self.define(Cow::Owned(name), ValueRef::first(id))?;
             values.push(ValueRef::first(id));
         }
-        let meta = |i: usize| {
-            if partial.is_empty() {
-                results.get(i)
-            } else {
-                partial.get(i).and_then(Option::as_ref)
-            }
-        };
+        let meta = |i: usize| if partial.is_empty() { results.get(i) } else { partial.get(i).and_then(Option::as_ref) };
         let mut outs = Vec::with_capacity(x.results.len());
         for (i, r) in x.results.iter().enumerate() {
             let Some(j) = r else {
                 outs.push(None);
                 continue;
             };
-            let v = *values
-                .get(*j)
-                .ok_or_else(|| self.err(spec, format!("result {i} names a missing step")))?;
+            let v = *values.get(*j).ok_or_else(|| self.err(spec, format!("result {i} names a missing step")))?;
             match (self.graph.value_type(v), meta(i)) {
                 (Some(t), Some(m)) if t == m => outs.push(Some(v)),
                 (t, m) => {
                     let found = t.map_or("nothing".into(), |t| t.to_string());
                     let want = m.map_or("no tensor".into(), |m| m.to_string());
-                    return Err(self.err(
-                        spec,
-                        format!("result {i}: the meta says {want} but the expansion gives {found}"),
-                    ));
+                    return Err(self.err(spec, format!("result {i}: the meta says {want} but the expansion gives {found}")));
                 }
             }
         }
-        let main = outs
-            .first()
-            .copied()
-            .flatten()
-            .ok_or_else(|| self.err(spec, "the expansion gives no output".into()))?;
+        let main = outs.first().copied().flatten().ok_or_else(|| self.err(spec, "the expansion gives no output".into()))?;
         // The node's own name stands for its main result (and is reserved, like any name).
         self.define(Cow::Borrowed(spec.name), main)?;
         self.expanded.insert(spec.name, outs);
         Ok(())
     }
 
-    fn getitem(
-        &mut self,
-        spec: &'a NodeView<'a>,
-        producer: &str,
-        index: u32,
-        results: &[TensorType],
-    ) -> Result<()> {
+    fn getitem(&mut self, spec: &'a NodeView<'a>, producer: &str, index: u32, results: &[TensorType]) -> Result<()> {
         if let Some(outs) = self.expanded.get(producer) {
             let v = match outs.get(index as usize) {
                 Some(Some(v)) => *v,
-                Some(None) => {
-                    return Err(self.err(
-                        spec,
-                        format!("result {index} of `{producer}` is not a tensor"),
-                    ))
-                }
+                Some(None) => return Err(self.err(spec, format!("result {index} of `{producer}` is not a tensor"))),
                 None => return Err(self.err(spec, format!("`{producer}` has no result {index}"))),
             };
             return match self.graph.value_type(v) {
-                Some(t) if results.len() == 1 && *t == results[0] => {
-                    self.define(Cow::Borrowed(spec.name), v)
-                }
+                Some(t) if results.len() == 1 && *t == results[0] => self.define(Cow::Borrowed(spec.name), v),
                 Some(t) => Err(self.mismatch(spec, results, std::slice::from_ref(t))),
                 None => Err(self.err(spec, format!("`{producer}` has no result {index}"))),
             };
         }
         let base = self.value(spec.name, producer)?;
-        let v = ValueRef {
-            node: base.node,
-            result: index,
-        };
+        let v = ValueRef { node: base.node, result: index };
         match self.graph.value_type(v) {
-            Some(t) if results.len() == 1 && *t == results[0] => {
-                self.define(Cow::Borrowed(spec.name), v)
-            }
+            Some(t) if results.len() == 1 && *t == results[0] => self.define(Cow::Borrowed(spec.name), v),
             Some(t) => Err(self.mismatch(spec, results, std::slice::from_ref(t))),
             None => Err(self.err(spec, format!("`{producer}` has no result {index}"))),
         }
@@ -643,17 +470,9 @@ impl<'a> Importer<'a, '_> {
 
     /// Resolves operands into `out`; scalars become 0-d `full` nodes typed like PyTorch's
     /// wrapped numbers, which needs the promoted dtype of the tensor operands.
-    fn operands_into(
-        &mut self,
-        spec: &NodeView,
-        operands: &[Operand],
-        out: &mut Vec<ValueRef>,
-    ) -> Result<()> {
+    fn operands_into(&mut self, spec: &NodeView, operands: &[Operand], out: &mut Vec<ValueRef>) -> Result<()> {
         let mut tensor_dtype = None;
-        if operands
-            .iter()
-            .any(|o| matches!(o.base(), Operand::Scalar(_)))
-        {
+        if operands.iter().any(|o| matches!(o.base(), Operand::Scalar(_))) {
             let mut types = Vec::with_capacity(operands.len());
             for o in operands {
                 if let Operand::Tensor(n) = o.base() {
@@ -668,49 +487,22 @@ impl<'a> Importer<'a, '_> {
         Ok(())
     }
 
-    fn operand(
-        &mut self,
-        spec: &NodeView,
-        i: usize,
-        o: &Operand,
-        tensor_dtype: Option<DType>,
-    ) -> Result<ValueRef> {
+    fn operand(&mut self, spec: &NodeView, i: usize, o: &Operand, tensor_dtype: Option<DType>) -> Result<ValueRef> {
         match o {
             Operand::Tensor(n) => self.value(spec.name, n),
-            Operand::Scalar(s) => self.full(
-                format!("{}.scalar{i}", spec.name),
-                *s,
-                wrapped_dtype(*s, tensor_dtype),
-            ),
+            Operand::Scalar(s) => self.full(format!("{}.scalar{i}", spec.name), *s, wrapped_dtype(*s, tensor_dtype)),
             Operand::Scaled(inner, factor) => {
                 let v = self.operand(spec, i, inner, tensor_dtype)?;
-                let ty = self
-                    .graph
-                    .value_type(v)
-                    .cloned()
-                    .ok_or_else(|| self.err(spec, "missing operand".into()))?;
-                let f = self.full(
-                    format!("{}.alpha{i}", spec.name),
-                    *factor,
-                    wrapped_dtype(*factor, Some(ty.dtype)),
-                )?;
-                let f_ty = self
-                    .graph
-                    .value_type(f)
-                    .cloned()
-                    .ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let ty = self.graph.value_type(v).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
+                let f = self.full(format!("{}.alpha{i}", spec.name), *factor, wrapped_dtype(*factor, Some(ty.dtype)))?;
+                let f_ty = self.graph.value_type(f).cloned().ok_or_else(|| self.err(spec, "missing operand".into()))?;
                 let op = Op::Binary(BinaryOp::Mul);
-                let results = infer::infer(&op, &[&ty, &f_ty])
-                    .map_err(|m| self.err(spec, m))?
-                    .unwrap_or_default();
+                let results = infer::infer(&op, &[&ty, &f_ty]).map_err(|m| self.err(spec, m))?.unwrap_or_default();
                 let name = format!("{}.scaled{i}", spec.name);
                 let id = self
                     .graph
                     .add_node(name.clone(), op, &[v, f], results, None)
-                    .map_err(|source| Error::Ir {
-                        path: self.path.into(),
-                        source,
-                    })?;
+                    .map_err(|source| Error::Ir { path: self.path.into(), source })?;
                 self.define(Cow::Owned(name), ValueRef::first(id))?;
                 Ok(ValueRef::first(id))
             }
@@ -723,17 +515,8 @@ impl<'a> Importer<'a, '_> {
         let ty = TensorType::new(dtype, Shape::new());
         let id = self
             .graph
-            .add_node(
-                name.clone(),
-                Op::Full { value },
-                &[],
-                smallvec![ty] as Results,
-                None,
-            )
-            .map_err(|source| Error::Ir {
-                path: self.path.into(),
-                source,
-            })?;
+            .add_node(name.clone(), Op::Full { value }, &[], smallvec![ty] as Results, None)
+            .map_err(|source| Error::Ir { path: self.path.into(), source })?;
         self.define(Cow::Owned(name), ValueRef::first(id))?;
         Ok(ValueRef::first(id))
     }
@@ -758,18 +541,8 @@ fn wrapped_dtype(s: Scalar, tensor_dtype: Option<DType>) -> DType {
     };
     match tensor_dtype {
         Some(t) => {
-            let tcat = if t == DType::Bool {
-                0
-            } else if t.is_float() {
-                2
-            } else {
-                1
-            };
-            if cat > tcat {
-                default
-            } else {
-                t
-            }
+            let tcat = if t == DType::Bool { 0 } else if t.is_float() { 2 } else { 1 };
+            if cat > tcat { default } else { t }
         }
         None => default,
     }

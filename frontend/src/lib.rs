@@ -2,8 +2,8 @@
 //! validated [`fxhlo_ir::Graph`]. Never panics on bad input: every problem is an [`Error`]
 //! naming the file and, where there is one, the node.
 
-mod aten;
 mod atomic;
+mod aten;
 mod bundle;
 pub mod encoding;
 mod error;
@@ -12,9 +12,7 @@ pub mod schema;
 mod weights;
 
 pub use atomic::write_atomic;
-pub use bundle::{
-    read_bin, read_json, trace_file, Bundle, GRAPH_BIN, GRAPH_JSON, REFERENCE, WEIGHTS,
-};
+pub use bundle::{read_bin, read_json, trace_file, Bundle, GRAPH_BIN, GRAPH_JSON, REFERENCE, WEIGHTS};
 pub use encoding::{parse_bin, parse_bin_view, parse_json, to_bin, to_json};
 pub use error::{Error, Result};
 pub use weights::{TensorFile, TensorView};

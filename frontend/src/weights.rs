@@ -21,10 +21,7 @@ pub struct TensorView<'a> {
 impl TensorView<'_> {
     /// The tensor's IR type.
     pub fn tensor_type(&self) -> TensorType {
-        TensorType::new(
-            self.dtype,
-            self.shape.iter().map(|&d| d as i64).collect::<Vec<_>>(),
-        )
+        TensorType::new(self.dtype, self.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
     }
 }
 
@@ -45,10 +42,7 @@ pub struct TensorFile {
 impl TensorFile {
     /// Maps and validates `path`. Every tensor's dtype must be one fxhlo supports.
     pub fn open(path: &Path) -> Result<TensorFile> {
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io = |source| Error::Io { path: path.to_path_buf(), source };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         // Mapping an empty file fails on Linux; an empty file is malformed anyway.
@@ -60,36 +54,17 @@ impl TensorFile {
             Some(unsafe { Mmap::map(&file) }.map_err(io)?)
         };
         let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
-        let bad = |message: String| Error::Weights {
-            path: path.to_path_buf(),
-            message,
-        };
+        let bad = |message: String| Error::Weights { path: path.to_path_buf(), message };
         let (header, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(e.to_string()))?;
         let base = 8 + header;
         let mut entries = BTreeMap::new();
         for (name, info) in meta.tensors() {
-            let dtype = from_safetensors(info.dtype).ok_or_else(|| {
-                bad(format!(
-                    "tensor `{name}` has dtype {:?}, which fxhlo does not support",
-                    info.dtype
-                ))
-            })?;
+            let dtype = from_safetensors(info.dtype)
+                .ok_or_else(|| bad(format!("tensor `{name}` has dtype {:?}, which fxhlo does not support", info.dtype)))?;
             let (s, e) = info.data_offsets;
-            entries.insert(
-                name,
-                Entry {
-                    dtype,
-                    shape: info.shape.clone(),
-                    start: base + s,
-                    end: base + e,
-                },
-            );
+            entries.insert(name, Entry { dtype, shape: info.shape.clone(), start: base + s, end: base + e });
         }
-        Ok(TensorFile {
-            path: path.to_path_buf(),
-            map,
-            entries,
-        })
+        Ok(TensorFile { path: path.to_path_buf(), map, entries })
     }
 
     /// The file this was read from.
@@ -101,11 +76,7 @@ impl TensorFile {
     pub fn get(&self, name: &str) -> Option<TensorView<'_>> {
         let e = self.entries.get(name)?;
         let bytes = self.map.as_deref()?.get(e.start..e.end)?;
-        Some(TensorView {
-            dtype: e.dtype,
-            shape: &e.shape,
-            bytes,
-        })
+        Some(TensorView { dtype: e.dtype, shape: &e.shape, bytes })
     }
 
     /// The address range of the memory map (`None` for an empty file): every [`TensorView`]'s

@@ -52,9 +52,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use fxhlo_frontend::schema::Trace;
-use fxhlo_frontend::{
-    import, parse_bin, parse_bin_view, parse_json, to_bin, to_json, Bundle, Error, GRAPH_JSON,
-};
+use fxhlo_frontend::{import, parse_bin, parse_bin_view, parse_json, to_bin, to_json, Bundle, Error, GRAPH_JSON};
 use serde_json::{json, Value};
 
 #[path = "../benches/import.rs"]
@@ -136,11 +134,7 @@ impl Rng {
     }
     /// Uniform in `0..n` (`0` when `n == 0`).
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
+        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
@@ -167,25 +161,15 @@ struct Seeds {
 /// Every bundle `testsuite/fixtures/*.fxt` and one level down (`fixtures/ops/*.fxt`), sorted.
 fn fixture_dirs() -> Vec<PathBuf> {
     let bundles = |dir: &Path| -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return vec![];
-        };
-        entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect()
+        let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+        entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()
     };
     let mut dirs = Vec::new();
     for p in bundles(&bench::fixtures_dir()) {
         if p.extension().is_some_and(|e| e == "fxt") {
             dirs.push(p);
         } else {
-            dirs.extend(
-                bundles(&p)
-                    .into_iter()
-                    .filter(|q| q.extension().is_some_and(|e| e == "fxt")),
-            );
+            dirs.extend(bundles(&p).into_iter().filter(|q| q.extension().is_some_and(|e| e == "fxt")));
         }
     }
     dirs.retain(|d| d.join(GRAPH_JSON).is_file());
@@ -198,37 +182,16 @@ fn seeds() -> &'static Seeds {
     SEEDS.get_or_init(|| {
         let mut json = Vec::new();
         for dir in fixture_dirs() {
-            let label = dir
-                .strip_prefix(bench::fixtures_dir())
-                .unwrap_or(&dir)
-                .to_string_lossy()
-                .into_owned();
-            json.push((
-                label,
-                std::fs::read(dir.join(GRAPH_JSON)).expect("fixture readable"),
-            ));
+            let label = dir.strip_prefix(bench::fixtures_dir()).unwrap_or(&dir).to_string_lossy().into_owned();
+            json.push((label, std::fs::read(dir.join(GRAPH_JSON)).expect("fixture readable")));
         }
-        assert!(
-            json.iter().any(|(l, _)| l == "mlp.fxt"),
-            "the fixtures include mlp.fxt"
-        );
+        assert!(json.iter().any(|(l, _)| l == "mlp.fxt"), "the fixtures include mlp.fxt");
         for n in [12, 40] {
-            json.push((
-                format!("synth{n}"),
-                to_json(&bench::synth_trace(n)).into_bytes(),
-            ));
+            json.push((format!("synth{n}"), to_json(&bench::synth_trace(n)).into_bytes()));
         }
         json.push(("zoo".into(), op_zoo()));
         json.push(("control_flow".into(), CONTROL_FLOW_SEED.as_bytes().to_vec()));
-        let mut s = Seeds {
-            json,
-            values: vec![],
-            bins: vec![],
-            ir: vec![],
-            names: vec![],
-            targets: vec![],
-            ops: vec![],
-        };
+        let mut s = Seeds { json, values: vec![], bins: vec![], ir: vec![], names: vec![], targets: vec![], ops: vec![] };
         let path = Path::new(GRAPH_JSON);
         for (label, bytes) in &s.json {
             if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
@@ -241,17 +204,12 @@ fn seeds() -> &'static Seeds {
             s.bins.push(to_bin(&trace));
             s.names.extend(trace.inputs.iter().map(|i| i.name.clone()));
             s.names.extend(trace.nodes.iter().map(|n| n.name.clone()));
-            s.targets
-                .extend(trace.nodes.iter().map(|n| n.target.clone()));
+            s.targets.extend(trace.nodes.iter().map(|n| n.target.clone()));
             match import::import(&trace, path) {
                 Ok(g) => {
                     let text = fxhlo_ir::print(&g);
                     for line in text.lines() {
-                        if let Some(op) = line
-                            .split(" = ")
-                            .nth(1)
-                            .and_then(|r| r.split_whitespace().next())
-                        {
+                        if let Some(op) = line.split(" = ").nth(1).and_then(|r| r.split_whitespace().next()) {
                             s.ops.push(op.to_string());
                         }
                     }
@@ -260,8 +218,7 @@ fn seeds() -> &'static Seeds {
                 Err(e) => println!("fuzz seeds: {label} does not import: {e}"),
             }
         }
-        s.targets
-            .extend(EXTRA_TARGETS.iter().map(|t| t.to_string()));
+        s.targets.extend(EXTRA_TARGETS.iter().map(|t| t.to_string()));
         for v in [&mut s.names, &mut s.targets, &mut s.ops] {
             v.sort();
             v.dedup();
@@ -311,99 +268,26 @@ const CONTROL_FLOW_SEED: &str = r#"{"format": "fxhlo-trace", "version": 1, "name
    "outputs": [{"tensor": "r"}]}]}"#;
 
 const EXTRA_TARGETS: &[&str] = &[
-    "higher_order.cond",
-    "higher_order.while_loop",
-    "fxhlo.rng_bit_generator.default",
-    "getitem",
-    "aten.sum.dim_IntList",
-    "aten.sum.default",
-    "aten.mean.dim",
-    "aten.amax.default",
-    "aten.view.default",
-    "aten.expand.default",
-    "aten.slice.Tensor",
-    "aten.select.int",
-    "aten.squeeze.dims",
-    "aten.unsqueeze.default",
-    "aten.cat.default",
-    "aten.index.Tensor",
-    "aten.convolution.default",
-    "aten.max_pool2d_with_indices.default",
-    "aten.avg_pool2d.default",
-    "aten._adaptive_avg_pool2d.default",
-    "aten.upsample_nearest2d.vec",
-    "aten.native_group_norm.default",
-    "aten.native_layer_norm.default",
-    "aten.transpose.int",
-    "aten.t.default",
-    "aten.div.Tensor_mode",
-    "aten.rsub.Scalar",
-    "aten.clamp.default",
-    "aten.hardtanh.default",
-    "aten.gelu.default",
-    "prims.convert_element_type.default",
-    "aten._to_copy.default",
-    "aten.arange.default",
-    "aten.full.default",
-    "aten.embedding.default",
-    "aten.where.self",
-    "aten.mm.default",
-    "aten.bmm.default",
-    "aten.pow.Tensor_Scalar",
-    "aten.nonexistent.default",
-    "aten.",
-    "aten",
-    ".",
-    "",
-    "prims.",
-    "aten.upsample_nearest1d.default",
-    "aten.constant_pad_nd.default",
-    "aten.reflection_pad2d.default",
-    "aten.replication_pad1d.default",
-    "aten.repeat.default",
-    "aten.flip.default",
-    "aten.diagonal.default",
-    "aten.as_strided.default",
-    "aten.gather.default",
-    "aten.index_select.default",
-    "aten.scatter.src",
-    "aten.scatter_add.default",
-    "aten.scatter_reduce.two",
-    "aten.index_put.default",
-    "aten.select_scatter.default",
-    "aten.slice_scatter.default",
-    "aten.sort.default",
-    "aten.topk.default",
-    "aten.argmax.default",
-    "aten.max.dim",
-    "aten.var.correction",
-    "aten.var.dim",
-    "aten.cumsum.default",
-    "aten.split.Tensor",
-    "aten.split_with_sizes.default",
-    "aten.upsample_bilinear2d.vec",
-    "aten.elu.default",
-    "aten.leaky_relu.default",
-    "aten.copy.default",
-    "aten.fill.Scalar",
-    "aten.full_like.default",
+    "higher_order.cond", "higher_order.while_loop", "fxhlo.rng_bit_generator.default",
+    "getitem", "aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.amax.default", "aten.view.default",
+    "aten.expand.default", "aten.slice.Tensor", "aten.select.int", "aten.squeeze.dims", "aten.unsqueeze.default",
+    "aten.cat.default", "aten.index.Tensor", "aten.convolution.default", "aten.max_pool2d_with_indices.default",
+    "aten.avg_pool2d.default", "aten._adaptive_avg_pool2d.default", "aten.upsample_nearest2d.vec",
+    "aten.native_group_norm.default", "aten.native_layer_norm.default", "aten.transpose.int", "aten.t.default",
+    "aten.div.Tensor_mode", "aten.rsub.Scalar", "aten.clamp.default", "aten.hardtanh.default", "aten.gelu.default",
+    "prims.convert_element_type.default", "aten._to_copy.default", "aten.arange.default", "aten.full.default",
+    "aten.embedding.default", "aten.where.self", "aten.mm.default", "aten.bmm.default", "aten.pow.Tensor_Scalar",
+    "aten.nonexistent.default", "aten.", "aten", ".", "", "prims.", "aten.upsample_nearest1d.default",
+    "aten.constant_pad_nd.default", "aten.reflection_pad2d.default", "aten.replication_pad1d.default",
+    "aten.repeat.default", "aten.flip.default", "aten.diagonal.default", "aten.as_strided.default", "aten.gather.default",
+    "aten.index_select.default", "aten.scatter.src", "aten.scatter_add.default", "aten.scatter_reduce.two",
+    "aten.index_put.default", "aten.select_scatter.default", "aten.slice_scatter.default", "aten.sort.default",
+    "aten.topk.default", "aten.argmax.default", "aten.max.dim", "aten.var.correction", "aten.var.dim",
+    "aten.cumsum.default", "aten.split.Tensor", "aten.split_with_sizes.default", "aten.upsample_bilinear2d.vec",
+    "aten.elu.default", "aten.leaky_relu.default", "aten.copy.default", "aten.fill.Scalar", "aten.full_like.default",
 ];
 
-const DTYPES: &[&str] = &[
-    "f64",
-    "f32",
-    "f16",
-    "bf16",
-    "i64",
-    "i32",
-    "i16",
-    "i8",
-    "u8",
-    "bool",
-    "complex64",
-    "F32",
-    "",
-];
+const DTYPES: &[&str] = &["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "bool", "complex64", "F32", ""];
 
 /// A generated seed with one node per op family the fixtures lack (slicing, scatter, padding,
 /// sorting, ...), so that mutations reach their inference rules. Its metas are filled in from
@@ -415,83 +299,27 @@ fn op_zoo() -> Vec<u8> {
     let f = |v: f64| json!({"float": v});
     let b = |v: bool| json!({"bool": v});
     let nodes: Vec<(&str, &str, Vec<Value>)> = vec![
-        (
-            "slice",
-            "aten.slice.Tensor",
-            vec![t("x"), i(1), i(0), i(2), i(1)],
-        ),
+        ("slice", "aten.slice.Tensor", vec![t("x"), i(1), i(0), i(2), i(1)]),
         ("select", "aten.select.int", vec![t("x"), i(2), i(1)]),
-        (
-            "cat",
-            "aten.cat.default",
-            vec![json!({"tensors": ["x", "x"]}), i(0)],
-        ),
+        ("cat", "aten.cat.default", vec![json!({"tensors": ["x", "x"]}), i(0)]),
         ("unsqueeze", "aten.unsqueeze.default", vec![t("x"), i(0)]),
-        (
-            "squeeze",
-            "aten.squeeze.dims",
-            vec![t("unsqueeze"), is(&[0])],
-        ),
-        (
-            "expand",
-            "aten.expand.default",
-            vec![t("unsqueeze"), is(&[5, 2, 3, 4])],
-        ),
-        (
-            "sum",
-            "aten.sum.dim_IntList",
-            vec![t("x"), is(&[1]), b(true)],
-        ),
+        ("squeeze", "aten.squeeze.dims", vec![t("unsqueeze"), is(&[0])]),
+        ("expand", "aten.expand.default", vec![t("unsqueeze"), is(&[5, 2, 3, 4])]),
+        ("sum", "aten.sum.dim_IntList", vec![t("x"), is(&[1]), b(true)]),
         ("amax", "aten.amax.default", vec![t("x"), is(&[2])]),
         ("mean", "aten.mean.dim", vec![t("x"), is(&[-1]), b(true)]),
-        (
-            "softmax",
-            "aten._softmax.default",
-            vec![t("x"), i(-1), b(false)],
-        ),
+        ("softmax", "aten._softmax.default", vec![t("x"), i(-1), b(false)]),
         ("transpose", "aten.transpose.int", vec![t("x"), i(0), i(2)]),
-        (
-            "pad",
-            "aten.constant_pad_nd.default",
-            vec![t("x"), is(&[1, 1])],
-        ),
-        (
-            "repeat",
-            "aten.repeat.default",
-            vec![t("x"), is(&[2, 1, 1])],
-        ),
+        ("pad", "aten.constant_pad_nd.default", vec![t("x"), is(&[1, 1])]),
+        ("repeat", "aten.repeat.default", vec![t("x"), is(&[2, 1, 1])]),
         ("flip", "aten.flip.default", vec![t("x"), is(&[0])]),
         ("cumsum", "aten.cumsum.default", vec![t("x"), i(1)]),
-        (
-            "index_select",
-            "aten.index_select.default",
-            vec![t("x"), i(0), t("idx")],
-        ),
-        (
-            "index",
-            "aten.index.Tensor",
-            vec![t("x"), json!({"optional_tensors": [null, "idx"]})],
-        ),
-        (
-            "select_scatter",
-            "aten.select_scatter.default",
-            vec![t("x"), t("select"), i(2), i(1)],
-        ),
-        (
-            "slice_scatter",
-            "aten.slice_scatter.default",
-            vec![t("x"), t("slice"), i(1), i(0), i(2), i(1)],
-        ),
-        (
-            "diagonal",
-            "aten.diagonal.default",
-            vec![t("x"), i(0), i(0), i(1)],
-        ),
-        (
-            "as_strided",
-            "aten.as_strided.default",
-            vec![t("x"), is(&[2, 2]), is(&[1, 2]), i(0)],
-        ),
+        ("index_select", "aten.index_select.default", vec![t("x"), i(0), t("idx")]),
+        ("index", "aten.index.Tensor", vec![t("x"), json!({"optional_tensors": [null, "idx"]})]),
+        ("select_scatter", "aten.select_scatter.default", vec![t("x"), t("select"), i(2), i(1)]),
+        ("slice_scatter", "aten.slice_scatter.default", vec![t("x"), t("slice"), i(1), i(0), i(2), i(1)]),
+        ("diagonal", "aten.diagonal.default", vec![t("x"), i(0), i(0), i(1)]),
+        ("as_strided", "aten.as_strided.default", vec![t("x"), is(&[2, 2]), is(&[1, 2]), i(0)]),
         ("topk", "aten.topk.default", vec![t("x"), i(2), i(-1)]),
         ("topk_0", "getitem", vec![t("topk"), i(0)]),
         ("sort", "aten.sort.default", vec![t("x"), i(-1)]),
@@ -500,11 +328,7 @@ fn op_zoo() -> Vec<u8> {
         ("max", "aten.max.dim", vec![t("x"), i(1)]),
         ("max_0", "getitem", vec![t("max"), i(0)]),
         ("var", "aten.var.correction", vec![t("x"), is(&[1])]),
-        (
-            "split",
-            "aten.split_with_sizes.default",
-            vec![t("x"), is(&[1, 2]), i(1)],
-        ),
+        ("split", "aten.split_with_sizes.default", vec![t("x"), is(&[1, 2]), i(1)]),
         ("split_1", "getitem", vec![t("split"), i(1)]),
         ("view", "aten.view.default", vec![t("x"), is(&[6, 4])]),
         ("tr", "aten.t.default", vec![t("view")]),
@@ -513,11 +337,7 @@ fn op_zoo() -> Vec<u8> {
         ("where", "aten.where.self", vec![t("lt"), t("x"), t("flip")]),
         ("clamp", "aten.clamp.default", vec![t("x"), f(0.0), f(1.0)]),
         ("elu", "aten.elu.default", vec![t("x")]),
-        (
-            "leaky_relu",
-            "aten.leaky_relu.default",
-            vec![t("x"), f(0.2)],
-        ),
+        ("leaky_relu", "aten.leaky_relu.default", vec![t("x"), f(0.2)]),
         ("rsub", "aten.rsub.Scalar", vec![t("x"), f(1.0)]),
         ("div", "aten.div.Tensor_mode", vec![t("x"), t("flip")]),
         ("full", "aten.full.default", vec![is(&[2]), f(1.5)]),
@@ -548,15 +368,9 @@ fn op_zoo() -> Vec<u8> {
         ("arange", json!([meta("i64", &[4])])),
         ("tr", json!([meta("f32", &[4, 6])])),
         ("transpose", json!([meta("f32", &[4, 3, 2])])),
-        (
-            "split",
-            json!([meta("f32", &[2, 1, 4]), meta("f32", &[2, 2, 4])]),
-        ),
+        ("split", json!([meta("f32", &[2, 1, 4]), meta("f32", &[2, 2, 4])])),
     ] {
-        v["nodes"][nodes
-            .iter()
-            .position(|(m, ..)| *m == n)
-            .expect("a zoo node")]["meta"] = metas;
+        v["nodes"][nodes.iter().position(|(m, ..)| *m == n).expect("a zoo node")]["meta"] = metas;
     }
     let path = Path::new("zoo.json");
     for _ in 0..=nodes.len() {
@@ -571,23 +385,14 @@ fn op_zoo() -> Vec<u8> {
             .split("], ")
             .map(|ty| {
                 let (dtype, dims) = ty.trim_end_matches(']').split_once('[').expect("a type");
-                let sizes: Vec<i64> = dims
-                    .split(',')
-                    .filter(|d| !d.is_empty())
-                    .map(|d| d.parse().expect("a size"))
-                    .collect();
+                let sizes: Vec<i64> = dims.split(',').filter(|d| !d.is_empty()).map(|d| d.parse().expect("a size")).collect();
                 meta(dtype, &sizes)
             })
             .collect();
-        let k = nodes
-            .iter()
-            .position(|(n, ..)| *n == node)
-            .expect("a zoo node");
+        let k = nodes.iter().position(|(n, ..)| *n == node).expect("a zoo node");
         v["nodes"][k]["meta"] = Value::Array(metas);
     }
-    serde_json::to_string_pretty(&v)
-        .expect("serializes")
-        .into_bytes()
+    serde_json::to_string_pretty(&v).expect("serializes").into_bytes()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -623,13 +428,7 @@ struct Fuzz {
 impl Fuzz {
     fn new(target: &'static str, seed: u64) -> Fuzz {
         let started = Instant::now();
-        Fuzz {
-            target,
-            rng: Rng(seed),
-            started,
-            deadline: started + budget(),
-            stats: Stats::default(),
-        }
+        Fuzz { target, rng: Rng(seed), started, deadline: started + budget(), stats: Stats::default() }
     }
 
     /// Whether to run another case: the budget is not spent and fewer than five findings.
@@ -660,8 +459,7 @@ impl Fuzz {
             Verdict::Finding(what) => {
                 let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz");
                 let file = dir.join(format!("{}-{}.{ext}", self.target, self.stats.cases));
-                let saved =
-                    std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, input));
+                let saved = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, input));
                 let head = String::from_utf8_lossy(&input[..input.len().min(300)]).into_owned();
                 let msg = format!(
                     "{}: case {}: {what}\n    input ({} bytes) {}; starts {head:?}",
@@ -698,40 +496,17 @@ impl Fuzz {
             s.findings.len(),
             s.errors
         );
-        assert!(
-            s.findings.is_empty(),
-            "{} finding(s):\n{}",
-            s.findings.len(),
-            s.findings.join("\n")
-        );
-        assert!(
-            s.cases >= min_cases,
-            "{}: only {} cases ran (want {min_cases})",
-            self.target,
-            s.cases
-        );
-        assert!(
-            share(s.rejected) >= min_rejected,
-            "{}: only {:.1}% rejected",
-            self.target,
-            100.0 * share(s.rejected)
-        );
-        assert!(
-            share(s.accepted) >= min_accepted,
-            "{}: only {:.1}% accepted",
-            self.target,
-            100.0 * share(s.accepted)
-        );
+        assert!(s.findings.is_empty(), "{} finding(s):\n{}", s.findings.len(), s.findings.join("\n"));
+        assert!(s.cases >= min_cases, "{}: only {} cases ran (want {min_cases})", self.target, s.cases);
+        assert!(share(s.rejected) >= min_rejected, "{}: only {:.1}% rejected", self.target, 100.0 * share(s.rejected));
+        assert!(share(s.accepted) >= min_accepted, "{}: only {:.1}% accepted", self.target, 100.0 * share(s.accepted));
     }
 }
 
 /// The variant name of an error (`Json`, `BadArgument`, ...).
 fn variant(e: &Error) -> String {
     let d = format!("{e:?}");
-    d.split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or_default()
-        .to_string()
+    d.split(|c: char| !c.is_alphanumeric()).next().unwrap_or_default().to_string()
 }
 
 /// Imports a decoded trace, checks that an error names the file, prints an accepted graph,
@@ -741,9 +516,7 @@ fn import_checked(trace: Result<Trace, Error>, file: &str) -> Verdict {
     let rejected = |e: Error| {
         let msg = e.to_string();
         if matches!(e, Error::Ir { .. }) {
-            Verdict::Finding(format!(
-                "the verifier, not the importer, refused the trace: {msg}"
-            ))
+            Verdict::Finding(format!("the verifier, not the importer, refused the trace: {msg}"))
         } else if !msg.contains(file) {
             Verdict::Finding(format!("error does not name {file}: {msg}"))
         } else {
@@ -777,9 +550,7 @@ fn import_checked(trace: Result<Trace, Error>, file: &str) -> Verdict {
                 let _ = fxhlo_ir::print(&g);
                 Verdict::Accepted
             }
-            Err(e) => {
-                Verdict::Finding(format!("import accepted a graph the verifier refuses: {e}"))
-            }
+            Err(e) => Verdict::Finding(format!("import accepted a graph the verifier refuses: {e}")),
         },
         Err(e) => rejected(e),
     }
@@ -791,17 +562,12 @@ fn bin_paths_agree(input: &[u8], file: &str) -> Verdict {
     let path = Path::new(file);
     let (view, largest) = largest_allocation(|| parse_bin_view(input, path));
     if largest > allocation_bound(input.len()) {
-        return Verdict::Finding(format!(
-            "decoding a view of {} bytes allocated {largest} bytes at once",
-            input.len()
-        ));
+        return Verdict::Finding(format!("decoding a view of {} bytes allocated {largest} bytes at once", input.len()));
     }
     let fast = view.and_then(|v| import::import_view(&v, path));
     let slow = parse_bin(input, path).and_then(|t| import::import(&t, path));
     match (fast, slow) {
-        (Ok(a), Ok(b)) if fxhlo_ir::print(&a) == fxhlo_ir::print(&b) => {
-            decode_import(input, file, parse_bin)
-        }
+        (Ok(a), Ok(b)) if fxhlo_ir::print(&a) == fxhlo_ir::print(&b) => decode_import(input, file, parse_bin),
         (Ok(_), Ok(_)) => Verdict::Finding("the two bincode paths import different graphs".into()),
         (Err(a), Err(b)) if variant(&a) == variant(&b) => decode_import(input, file, parse_bin),
         (a, b) => Verdict::Finding(format!(
@@ -823,37 +589,22 @@ const FLOAT_ULPS: u64 = 0;
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() && y.is_f64() => {
-            let (p, q) = (
-                x.as_f64().unwrap_or_default(),
-                y.as_f64().unwrap_or_default(),
-            );
-            p.is_sign_negative() == q.is_sign_negative()
-                && p.to_bits().abs_diff(q.to_bits()) <= FLOAT_ULPS
+            let (p, q) = (x.as_f64().unwrap_or_default(), y.as_f64().unwrap_or_default());
+            p.is_sign_negative() == q.is_sign_negative() && p.to_bits().abs_diff(q.to_bits()) <= FLOAT_ULPS
         }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same_json(v, w))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same_json(v, w)),
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
         }
         _ => a == b,
     }
 }
 
 /// A decoder run with the allocation bound checked, then [`import_checked`].
-fn decode_import(
-    input: &[u8],
-    file: &str,
-    decode: fn(&[u8], &Path) -> fxhlo_frontend::Result<Trace>,
-) -> Verdict {
+fn decode_import(input: &[u8], file: &str, decode: fn(&[u8], &Path) -> fxhlo_frontend::Result<Trace>) -> Verdict {
     let (trace, largest) = largest_allocation(|| decode(input, Path::new(file)));
     if largest > allocation_bound(input.len()) {
-        return Verdict::Finding(format!(
-            "decoding {} bytes allocated {largest} bytes at once",
-            input.len()
-        ));
+        return Verdict::Finding(format!("decoding {} bytes allocated {largest} bytes at once", input.len()));
     }
     import_checked(trace, file)
 }
@@ -862,66 +613,17 @@ fn decode_import(
 // Byte-level mutation.
 
 const JSON_TOKENS: &[&str] = &[
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    ":",
-    "\"",
-    "null",
-    "true",
-    "false",
-    "-1",
-    "0",
-    "1",
-    "-0",
-    "0.5",
-    "1e999",
-    "-1e999",
-    "9223372036854775807",
-    "-9223372036854775808",
-    "18446744073709551616",
-    "4294967296",
-    "\"none\"",
-    "\"s0\"",
-    "\"inf\"",
-    "\"nan\"",
-    "\"f32\"",
-    "\"bool\"",
-    "\"getitem\"",
-    "{\"tensor\": \"x\"}",
-    "{\"int\": -1}",
-    "{\"ints\": []}",
-    "\\u0000",
-    "\\ud800",
-    "\\\"",
-    "\"kwargs\": {},",
-    "\"meta\": [],",
-    "[[[[[[[[[[[[",
+    "{", "}", "[", "]", ",", ":", "\"", "null", "true", "false", "-1", "0", "1", "-0", "0.5", "1e999", "-1e999",
+    "9223372036854775807", "-9223372036854775808", "18446744073709551616", "4294967296", "\"none\"", "\"s0\"",
+    "\"inf\"", "\"nan\"", "\"f32\"", "\"bool\"", "\"getitem\"", "{\"tensor\": \"x\"}", "{\"int\": -1}",
+    "{\"ints\": []}", "\\u0000", "\\ud800", "\\\"", "\"kwargs\": {},", "\"meta\": [],", "[[[[[[[[[[[[",
 ];
 
 const BIN_TOKENS: &[&[u8]] = &[
-    &[0],
-    &[1],
-    &[0xfa],
-    &[0xfb, 0xff, 0xff],
-    &[0xfc, 0xff, 0xff, 0xff, 0xff],
-    &[0xfc, 0xff, 0xff, 0xff, 0x3f],
-    &[0xfc, 0, 0, 0, 0x40],
-    &[0xfc, 0, 0, 0x10, 0],
-    &[0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
-    &[0xfd, 0, 0, 0, 0, 0, 1, 0, 0],
-    &[
-        0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-        0xff, 0xff,
-    ],
-    &[0x80],
-    &[0xff],
-    b"FXHLOTRC",
-    b"aten.",
-    &[0xc0, 0x80],
-    &[0xed, 0xa0, 0x80],
+    &[0], &[1], &[0xfa], &[0xfb, 0xff, 0xff], &[0xfc, 0xff, 0xff, 0xff, 0xff], &[0xfc, 0xff, 0xff, 0xff, 0x3f],
+    &[0xfc, 0, 0, 0, 0x40], &[0xfc, 0, 0, 0x10, 0], &[0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    &[0xfd, 0, 0, 0, 0, 0, 1, 0, 0], &[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff], &[0x80], &[0xff], b"FXHLOTRC", b"aten.", &[0xc0, 0x80], &[0xed, 0xa0, 0x80],
 ];
 
 /// Applies 1 to 8 stacked byte mutations; `pool` supplies splices, `tokens` dictionary words.
@@ -972,16 +674,7 @@ fn mutate_bytes(rng: &mut Rng, data: &mut Vec<u8>, pool: &[&[u8]], tokens: &[&[u
                 }
             }
             10 if len >= 8 => {
-                let v: u64 = *rng.pick(&[
-                    0,
-                    1,
-                    u64::MAX,
-                    i64::MAX as u64,
-                    1 << 31,
-                    1 << 32,
-                    1 << 63,
-                    0xfd,
-                ]);
+                let v: u64 = *rng.pick(&[0, 1, u64::MAX, i64::MAX as u64, 1 << 31, 1 << 32, 1 << 63, 0xfd]);
                 let width = *rng.pick(&[1usize, 2, 4, 8]);
                 let i = at.min(len - width);
                 data[i..i + width].copy_from_slice(&v.to_le_bytes()[..width]);
@@ -1046,11 +739,7 @@ fn pointers(v: &Value) -> Vec<Ptr> {
             Value::String(_) => Kind::String,
             _ => Kind::Other,
         };
-        out.push(Ptr {
-            path: path.clone(),
-            kind,
-            key: KEYS.iter().find(|k| **k == key).copied(),
-        });
+        out.push(Ptr { path: path.clone(), kind, key: KEYS.iter().find(|k| **k == key).copied() });
     }
     let mut out = Vec::new();
     walk(v, &mut String::new(), "", &mut out);
@@ -1090,30 +779,12 @@ fn weird_string(rng: &mut Rng, s: &Seeds) -> String {
     match rng.below(7) {
         0 => rng.pick(&s.names).clone(),
         // The name the importer gives a scalar operand it materializes.
-        6 => format!(
-            "{}.{}{}",
-            rng.pick(&s.names),
-            rng.pick(&["scalar", "alpha", "scaled"]),
-            rng.below(3)
-        ),
+        6 => format!("{}.{}{}", rng.pick(&s.names), rng.pick(&["scalar", "alpha", "scaled"]), rng.below(3)),
         1 => rng.pick(&s.targets).clone(),
         2 => rng.pick(DTYPES).to_string(),
         3 => "x".repeat(1 + rng.below(2000)),
         _ => rng
-            .pick(&[
-                "",
-                "ghost",
-                "ü\u{0}\n\"",
-                "%a#1",
-                "a,b",
-                "a b",
-                "nan",
-                "inf",
-                "none",
-                "s0",
-                "fxhlo-trace",
-                "user_input",
-            ])
+            .pick(&["", "ghost", "ü\u{0}\n\"", "%a#1", "a,b", "a b", "nan", "inf", "none", "s0", "fxhlo-trace", "user_input"])
             .to_string(),
     }
 }
@@ -1126,9 +797,7 @@ fn random_arg(rng: &mut Rng, s: &Seeds) -> Value {
         2 => json!({"optional_tensors": [name, null]}),
         3 => json!({"int": extreme_number(rng)}),
         4 => json!({"ints": [extreme_number(rng), extreme_number(rng)]}),
-        5 => {
-            json!({"float": rng.pick(&[json!(0.5), json!("inf"), json!("nan"), json!(-0.0), json!(1e308)])})
-        }
+        5 => json!({"float": rng.pick(&[json!(0.5), json!("inf"), json!("nan"), json!(-0.0), json!(1e308)])}),
         6 => json!({"floats": [1.0, "-inf"]}),
         7 => json!({"bool": rng.chance(50)}),
         8 => json!({"bools": [true, false]}),
@@ -1142,18 +811,12 @@ fn random_arg(rng: &mut Rng, s: &Seeds) -> Value {
 
 /// The paths of the pointers under `key`.
 fn keyed<'a>(ptrs: &'a [Ptr], key: &str) -> Vec<&'a String> {
-    ptrs.iter()
-        .filter(|p| p.key == Some(key))
-        .map(|p| &p.path)
-        .collect()
+    ptrs.iter().filter(|p| p.key == Some(key)).map(|p| &p.path).collect()
 }
 
 /// The paths of the pointers of `kind`.
 fn of_kind(ptrs: &[Ptr], kind: Kind) -> Vec<&String> {
-    ptrs.iter()
-        .filter(|p| p.kind == kind)
-        .map(|p| &p.path)
-        .collect()
+    ptrs.iter().filter(|p| p.kind == kind).map(|p| &p.path).collect()
 }
 
 /// Applies one structure-aware mutation; false when the picked kind found nothing to change.
@@ -1169,40 +832,24 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         // Any number to an extreme, or to another type.
         0 | 1 => {
             let nums = of_kind(&ptrs, Kind::Number);
-            let Some(&p) = nums.get(rng.below(nums.len())) else {
-                return false;
-            };
+            let Some(&p) = nums.get(rng.below(nums.len())) else { return false };
             let new = if rng.chance(70) {
                 extreme_number(rng)
             } else {
-                rng.pick(&[
-                    json!("3"),
-                    json!("s0"),
-                    json!("inf"),
-                    Value::Null,
-                    json!(true),
-                    json!([]),
-                    json!({}),
-                    json!(1.5),
-                ])
-                .clone()
+                rng.pick(&[json!("3"), json!("s0"), json!("inf"), Value::Null, json!(true), json!([]), json!({}), json!(1.5)]).clone()
             };
             *v.pointer_mut(p).unwrap() = new;
         }
         // Any string to another.
         2 => {
             let strs = of_kind(&ptrs, Kind::String);
-            let Some(&p) = strs.get(rng.below(strs.len())) else {
-                return false;
-            };
+            let Some(&p) = strs.get(rng.below(strs.len())) else { return false };
             *v.pointer_mut(p).unwrap() = Value::String(weird_string(rng, s));
         }
         // Arrays: empty, drop, duplicate, reverse, grow huge.
         3 | 4 => {
             let arrs = of_kind(&ptrs, Kind::Array);
-            let Some(&p) = arrs.get(rng.below(arrs.len())) else {
-                return false;
-            };
+            let Some(&p) = arrs.get(rng.below(arrs.len())) else { return false };
             let a = v.pointer_mut(p).unwrap().as_array_mut().unwrap();
             match rng.below(5) {
                 0 => a.clear(),
@@ -1217,11 +864,7 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
                 _ if !a.is_empty() => {
                     // Huge lists of scalars (ranks, dims); a few more nodes or args.
                     let x = a[rng.below(a.len())].clone();
-                    let n = if x.is_object() || x.is_array() {
-                        *rng.pick(&[2usize, 16])
-                    } else {
-                        *rng.pick(&[64usize, 1000, 20_000])
-                    };
+                    let n = if x.is_object() || x.is_array() { *rng.pick(&[2usize, 16]) } else { *rng.pick(&[64usize, 1000, 20_000]) };
                     a.extend(std::iter::repeat_n(x, n));
                 }
                 _ => return false,
@@ -1230,9 +873,7 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         // Objects: remove, add unknown, duplicate a key.
         5 | 6 => {
             let objs = of_kind(&ptrs, Kind::Object);
-            let Some(&p) = objs.get(rng.below(objs.len())) else {
-                return false;
-            };
+            let Some(&p) = objs.get(rng.below(objs.len())) else { return false };
             let o = v.pointer_mut(p).unwrap().as_object_mut().unwrap();
             let keys: Vec<String> = o.keys().cloned().collect();
             match rng.below(3) {
@@ -1240,19 +881,11 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
                     o.remove(rng.pick(&keys));
                 }
                 1 => {
-                    o.insert(
-                        rng.pick(&["colour", "meta", "name", "tensor", "kwargs", "weight"])
-                            .to_string(),
-                        json!(1),
-                    );
+                    o.insert(rng.pick(&["colour", "meta", "name", "tensor", "kwargs", "weight"]).to_string(), json!(1));
                 }
                 _ if !keys.is_empty() => {
                     let k = rng.pick(&keys).clone();
-                    let dup = if rng.chance(50) {
-                        o[&k].clone()
-                    } else {
-                        json!(0)
-                    };
+                    let dup = if rng.chance(50) { o[&k].clone() } else { json!(0) };
                     o.insert(format!("{DUP}{k}"), dup);
                 }
                 _ => return false,
@@ -1263,13 +896,9 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
             let donor = rng.pick(&s.values);
             let dp = pointers(donor);
             let sub = if rng.chance(70) {
-                donor
-                    .pointer(&rng.pick(&dp).path)
-                    .cloned()
-                    .unwrap_or(Value::Null)
+                donor.pointer(&rng.pick(&dp).path).cloned().unwrap_or(Value::Null)
             } else {
-                rng.pick(&[Value::Null, json!({}), json!([]), json!("none")])
-                    .clone()
+                rng.pick(&[Value::Null, json!({}), json!([]), json!("none")]).clone()
             };
             if p.is_empty() {
                 return false;
@@ -1281,13 +910,8 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
             if entry_ptrs.len() < 2 {
                 return false;
             }
-            let (a, b) = (
-                format!("{}/name", rng.pick(&entry_ptrs)),
-                format!("{}/name", rng.pick(&entry_ptrs)),
-            );
-            let (Some(na), Some(nb)) = (v.pointer(&a).cloned(), v.pointer(&b).cloned()) else {
-                return false;
-            };
+            let (a, b) = (format!("{}/name", rng.pick(&entry_ptrs)), format!("{}/name", rng.pick(&entry_ptrs)));
+            let (Some(na), Some(nb)) = (v.pointer(&a).cloned(), v.pointer(&b).cloned()) else { return false };
             *v.pointer_mut(&a).unwrap() = nb;
             if rng.chance(50) {
                 *v.pointer_mut(&b).unwrap() = na;
@@ -1295,9 +919,7 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         }
         // Nodes: delete, duplicate, swap, move, reverse.
         10 | 11 => {
-            let Some(nodes) = v.get_mut("nodes").and_then(Value::as_array_mut) else {
-                return false;
-            };
+            let Some(nodes) = v.get_mut("nodes").and_then(Value::as_array_mut) else { return false };
             if nodes.is_empty() {
                 return false;
             }
@@ -1321,30 +943,19 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         // Dtypes and targets.
         12 => {
             let ds = keyed(&ptrs, "dtype");
-            let Some(&p) = ds.get(rng.below(ds.len())) else {
-                return false;
-            };
+            let Some(&p) = ds.get(rng.below(ds.len())) else { return false };
             *v.pointer_mut(p).unwrap() = json!(rng.pick(DTYPES));
         }
         13 => {
             let target = json!(rng.pick(&s.targets));
-            let Some(node) = node_mut(v, rng.below(node_count)) else {
-                return false;
-            };
+            let Some(node) = node_mut(v, rng.below(node_count)) else { return false };
             node.insert("target".into(), target);
         }
         // A tensor reference to a missing, later or arbitrary name.
         14 => {
             let ts = keyed(&ptrs, "tensor");
-            let Some(&p) = ts.get(rng.below(ts.len())) else {
-                return false;
-            };
-            let later = v["nodes"]
-                .as_array()
-                .and_then(|n| n.last())
-                .and_then(|n| n["name"].as_str())
-                .unwrap_or("x")
-                .to_string();
+            let Some(&p) = ts.get(rng.below(ts.len())) else { return false };
+            let later = v["nodes"].as_array().and_then(|n| n.last()).and_then(|n| n["name"].as_str()).unwrap_or("x").to_string();
             let name = match rng.below(3) {
                 0 => "ghost".to_string(),
                 1 => later,
@@ -1355,19 +966,12 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         // Metas that disagree: a size off by one, a dim more or less, a meta more or less.
         15 | 16 => {
             let sizes = keyed(&ptrs, "sizes");
-            let Some(&p) = sizes.get(rng.below(sizes.len())) else {
-                return false;
-            };
-            let Some(a) = v.pointer_mut(p).and_then(Value::as_array_mut) else {
-                return false;
-            };
+            let Some(&p) = sizes.get(rng.below(sizes.len())) else { return false };
+            let Some(a) = v.pointer_mut(p).and_then(Value::as_array_mut) else { return false };
             match rng.below(5) {
                 0 if !a.is_empty() => {
                     let i = rng.below(a.len());
-                    a[i] = json!(a[i]
-                        .as_i64()
-                        .unwrap_or(0)
-                        .saturating_add(if rng.chance(50) { 1 } else { -1 }));
+                    a[i] = json!(a[i].as_i64().unwrap_or(0).saturating_add(if rng.chance(50) { 1 } else { -1 }));
                 }
                 1 => a.push(json!(1)),
                 2 => {
@@ -1376,9 +980,7 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
                 3 if !a.is_empty() => a[0] = json!(0),
                 _ => {
                     let metas = keyed(&ptrs, "meta");
-                    let Some(&m) = metas.get(rng.below(metas.len())) else {
-                        return false;
-                    };
+                    let Some(&m) = metas.get(rng.below(metas.len())) else { return false };
                     match v.pointer_mut(m) {
                         Some(Value::Array(ms)) if !ms.is_empty() => {
                             if rng.chance(50) {
@@ -1396,27 +998,11 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         // An argument of another kind, or extreme ints.
         17 | 18 => {
             let (i, arg) = (rng.below(node_count), random_arg(rng, s));
-            let k = *rng.pick(&[
-                "alpha",
-                "beta",
-                "dtype",
-                "keepdim",
-                "approximate",
-                "rounding_mode",
-                "dim",
-                "index",
-                "memory_format",
-            ]);
+            let k = *rng.pick(&["alpha", "beta", "dtype", "keepdim", "approximate", "rounding_mode", "dim", "index", "memory_format"]);
             let kwarg = rng.chance(30);
-            let Some(n) = node_mut(v, i) else {
-                return false;
-            };
+            let Some(n) = node_mut(v, i) else { return false };
             if kwarg {
-                match n
-                    .entry("kwargs")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut()
-                {
+                match n.entry("kwargs").or_insert_with(|| json!({})).as_object_mut() {
                     Some(kw) => kw.insert(k.into(), arg),
                     None => return false,
                 };
@@ -1433,13 +1019,8 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         19 => {
             let inputs = v["inputs"].as_array().map_or(0, |a| a.len());
             let (k, weight) = (rng.below(3), weird_string(rng, s));
-            let kind =
-                json!(rng.pick(&["user_input", "parameter", "buffer", "constant", "output"]));
-            let Some(i) = v
-                .get_mut("inputs")
-                .and_then(|a| a.get_mut(rng.below(inputs)))
-                .and_then(Value::as_object_mut)
-            else {
+            let kind = json!(rng.pick(&["user_input", "parameter", "buffer", "constant", "output"]));
+            let Some(i) = v.get_mut("inputs").and_then(|a| a.get_mut(rng.below(inputs))).and_then(Value::as_object_mut) else {
                 return false;
             };
             match k {
@@ -1464,10 +1045,7 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
             let inputs = v["inputs"].as_array().map_or(0, |a| a.len());
             let k = rng.below(5);
             let big = *rng.pick(&[1i64 << 40, i64::MAX, 1 << 31]);
-            let Some(a) = v
-                .pointer_mut(&format!("/inputs/{}/meta/sizes", rng.below(inputs)))
-                .and_then(Value::as_array_mut)
-            else {
+            let Some(a) = v.pointer_mut(&format!("/inputs/{}/meta/sizes", rng.below(inputs))).and_then(Value::as_array_mut) else {
                 return false;
             };
             match k {
@@ -1486,33 +1064,11 @@ fn mutate_value(rng: &mut Rng, v: &mut Value, s: &Seeds) -> bool {
         }
         // An integer argument (dims, sizes, steps, offsets) to an edge value.
         24 | 25 => {
-            let edge = *rng.pick(&[
-                -1i64,
-                0,
-                1,
-                2,
-                -2,
-                -3,
-                5,
-                i64::MAX,
-                i64::MIN,
-                1 << 62,
-                -(1 << 62),
-                1 << 31,
-            ]);
+            let edge = *rng.pick(&[-1i64, 0, 1, 2, -2, -3, 5, i64::MAX, i64::MIN, 1 << 62, -(1 << 62), 1 << 31]);
             let (i, grow) = (rng.below(node_count), rng.chance(20));
-            let Some(args) = node_mut(v, i)
-                .and_then(|n| n.get_mut("args"))
-                .and_then(Value::as_array_mut)
-            else {
-                return false;
-            };
-            let ints: Vec<usize> = (0..args.len())
-                .filter(|&j| args[j].get("int").is_some() || args[j].get("ints").is_some())
-                .collect();
-            let Some(&j) = ints.get(rng.below(ints.len())) else {
-                return false;
-            };
+            let Some(args) = node_mut(v, i).and_then(|n| n.get_mut("args")).and_then(Value::as_array_mut) else { return false };
+            let ints: Vec<usize> = (0..args.len()).filter(|&j| args[j].get("int").is_some() || args[j].get("ints").is_some()).collect();
+            let Some(&j) = ints.get(rng.below(ints.len())) else { return false };
             let which = rng.next() as usize;
             match args[j].as_object_mut() {
                 Some(o) if o.contains_key("int") => {
@@ -1547,11 +1103,7 @@ fn node_mut(v: &mut Value, i: usize) -> Option<&mut serde_json::Map<String, Valu
 /// A structure-mutated seed, as JSON text (compact or pretty).
 fn mutated_json(rng: &mut Rng, s: &Seeds) -> Vec<u8> {
     // The op zoo (last) a third of the time: it holds the most distinct inference rules.
-    let mut v = if rng.chance(33) {
-        s.values[s.values.len() - 1].clone()
-    } else {
-        rng.pick(&s.values).clone()
-    };
+    let mut v = if rng.chance(33) { s.values[s.values.len() - 1].clone() } else { rng.pick(&s.values).clone() };
     let rounds = 1 + rng.below(4);
     let mut applied = 0;
     for _ in 0..rounds * 4 {
@@ -1560,11 +1112,7 @@ fn mutated_json(rng: &mut Rng, s: &Seeds) -> Vec<u8> {
         }
         applied += mutate_value(rng, &mut v, s) as usize;
     }
-    let text = if rng.chance(50) {
-        serde_json::to_string(&v)
-    } else {
-        serde_json::to_string_pretty(&v)
-    };
+    let text = if rng.chance(50) { serde_json::to_string(&v) } else { serde_json::to_string_pretty(&v) };
     let text = text.expect("a Value serializes");
     // `"\u0001dupKEY": x` becomes a second `"KEY": x`.
     text.replace("\"\\u0001dup", "\"").into_bytes()
@@ -1583,18 +1131,14 @@ fn fuzz_json_bytes() {
         let input = match f.rng.below(10) {
             // Arbitrary bytes, or arbitrary JSON-ish token soup.
             0 => (0..f.rng.below(256)).map(|_| f.rng.next() as u8).collect(),
-            1 => (0..f.rng.below(64))
-                .flat_map(|_| tokens[f.rng.below(tokens.len())].to_vec())
-                .collect(),
+            1 => (0..f.rng.below(64)).flat_map(|_| tokens[f.rng.below(tokens.len())].to_vec()).collect(),
             _ => {
                 let mut d = f.rng.pick(&pool).to_vec();
                 mutate_bytes(&mut f.rng, &mut d, &pool, &tokens);
                 d
             }
         };
-        f.case(&input, "json", || {
-            decode_import(&input, GRAPH_JSON, parse_json)
-        });
+        f.case(&input, "json", || decode_import(&input, GRAPH_JSON, parse_json));
     }
     f.finish(150, 0.5, 0.0);
 }
@@ -1605,9 +1149,7 @@ fn fuzz_json_structure() {
     let mut f = Fuzz::new("json-structure", 0x57_2c7e);
     while f.running() {
         let input = mutated_json(&mut f.rng, s);
-        f.case(&input, "json", || {
-            decode_import(&input, GRAPH_JSON, parse_json)
-        });
+        f.case(&input, "json", || decode_import(&input, GRAPH_JSON, parse_json));
     }
     f.finish(20, 0.3, 0.02);
 }
@@ -1660,43 +1202,9 @@ fn fuzz_bincode() {
 }
 
 const IR_TOKENS: &[&str] = &[
-    "%",
-    "#1",
-    "#0",
-    ",",
-    "{",
-    "}",
-    "[",
-    "]",
-    "(",
-    ")",
-    ":",
-    "=",
-    " : ",
-    "loc(\"a\":1)",
-    "loc(",
-    "f32[]",
-    "(f32[2], i64[2])",
-    "9223372036854775807",
-    "-9223372036854775808",
-    "-1",
-    "0",
-    "aten.view",
-    "unknown",
-    "input",
-    "\"",
-    "\\u{0}",
-    "//",
-    "\n",
-    "return",
-    "NaN",
-    "inf",
-    "-inf",
-    "none",
-    "true",
-    "1e400",
-    "[9223372036854775807, 2]",
-    "{target = \"x\"}",
+    "%", "#1", "#0", ",", "{", "}", "[", "]", "(", ")", ":", "=", " : ", "loc(\"a\":1)", "loc(", "f32[]", "(f32[2], i64[2])",
+    "9223372036854775807", "-9223372036854775808", "-1", "0", "aten.view", "unknown", "input", "\"", "\\u{0}", "//",
+    "\n", "return", "NaN", "inf", "-inf", "none", "true", "1e400", "[9223372036854775807, 2]", "{target = \"x\"}",
 ];
 
 /// Integer tokens in `text`: `(start, end)` byte ranges of `-?[0-9]+`.
@@ -1722,11 +1230,7 @@ fn int_tokens(text: &str) -> Vec<(usize, usize)> {
 
 /// A mutated IR text: line, token or byte level.
 fn mutated_ir(rng: &mut Rng, s: &Seeds) -> String {
-    let mut text = if rng.chance(33) {
-        s.ir[s.ir.len() - 1].clone()
-    } else {
-        rng.pick(&s.ir).clone()
-    };
+    let mut text = if rng.chance(33) { s.ir[s.ir.len() - 1].clone() } else { rng.pick(&s.ir).clone() };
     for _ in 0..1 + rng.below(3) {
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         let n = lines.len();
@@ -1743,43 +1247,18 @@ fn mutated_ir(rng: &mut Rng, s: &Seeds) -> String {
                 // An integer to an extreme.
                 let ints = int_tokens(&text);
                 if let Some(&(a, b)) = ints.get(rng.below(ints.len())) {
-                    let v = rng.pick(&[
-                        "9223372036854775807",
-                        "-9223372036854775808",
-                        "-1",
-                        "0",
-                        "4611686018427387904",
-                        "2",
-                        "-3",
-                        "18446744073709551615",
-                    ]);
+                    let v = rng.pick(&["9223372036854775807", "-9223372036854775808", "-1", "0", "4611686018427387904", "2", "-3", "18446744073709551615"]);
                     text.replace_range(a..b, v);
                 }
                 continue;
             }
             5 => {
                 // A value name replaced by another, in one place or everywhere.
-                let names: Vec<&str> = text
-                    .split('%')
-                    .skip(1)
-                    .filter_map(|t| t.split([' ', ',', '\n', '#']).next())
-                    .filter(|t| !t.is_empty())
-                    .collect();
+                let names: Vec<&str> = text.split('%').skip(1).filter_map(|t| t.split([' ', ',', '\n', '#']).next()).filter(|t| !t.is_empty()).collect();
                 if names.len() >= 2 {
-                    let (a, b) = (
-                        format!("%{}", rng.pick(&names)),
-                        rng.pick(&names).to_string(),
-                    );
-                    let b = if rng.chance(30) {
-                        rng.pick(&["a,b", "a#1", "p#0", "é", "x y", ""]).to_string()
-                    } else {
-                        b
-                    };
-                    text = if rng.chance(50) {
-                        text.replacen(&a, &format!("%{b}"), 1)
-                    } else {
-                        text.replace(&a, &format!("%{b}"))
-                    };
+                    let (a, b) = (format!("%{}", rng.pick(&names)), rng.pick(&names).to_string());
+                    let b = if rng.chance(30) { rng.pick(&["a,b", "a#1", "p#0", "é", "x y", ""]).to_string() } else { b };
+                    text = if rng.chance(50) { text.replacen(&a, &format!("%{b}"), 1) } else { text.replace(&a, &format!("%{b}")) };
                 }
                 continue;
             }
@@ -1818,24 +1297,14 @@ fn parse_ir_checked(text: &str) -> Verdict {
         Ok(g) => g,
         Err(e) => {
             let d = format!("{e:?}");
-            return Verdict::Rejected(
-                d.split(|c: char| !c.is_alphanumeric())
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-            );
+            return Verdict::Rejected(d.split(|c: char| !c.is_alphanumeric()).next().unwrap_or_default().to_string());
         }
     };
     let printed = fxhlo_ir::print(&g);
     match fxhlo_ir::parse(&printed) {
         Ok(g2) if fxhlo_ir::print(&g2) == printed => Verdict::Accepted,
-        Ok(g2) => Verdict::Finding(format!(
-            "print → parse → print differs:\n{printed}---\n{}",
-            fxhlo_ir::print(&g2)
-        )),
-        Err(e) => Verdict::Finding(format!(
-            "the printed graph does not parse back: {e}\n{printed}"
-        )),
+        Ok(g2) => Verdict::Finding(format!("print → parse → print differs:\n{printed}---\n{}", fxhlo_ir::print(&g2))),
+        Err(e) => Verdict::Finding(format!("the printed graph does not parse back: {e}\n{printed}")),
     }
 }
 
@@ -1882,65 +1351,27 @@ fn bincode_huge_lengths_fail_fast_without_allocating() {
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("format length u64::MAX", with(header, &u64le(u64::MAX))),
         ("format length 2^40", with(header, &u64le(1 << 40))),
-        (
-            "format length 1 GiB - 1",
-            with(header, &u32le((1 << 30) - 1)),
-        ),
+        ("format length 1 GiB - 1", with(header, &u32le((1 << 30) - 1))),
         ("format length 256 MiB", with(header, &u32le(1 << 28))),
-        (
-            "format length 1 MiB + 1",
-            with(header, &u32le((1 << 20) + 1)),
-        ),
+        ("format length 1 MiB + 1", with(header, &u32le((1 << 20) + 1))),
         ("inputs length u64::MAX", with(&prefix, &u64le(u64::MAX))),
         ("inputs length 2^32", with(&prefix, &u64le(1 << 32))),
-        (
-            "nodes length 2^40",
-            with(&prefix, &[&[0u8][..], &u64le(1 << 40)].concat()),
-        ),
-        (
-            "name of first input 512 MiB",
-            with(&prefix, &[&[1u8][..], &u32le(1 << 29)].concat()),
-        ),
+        ("nodes length 2^40", with(&prefix, &[&[0u8][..], &u64le(1 << 40)].concat())),
+        ("name of first input 512 MiB", with(&prefix, &[&[1u8][..], &u32le(1 << 29)].concat())),
     ];
     for (what, input) in cases {
         let start = Instant::now();
         let (result, largest) = largest_allocation(|| parse_bin(&input, Path::new("graph.bin")));
         let elapsed = start.elapsed();
-        let err = result
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| panic!("{what}: decoded"));
-        println!(
-            "{what}: {} input bytes, Err in {elapsed:?}, largest allocation {largest} B: {err}",
-            input.len()
-        );
-        assert!(
-            err.contains("graph.bin: malformed bincode trace"),
-            "{what}: {err}"
-        );
-        assert!(
-            elapsed < Duration::from_millis(500),
-            "{what}: took {elapsed:?}"
-        );
-        assert!(
-            largest <= allocation_bound(input.len()),
-            "{what}: allocated {largest} bytes for {} input bytes",
-            input.len()
-        );
-        let (view, largest) =
-            largest_allocation(|| parse_bin_view(&input, Path::new("graph.bin")).map(|_| ()));
-        let err = view
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| panic!("{what}: decoded as a view"));
-        assert!(
-            err.contains("graph.bin: malformed bincode trace"),
-            "{what} (view): {err}"
-        );
-        assert!(
-            largest <= allocation_bound(input.len()),
-            "{what} (view): allocated {largest} bytes"
-        );
+        let err = result.err().map(|e| e.to_string()).unwrap_or_else(|| panic!("{what}: decoded"));
+        println!("{what}: {} input bytes, Err in {elapsed:?}, largest allocation {largest} B: {err}", input.len());
+        assert!(err.contains("graph.bin: malformed bincode trace"), "{what}: {err}");
+        assert!(elapsed < Duration::from_millis(500), "{what}: took {elapsed:?}");
+        assert!(largest <= allocation_bound(input.len()), "{what}: allocated {largest} bytes for {} input bytes", input.len());
+        let (view, largest) = largest_allocation(|| parse_bin_view(&input, Path::new("graph.bin")).map(|_| ()));
+        let err = view.err().map(|e| e.to_string()).unwrap_or_else(|| panic!("{what}: decoded as a view"));
+        assert!(err.contains("graph.bin: malformed bincode trace"), "{what} (view): {err}");
+        assert!(largest <= allocation_bound(input.len()), "{what} (view): allocated {largest} bytes");
     }
 }
 
@@ -1967,6 +1398,9 @@ fn weights_are_borrowed_from_the_mapped_file() {
     assert!(checked > 0);
 }
 
+
+
+
 /// Traces the fuzzers found, each with the error it must now give: they panicked (overflow,
 /// division by zero, an index out of bounds) or reached the verifier, whose errors mean a bug
 /// in fxhlo, instead of failing import with a typed error.
@@ -1976,45 +1410,26 @@ fn import_regressions_found_by_fuzzing() {
         let rank = sizes.as_array().map_or(0, |a| a.len());
         json!({"dtype": "f32", "sizes": sizes, "strides": vec![1; rank], "storage_offset": 0})
     };
-    let node = |name: &str, target: &str, args: Value, sizes: Value| json!({"name": name, "target": target, "args": args, "kwargs": {}, "meta": [meta(sizes)]});
+    let node = |name: &str, target: &str, args: Value, sizes: Value| {
+        json!({"name": name, "target": target, "args": args, "kwargs": {}, "meta": [meta(sizes)]})
+    };
     let import = |nodes: Value, outputs: Value| {
         let v = json!({"format": "fxhlo-trace", "version": 1, "name": "t", "inputs": [
             {"name": "x", "kind": "user_input", "meta": meta(json!([2, 3]))}], "nodes": nodes, "outputs": outputs});
         let path = Path::new(GRAPH_JSON);
         let t = parse_json(v.to_string().as_bytes(), path).expect("parses");
         let r = import::import(&t, path);
-        println!(
-            "{:?}",
-            r.as_ref().map(|_| "imports").map_err(|e| e.to_string())
-        );
+        println!("{:?}", r.as_ref().map(|_| "imports").map_err(|e| e.to_string()));
         r
     };
-    let relu = node(
-        "r",
-        "aten.relu.default",
-        json!([{"tensor": "x"}]),
-        json!([2, 3]),
-    );
+    let relu = node("r", "aten.relu.default", json!([{"tensor": "x"}]), json!([2, 3]));
     let e = import(json!([relu]), json!([])).expect_err("no outputs");
-    assert!(
-        matches!(e, Error::BadArgument { .. }) && e.to_string().contains("no outputs"),
-        "{e}"
-    );
+    assert!(matches!(e, Error::BadArgument { .. }) && e.to_string().contains("no outputs"), "{e}");
 
     // A node named like the scalar operand the importer materializes for an earlier node.
     let nodes = json!([
-        node(
-            "mul",
-            "aten.mul.Tensor",
-            json!([{"tensor": "x"}, {"float": 2.0}]),
-            json!([2, 3])
-        ),
-        node(
-            "mul.scalar1",
-            "aten.relu.default",
-            json!([{"tensor": "mul"}]),
-            json!([2, 3])
-        ),
+        node("mul", "aten.mul.Tensor", json!([{"tensor": "x"}, {"float": 2.0}]), json!([2, 3])),
+        node("mul.scalar1", "aten.relu.default", json!([{"tensor": "mul"}]), json!([2, 3])),
     ]);
     let e = import(nodes, json!([{"tensor": "mul.scalar1"}])).expect_err("duplicate");
     assert!(matches!(e, Error::DuplicateName { .. }), "{e}");
@@ -2023,94 +1438,26 @@ fn import_regressions_found_by_fuzzing() {
     // dim 0: an error, or the right type, never a panic.
     let sum = node("s", "aten.sum.default", json!([{"tensor": "x"}]), json!([]));
     let cases = [
-        (
-            "aten.view.default",
-            json!([{"tensor": "x"}, {"ints": [i64::MAX, 2]}]),
-            json!([i64::MAX, 2]),
-            false,
-        ),
-        (
-            "aten.slice.Tensor",
-            json!([{"tensor": "x"}, {"int": 1}, {"int": 0}, {"int": 3}, {"int": i64::MAX}]),
-            json!([2, 1]),
-            true,
-        ),
-        (
-            "aten.sum.dim_IntList",
-            json!([{"tensor": "s"}, {"ints": [0]}]),
-            json!([]),
-            true,
-        ),
-        (
-            "aten.avg_pool1d.default",
-            json!([{"tensor": "x"}, {"ints": [0]}, {"ints": [0]}]),
-            json!([2, 3]),
-            false,
-        ),
-        (
-            "aten.max_pool2d_with_indices.default",
-            json!([{"tensor": "x"}, {"ints": [2]}, {"ints": [i64::MAX]}, {"ints": [i64::MAX]}]),
-            json!([1, 1]),
-            false,
-        ),
-        (
-            "aten.transpose.int",
-            json!([{"tensor": "s"}, {"int": 0}, {"int": -1}]),
-            json!([]),
-            true,
-        ),
-        (
-            "aten.constant_pad_nd.default",
-            json!([{"tensor": "x"}, {"ints": [i64::MAX, 1]}]),
-            json!([2, 3]),
-            false,
-        ),
-        (
-            "aten.repeat.default",
-            json!([{"tensor": "x"}, {"ints": [i64::MAX, 2]}]),
-            json!([2, 3]),
-            false,
-        ),
-        (
-            "aten.as_strided.default",
-            json!([{"tensor": "x"}, {"ints": [2, 2]}, {"ints": [i64::MAX, 1]}]),
-            json!([2, 2]),
-            false,
-        ),
-        (
-            "aten.split_with_sizes.default",
-            json!([{"tensor": "x"}, {"ints": [i64::MAX, i64::MAX, 4]}]),
-            json!([2, 3]),
-            false,
-        ),
+        ("aten.view.default", json!([{"tensor": "x"}, {"ints": [i64::MAX, 2]}]), json!([i64::MAX, 2]), false),
+        ("aten.slice.Tensor", json!([{"tensor": "x"}, {"int": 1}, {"int": 0}, {"int": 3}, {"int": i64::MAX}]), json!([2, 1]), true),
+        ("aten.sum.dim_IntList", json!([{"tensor": "s"}, {"ints": [0]}]), json!([]), true),
+        ("aten.avg_pool1d.default", json!([{"tensor": "x"}, {"ints": [0]}, {"ints": [0]}]), json!([2, 3]), false),
+        ("aten.max_pool2d_with_indices.default", json!([{"tensor": "x"}, {"ints": [2]}, {"ints": [i64::MAX]}, {"ints": [i64::MAX]}]), json!([1, 1]), false),
+        ("aten.transpose.int", json!([{"tensor": "s"}, {"int": 0}, {"int": -1}]), json!([]), true),
+        ("aten.constant_pad_nd.default", json!([{"tensor": "x"}, {"ints": [i64::MAX, 1]}]), json!([2, 3]), false),
+        ("aten.repeat.default", json!([{"tensor": "x"}, {"ints": [i64::MAX, 2]}]), json!([2, 3]), false),
+        ("aten.as_strided.default", json!([{"tensor": "x"}, {"ints": [2, 2]}, {"ints": [i64::MAX, 1]}]), json!([2, 2]), false),
+        ("aten.split_with_sizes.default", json!([{"tensor": "x"}, {"ints": [i64::MAX, i64::MAX, 4]}]), json!([2, 3]), false),
     ];
     for (target, args, sizes, ok) in cases {
-        let r = import(
-            json!([sum, node("n", target, args, sizes)]),
-            json!([{"tensor": "n"}]),
-        );
-        assert_eq!(
-            r.is_ok(),
-            ok,
-            "{target}: {:?}",
-            r.err().map(|e| e.to_string())
-        );
+        let r = import(json!([sum, node("n", target, args, sizes)]), json!([{"tensor": "n"}]));
+        assert_eq!(r.is_ok(), ok, "{target}: {:?}", r.err().map(|e| e.to_string()));
     }
     // `split.Tensor` sized from its metas: a 0-d one, and one whose size would mean 2^40 chunks
     // (a chunk list of 8 TiB: the process aborted).
     for sizes in [json!([]), json!([1i64 << 40])] {
-        let split = node(
-            "n",
-            "aten.split.Tensor",
-            json!([{"tensor": "x"}, {"int": 1}, {"int": 0}]),
-            sizes,
-        );
-        let getitem = node(
-            "g",
-            "getitem",
-            json!([{"tensor": "n"}, {"int": 0}]),
-            json!([1, 3]),
-        );
+        let split = node("n", "aten.split.Tensor", json!([{"tensor": "x"}, {"int": 1}, {"int": 0}]), sizes);
+        let getitem = node("g", "getitem", json!([{"tensor": "n"}, {"int": 0}]), json!([1, 3]));
         assert!(import(json!([split, getitem]), json!([{"tensor": "g"}])).is_err());
     }
 }
@@ -2121,9 +1468,7 @@ fn ir_text_regressions_found_by_fuzzing() {
     let graph = |inputs: &str, body: &str| format!("graph @g {{\n{inputs}{body}  return %y\n}}\n");
     let x = |ty: &str| format!("  %x = input {{kind = user_input}} : {ty}\n");
     let w = |ty: &str| format!("  %w = input {{kind = parameter, weight = \"w\"}} : {ty}\n");
-    let conv = |attrs: &str| {
-        format!("  %y = aten.convolution %x, %w {{{attrs}, has_bias = false}} : f32[1,1,3]\n")
-    };
+    let conv = |attrs: &str| format!("  %y = aten.convolution %x, %w {{{attrs}, has_bias = false}} : f32[1,1,3]\n");
     let cases = [
         // A `]` before the `[` of a type.
         (graph(&x("f32[2]"), "  %y = copy %x : f32]2[\n"), false),
@@ -2159,18 +1504,12 @@ fn ir_text_regressions_found_by_fuzzing() {
     .map(|body| (graph(&x("f32[]"), body), false));
     for (text, ok) in cases.into_iter().chain(scalar_cases) {
         let r = fxhlo_ir::parse(&text);
-        println!(
-            "{:?}",
-            r.as_ref().map(|_| "parses").map_err(|e| e.to_string())
-        );
+        println!("{:?}", r.as_ref().map(|_| "parses").map_err(|e| e.to_string()));
         assert_eq!(r.is_ok(), ok, "{text}");
     }
     // Unknown targets that are not one plain token print quoted, so that they read back.
     for target in ["a b", "%eq", "", "x{y}", "aten.add"] {
-        let text = graph(
-            &x("f32[2]"),
-            &format!("  %y = unknown %x {{target = {target:?}}} : f32[2]\n"),
-        );
+        let text = graph(&x("f32[2]"), &format!("  %y = unknown %x {{target = {target:?}}} : f32[2]\n"));
         match parse_ir_checked(&text) {
             Verdict::Accepted => {}
             Verdict::Rejected(e) => panic!("{target:?}: {e}\n{text}"),
@@ -2178,3 +1517,7 @@ fn ir_text_regressions_found_by_fuzzing() {
         }
     }
 }
+
+
+
+

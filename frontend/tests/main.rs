@@ -30,14 +30,9 @@ impl Scratch {
         Scratch(dir)
     }
     fn edit_graph(&self, edit: impl FnOnce(&mut Value)) -> &Path {
-        let mut v: Value =
-            serde_json::from_str(&fs::read_to_string(self.0.join(GRAPH_JSON)).unwrap()).unwrap();
+        let mut v: Value = serde_json::from_str(&fs::read_to_string(self.0.join(GRAPH_JSON)).unwrap()).unwrap();
         edit(&mut v);
-        fs::write(
-            self.0.join(GRAPH_JSON),
-            serde_json::to_string_pretty(&v).unwrap(),
-        )
-        .unwrap();
+        fs::write(self.0.join(GRAPH_JSON), serde_json::to_string_pretty(&v).unwrap()).unwrap();
         &self.0
     }
 }
@@ -49,10 +44,7 @@ impl Drop for Scratch {
 }
 
 fn open_err(dir: &Path) -> String {
-    let err = Bundle::open(dir)
-        .err()
-        .expect("bundle must be rejected")
-        .to_string();
+    let err = Bundle::open(dir).err().expect("bundle must be rejected").to_string();
     println!("{err}");
     err
 }
@@ -69,36 +61,23 @@ fn the_mlp_fixture_imports() {
 #[test]
 fn malformed_json_names_line_and_column() {
     let s = Scratch::new("json");
-    fs::write(
-        s.0.join(GRAPH_JSON),
-        "{\n  \"format\": \"fxhlo-trace\",\n  \"version\": 1,,\n}",
-    )
-    .unwrap();
+    fs::write(s.0.join(GRAPH_JSON), "{\n  \"format\": \"fxhlo-trace\",\n  \"version\": 1,,\n}").unwrap();
     let err = open_err(&s.0);
-    assert!(
-        err.contains("graph.json:3:") && err.contains("malformed trace JSON"),
-        "{err}"
-    );
+    assert!(err.contains("graph.json:3:") && err.contains("malformed trace JSON"), "{err}");
 }
 
 #[test]
 fn wrong_schema_version_is_rejected() {
     let s = Scratch::new("version");
     let err = open_err(s.edit_graph(|v| v["version"] = json!(99)));
-    assert!(
-        err.contains("schema version 99 is not supported") && err.contains("reads version 1"),
-        "{err}"
-    );
+    assert!(err.contains("schema version 99 is not supported") && err.contains("reads version 1"), "{err}");
 }
 
 #[test]
 fn not_a_trace_is_rejected() {
     let s = Scratch::new("format");
     let err = open_err(s.edit_graph(|v| v["format"] = json!("onnx")));
-    assert!(
-        err.contains("not an fxhlo trace (format is `onnx`"),
-        "{err}"
-    );
+    assert!(err.contains("not an fxhlo trace (format is `onnx`"), "{err}");
 }
 
 #[test]
@@ -130,31 +109,21 @@ fn use_before_definition_is_rejected() {
 fn unknown_dtype_names_the_input() {
     let s = Scratch::new("dtype");
     let err = open_err(s.edit_graph(|v| v["inputs"][2]["meta"]["dtype"] = json!("complex64")));
-    assert!(
-        err.contains("`arg2_1`") && err.contains("unknown dtype `complex64`"),
-        "{err}"
-    );
+    assert!(err.contains("`arg2_1`") && err.contains("unknown dtype `complex64`"), "{err}");
 }
 
 #[test]
 fn meta_contradicting_inference_names_the_node() {
     let s = Scratch::new("meta");
     let err = open_err(s.edit_graph(|v| v["nodes"][0]["meta"][0]["sizes"] = json!([16, 8])));
-    assert!(
-        err.contains("node `permute` (aten.permute.default)")
-            && err.contains("meta says f32[16,8]"),
-        "{err}"
-    );
+    assert!(err.contains("node `permute` (aten.permute.default)") && err.contains("meta says f32[16,8]"), "{err}");
 }
 
 #[test]
 fn missing_and_mismatched_weights_are_reported() {
     let s = Scratch::new("weights");
     let err = open_err(s.edit_graph(|v| v["inputs"][0]["weight"] = json!("fc9.weight")));
-    assert!(
-        err.contains("input `arg0_1` needs tensor `fc9.weight`"),
-        "{err}"
-    );
+    assert!(err.contains("input `arg0_1` needs tensor `fc9.weight`"), "{err}");
 
     let s = Scratch::new("weights-shape");
     // A bias of shape [1] still broadcasts in addmm, so only the weights file disagrees.
@@ -162,31 +131,18 @@ fn missing_and_mismatched_weights_are_reported() {
         v["inputs"][1]["meta"]["sizes"] = json!([1]);
         v["inputs"][1]["meta"]["strides"] = json!([1]);
     }));
-    assert!(
-        err.contains("tensor `fc1.bias` for input `arg1_1` is f32[16], the graph expects f32[1]"),
-        "{err}"
-    );
+    assert!(err.contains("tensor `fc1.bias` for input `arg1_1` is f32[16], the graph expects f32[1]"), "{err}");
 
     let s = Scratch::new("weights-corrupt");
-    fs::write(
-        s.0.join(WEIGHTS),
-        b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}",
-    )
-    .unwrap();
+    fs::write(s.0.join(WEIGHTS), b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}").unwrap();
     let err = open_err(&s.0);
-    assert!(
-        err.contains("weights.safetensors: malformed safetensors file"),
-        "{err}"
-    );
+    assert!(err.contains("weights.safetensors: malformed safetensors file"), "{err}");
 }
 
 #[test]
 fn a_missing_bundle_is_a_clear_error() {
     let err = open_err(Path::new("/nonexistent/model.fxt"));
-    assert!(
-        err.contains("/nonexistent/model.fxt") && err.contains("no such file"),
-        "{err}"
-    );
+    assert!(err.contains("/nonexistent/model.fxt") && err.contains("no such file"), "{err}");
     let dir = std::env::temp_dir();
     let err = open_err(&dir);
     assert!(err.contains("not a trace bundle"), "{err}");
@@ -235,12 +191,7 @@ fn a_size_that_overflows_is_an_import_error_naming_the_node() {
         v["nodes"].as_array_mut().unwrap().push(full(1 << 40));
         v["outputs"] = json!([{"tensor": "huge"}]);
     }));
-    assert!(
-        err.contains("`huge`")
-            && err.contains("f32[1099511627776,1099511627776]")
-            && err.contains("overflows"),
-        "{err}"
-    );
+    assert!(err.contains("`huge`") && err.contains("f32[1099511627776,1099511627776]") && err.contains("overflows"), "{err}");
     // 2^30 x 2^30 f32 is 2^62 bytes: representable, so the importer accepts it (the runtime
     // refuses what the device cannot allocate).
     let s = Scratch::new("overflow-fits");

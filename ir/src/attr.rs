@@ -84,35 +84,23 @@ pub struct Attr<'a> {
 
 impl Attr<'_> {
     fn raw(&self, key: &str) -> Result<&str, String> {
-        self.values
-            .get(key)
-            .map(|s| s.as_str())
-            .ok_or_else(|| format!("{} needs attribute `{key}`", self.op))
+        self.values.get(key).map(|s| s.as_str()).ok_or_else(|| format!("{} needs attribute `{key}`", self.op))
     }
 
     fn bad(&self, key: &str, want: &str) -> String {
-        format!(
-            "{}: attribute `{key}` must be {want}, found `{}`",
-            self.op,
-            self.values.get(key).map(|s| s.as_str()).unwrap_or("")
-        )
+        format!("{}: attribute `{key}` must be {want}, found `{}`", self.op, self.values.get(key).map(|s| s.as_str()).unwrap_or(""))
     }
 
     /// An integer.
     pub fn int(&self, key: &str) -> Result<i64, String> {
-        self.raw(key)?
-            .parse()
-            .map_err(|_| self.bad(key, "an integer"))
+        self.raw(key)?.parse().map_err(|_| self.bad(key, "an integer"))
     }
 
     /// An integer or `none`.
     pub fn opt_int(&self, key: &str) -> Result<Option<i64>, String> {
         match self.raw(key)? {
             "none" => Ok(None),
-            s => s
-                .parse()
-                .map(Some)
-                .map_err(|_| self.bad(key, "an integer or none")),
+            s => s.parse().map(Some).map_err(|_| self.bad(key, "an integer or none")),
         }
     }
 
@@ -137,9 +125,7 @@ impl Attr<'_> {
     pub fn opt_dims(&self, key: &str) -> Result<Option<Vec<usize>>, String> {
         match self.values.get(key) {
             None => Ok(None),
-            Some(_) => self
-                .list(key, |x| x.parse().ok(), "a list of dim indices")
-                .map(Some),
+            Some(_) => self.list(key, |x| x.parse().ok(), "a list of dim indices").map(Some),
         }
     }
 
@@ -158,9 +144,7 @@ impl Attr<'_> {
 
     /// A region index (a non-negative integer).
     pub fn region(&self, key: &str) -> Result<u32, String> {
-        self.raw(key)?
-            .parse()
-            .map_err(|_| self.bad(key, "a region index"))
+        self.raw(key)?.parse().map_err(|_| self.bad(key, "a region index"))
     }
 
     /// A dtype name.
@@ -180,30 +164,17 @@ impl Attr<'_> {
     pub fn opt_string(&self, key: &str) -> Result<Option<String>, String> {
         match self.values.get(key).map(|s| s.as_str()) {
             None | Some("none") => Ok(None),
-            Some(s) => unquote(s)
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "a quoted string")),
+            Some(s) => unquote(s).map(Some).ok_or_else(|| self.bad(key, "a quoted string")),
         }
     }
 
-    fn list<T>(
-        &self,
-        key: &str,
-        item: impl Fn(&str) -> Option<T>,
-        want: &str,
-    ) -> Result<Vec<T>, String> {
+    fn list<T>(&self, key: &str, item: impl Fn(&str) -> Option<T>, want: &str) -> Result<Vec<T>, String> {
         let s = self.raw(key)?;
-        let inner = s
-            .strip_prefix('[')
-            .and_then(|s| s.strip_suffix(']'))
-            .ok_or_else(|| self.bad(key, want))?;
+        let inner = s.strip_prefix('[').and_then(|s| s.strip_suffix(']')).ok_or_else(|| self.bad(key, want))?;
         if inner.trim().is_empty() {
             return Ok(Vec::new());
         }
-        inner
-            .split(',')
-            .map(|x| item(x.trim()).ok_or_else(|| self.bad(key, want)))
-            .collect()
+        inner.split(',').map(|x| item(x.trim()).ok_or_else(|| self.bad(key, want))).collect()
     }
 
     /// An integer list `[1, 0]`.
@@ -213,15 +184,7 @@ impl Attr<'_> {
 
     /// A bool list `[true, false]`.
     pub fn bools(&self, key: &str) -> Result<Vec<bool>, String> {
-        self.list(
-            key,
-            |x| match x {
-                "true" => Some(true),
-                "false" => Some(false),
-                _ => None,
-            },
-            "a list of bools",
-        )
+        self.list(key, |x| match x { "true" => Some(true), "false" => Some(false), _ => None }, "a list of bools")
     }
 }
 
@@ -266,15 +229,8 @@ mod tests {
 
     #[test]
     fn scalars_round_trip_through_text() {
-        for s in [
-            Scalar::float(1.0),
-            Scalar::float(1e-5),
-            Scalar::float(-0.0),
-            Scalar::float(f64::NEG_INFINITY),
-            Scalar::float(1e300),
-            Scalar::Int(-3),
-            Scalar::Bool(true),
-        ] {
+        for s in [Scalar::float(1.0), Scalar::float(1e-5), Scalar::float(-0.0), Scalar::float(f64::NEG_INFINITY),
+                  Scalar::float(1e300), Scalar::Int(-3), Scalar::Bool(true)] {
             assert_eq!(Scalar::parse(&s.to_string()), Some(s), "{s}");
         }
         let nan = Scalar::parse(&Scalar::float(f64::NAN).to_string()).unwrap();

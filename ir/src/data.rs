@@ -43,18 +43,12 @@ pub struct TensorData(Arc<Inner>);
 impl TensorData {
     /// Data owned by `bytes` (not copied).
     pub fn new(bytes: impl Bytes + 'static) -> TensorData {
-        TensorData(Arc::new(Inner {
-            bytes: Some(Box::new(bytes)),
-            digest: OnceLock::new(),
-        }))
+        TensorData(Arc::new(Inner { bytes: Some(Box::new(bytes)), digest: OnceLock::new() }))
     }
 
     /// Data known only by its digest (read from IR text): no bytes.
     pub fn missing(digest: [u8; 32]) -> TensorData {
-        TensorData(Arc::new(Inner {
-            bytes: None,
-            digest: OnceLock::from(digest),
-        }))
+        TensorData(Arc::new(Inner { bytes: None, digest: OnceLock::from(digest) }))
     }
 
     /// The bytes, or `None` for data parsed from IR text.
@@ -74,10 +68,7 @@ impl TensorData {
 
     /// blake3 of the bytes (computed once).
     pub fn digest(&self) -> [u8; 32] {
-        *self
-            .0
-            .digest
-            .get_or_init(|| *blake3::hash(self.bytes().unwrap_or_default()).as_bytes())
+        *self.0.digest.get_or_init(|| *blake3::hash(self.bytes().unwrap_or_default()).as_bytes())
     }
 
     /// The digest as 64 hex digits (how the IR text names the data).
@@ -130,8 +121,7 @@ impl serde::Serialize for TensorData {
 impl<'de> serde::Deserialize<'de> for TensorData {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TensorData, D::Error> {
         let hex = String::deserialize(d)?;
-        TensorData::from_digest_hex(&hex)
-            .ok_or_else(|| serde::de::Error::custom("expected 64 hex digits of a blake3 digest"))
+        TensorData::from_digest_hex(&hex).ok_or_else(|| serde::de::Error::custom("expected 64 hex digits of a blake3 digest"))
     }
 }
 

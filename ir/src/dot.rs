@@ -18,9 +18,7 @@ pub fn to_dot(graph: &Graph) -> String {
 
 /// [`to_dot`] with the nodes for which `marked` is true filled in [`MARK_COLOR`].
 pub fn to_dot_marked(graph: &Graph, marked: impl Fn(NodeId) -> bool) -> String {
-    let order = graph
-        .topo_order()
-        .unwrap_or_else(|_| graph.node_ids().collect());
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
     let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let mut out = String::new();
     let _ = writeln!(out, "digraph \"{}\" {{", esc(&graph.name));
@@ -28,21 +26,9 @@ pub fn to_dot_marked(graph: &Graph, marked: impl Fn(NodeId) -> bool) -> String {
     for &id in &order {
         let n = graph.node(id);
         let types: Vec<String> = n.results.iter().map(|t| t.to_string()).collect();
-        let shape = if matches!(n.op, Op::Input { .. }) {
-            ", shape=ellipse"
-        } else {
-            ""
-        };
-        let unknown = if matches!(n.op, Op::Unknown { .. }) {
-            ", color=red"
-        } else {
-            ""
-        };
-        let fill = if marked(id) {
-            format!(", style=filled, fillcolor=\"{MARK_COLOR}\"")
-        } else {
-            String::new()
-        };
+        let shape = if matches!(n.op, Op::Input { .. }) { ", shape=ellipse" } else { "" };
+        let unknown = if matches!(n.op, Op::Unknown { .. }) { ", color=red" } else { "" };
+        let fill = if marked(id) { format!(", style=filled, fillcolor=\"{MARK_COLOR}\"") } else { String::new() };
         let _ = writeln!(
             out,
             "  n{} [label=\"%{}\\n{}\\n{}\"{shape}{unknown}{fill}];",
@@ -54,17 +40,8 @@ pub fn to_dot_marked(graph: &Graph, marked: impl Fn(NodeId) -> bool) -> String {
     }
     for &id in &order {
         for (i, v) in graph.operands(id).iter().enumerate() {
-            let res = if graph.node(v.node).results.len() > 1 {
-                format!("#{} ", v.result)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "  n{} -> n{} [label=\"{res}{i}\"];",
-                v.node.index(),
-                id.index()
-            );
+            let res = if graph.node(v.node).results.len() > 1 { format!("#{} ", v.result) } else { String::new() };
+            let _ = writeln!(out, "  n{} -> n{} [label=\"{res}{i}\"];", v.node.index(), id.index());
         }
     }
     out.push_str("  ret [label=\"return\", shape=doublecircle];\n");
@@ -84,33 +61,16 @@ mod tests {
         let mut g = Graph::new("g");
         let t = TensorType::new(DType::F32, vec![2]);
         let x = g.add_input("x", InputKind::UserInput, None, t.clone(), None);
-        let r = g
-            .add_node(
-                "r",
-                Op::Unary(UnaryOp::Relu),
-                &[ValueRef::first(x)],
-                vec![t],
-                None,
-            )
-            .unwrap();
+        let r = g.add_node("r", Op::Unary(UnaryOp::Relu), &[ValueRef::first(x)], vec![t], None).unwrap();
         g.set_outputs(vec![ValueRef::first(r)]).unwrap();
         let dot = super::to_dot(&g);
         assert!(dot.starts_with("digraph \"g\" {"), "{dot}");
         assert!(dot.contains("label=\"%r\\naten.relu\\nf32[2]\""), "{dot}");
-        assert!(
-            dot.contains(&format!("n{} -> n{} [label=\"0\"]", x.index(), r.index())),
-            "{dot}"
-        );
+        assert!(dot.contains(&format!("n{} -> n{} [label=\"0\"]", x.index(), r.index())), "{dot}");
         assert!(dot.contains(&format!("n{} -> ret", r.index())), "{dot}");
         assert!(!dot.contains("fillcolor"), "{dot}");
         let marked = super::to_dot_marked(&g, |id| id == r);
-        assert!(
-            marked.contains(&format!(
-                "n{} [label=\"%r\\naten.relu\\nf32[2]\", style=filled, fillcolor=",
-                r.index()
-            )),
-            "{marked}"
-        );
+        assert!(marked.contains(&format!("n{} [label=\"%r\\naten.relu\\nf32[2]\", style=filled, fillcolor=", r.index())), "{marked}");
         assert_eq!(marked.matches("fillcolor").count(), 1, "{marked}");
     }
 }

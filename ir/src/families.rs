@@ -99,10 +99,7 @@ family!(
 impl UnaryOp {
     /// Ops whose result is always bool.
     pub fn returns_bool(self) -> bool {
-        matches!(
-            self,
-            UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::Signbit
-        )
+        matches!(self, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::Signbit)
     }
 
     /// Ops whose result is the real type of a complex operand (`|z|`, the parts).
@@ -115,38 +112,9 @@ impl UnaryOp {
         use UnaryOp::*;
         matches!(
             self,
-            Exp | Expm1
-                | Log
-                | Log1p
-                | Log2
-                | Log10
-                | Sqrt
-                | Rsqrt
-                | Reciprocal
-                | Sin
-                | Cos
-                | Tan
-                | Tanh
-                | Asin
-                | Acos
-                | Atan
-                | Sinh
-                | Cosh
-                | Asinh
-                | Acosh
-                | Atanh
-                | Sigmoid
-                | Erf
-                | Silu
-                | Gelu
-                | GeluTanh
-                | Erfc
-                | Erfinv
-                | Exp2
-                | Lgamma
-                | Digamma
-                | I1e
-                | I1
+            Exp | Expm1 | Log | Log1p | Log2 | Log10 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Asin | Acos | Atan
+                | Sinh | Cosh | Asinh | Acosh | Atanh | Sigmoid | Erf | Silu | Gelu | GeluTanh | Erfc | Erfinv | Exp2
+                | Lgamma | Digamma | I1e | I1
         )
     }
 }
@@ -197,10 +165,7 @@ family!(
 impl BinaryOp {
     /// Ops whose result is always bool.
     pub fn returns_bool(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor
-        )
+        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor)
     }
 }
 

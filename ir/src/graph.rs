@@ -8,9 +8,9 @@ use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
 
-use crate::data::TensorData;
 use crate::name::Name;
 use crate::op::{InputKind, Op};
+use crate::data::TensorData;
 use crate::types::TensorType;
 use crate::{Error, Result};
 
@@ -80,20 +80,13 @@ pub struct Graph {
 impl Graph {
     /// An empty graph.
     pub fn new(name: impl Into<String>) -> Self {
-        Graph {
-            name: name.into(),
-            ..Default::default()
-        }
+        Graph { name: name.into(), ..Default::default() }
     }
 
     /// An empty graph with room for `nodes` nodes and `edges` edges (an importer knows them
     /// roughly in advance).
     pub fn with_capacity(name: impl Into<String>, nodes: usize, edges: usize) -> Self {
-        Graph {
-            name: name.into(),
-            g: StableDiGraph::with_capacity(nodes, edges),
-            ..Default::default()
-        }
+        Graph { name: name.into(), g: StableDiGraph::with_capacity(nodes, edges), ..Default::default() }
     }
 
     /// Appends a graph input. Inputs are passed to the compiled executable in this order.
@@ -105,16 +98,7 @@ impl Graph {
         ty: TensorType,
         source: Option<SourceLoc>,
     ) -> NodeId {
-        let node = Node {
-            name: name.into(),
-            op: Op::Input {
-                kind,
-                weight,
-                layout: None,
-            },
-            results: smallvec::smallvec![ty],
-            source,
-        };
+        let node = Node { name: name.into(), op: Op::Input { kind, weight, layout: None }, results: smallvec::smallvec![ty], source };
         let id = self.g.add_node(node);
         self.inputs.push(id);
         id
@@ -132,25 +116,11 @@ impl Graph {
     ) -> Result<NodeId> {
         let (name, results) = (name.into(), results.into());
         for v in operands {
-            self.check_value(*v).map_err(|_| Error::DanglingOperand {
-                node: name.to_string(),
-            })?;
+            self.check_value(*v).map_err(|_| Error::DanglingOperand { node: name.to_string() })?;
         }
-        let id = self.g.add_node(Node {
-            name,
-            op,
-            results,
-            source,
-        });
+        let id = self.g.add_node(Node { name, op, results, source });
         for (i, v) in operands.iter().enumerate() {
-            self.g.add_edge(
-                v.node,
-                id,
-                Use {
-                    operand: i as u32,
-                    result: v.result,
-                },
-            );
+            self.g.add_edge(v.node, id, Use { operand: i as u32, result: v.result });
         }
         Ok(id)
     }
@@ -183,9 +153,7 @@ impl Graph {
 
     /// The type of a value, if it exists.
     pub fn value_type(&self, v: ValueRef) -> Option<&TensorType> {
-        self.g
-            .node_weight(v.node)
-            .and_then(|n| n.results.get(v.result as usize))
+        self.g.node_weight(v.node).and_then(|n| n.results.get(v.result as usize))
     }
 
     /// The operands of a node, in operand order.
@@ -201,10 +169,7 @@ impl Graph {
                 return self.operands_sorted(id);
             }
             want = Some(slot.checked_sub(1));
-            out.push(ValueRef {
-                node: e.source(),
-                result: e.weight().result,
-            });
+            out.push(ValueRef { node: e.source(), result: e.weight().result });
         }
         if want.is_some_and(|w| w.is_some()) {
             return self.operands_sorted(id);
@@ -218,15 +183,7 @@ impl Graph {
         let mut uses: Vec<(u32, ValueRef)> = self
             .g
             .edges_directed(id, Direction::Incoming)
-            .map(|e| {
-                (
-                    e.weight().operand,
-                    ValueRef {
-                        node: e.source(),
-                        result: e.weight().result,
-                    },
-                )
-            })
+            .map(|e| (e.weight().operand, ValueRef { node: e.source(), result: e.weight().result }))
             .collect();
         uses.sort_by_key(|(i, _)| *i);
         uses.into_iter().map(|(_, v)| v).collect()
@@ -235,11 +192,8 @@ impl Graph {
     /// The operand indices recorded on a node's incoming edges, sorted (the verifier checks
     /// that they are exactly `0..n`).
     pub fn operand_slots(&self, id: NodeId) -> Vec<u32> {
-        let mut slots: Vec<u32> = self
-            .g
-            .edges_directed(id, Direction::Incoming)
-            .map(|e| e.weight().operand)
-            .collect();
+        let mut slots: Vec<u32> =
+            self.g.edges_directed(id, Direction::Incoming).map(|e| e.weight().operand).collect();
         slots.sort_unstable();
         slots
     }
@@ -259,11 +213,7 @@ impl Graph {
 
     /// Whether any node or graph output reads a result of `id`.
     pub fn has_uses(&self, id: NodeId) -> bool {
-        self.g
-            .edges_directed(id, Direction::Outgoing)
-            .next()
-            .is_some()
-            || self.outputs.iter().any(|v| v.node == id)
+        self.g.edges_directed(id, Direction::Outgoing).next().is_some() || self.outputs.iter().any(|v| v.node == id)
     }
 
     /// Makes every use of `old` (operands and graph outputs) read `new` instead. `new` must
@@ -276,22 +226,12 @@ impl Graph {
     /// [`Graph::replace_all_uses`] but for the uses by node `except`: inserts a node after
     /// `old` that reads it (`new` is computed from `old` by `except`), as MLIR's
     /// `replaceAllUsesExcept` does.
-    pub fn replace_all_uses_except(
-        &mut self,
-        old: ValueRef,
-        new: ValueRef,
-        except: NodeId,
-    ) -> Result<()> {
+    pub fn replace_all_uses_except(&mut self, old: ValueRef, new: ValueRef, except: NodeId) -> Result<()> {
         self.replace_uses_where(old, new, |user| user != except)
     }
 
     /// Rewires the uses of `old` by the nodes for which `rewire` holds, and the graph outputs.
-    fn replace_uses_where(
-        &mut self,
-        old: ValueRef,
-        new: ValueRef,
-        rewire: impl Fn(NodeId) -> bool,
-    ) -> Result<()> {
+    fn replace_uses_where(&mut self, old: ValueRef, new: ValueRef, rewire: impl Fn(NodeId) -> bool) -> Result<()> {
         self.check_value(new)?;
         let edges: Vec<_> = self
             .g
@@ -301,14 +241,7 @@ impl Graph {
             .collect();
         for (edge, target, operand) in edges {
             self.g.remove_edge(edge);
-            self.g.add_edge(
-                new.node,
-                target,
-                Use {
-                    operand,
-                    result: new.result,
-                },
-            );
+            self.g.add_edge(new.node, target, Use { operand, result: new.result });
         }
         for out in self.outputs.iter_mut().filter(|v| **v == old) {
             *out = new;
@@ -321,10 +254,7 @@ impl Graph {
     pub fn remove_node(&mut self, id: NodeId) -> Result<Node> {
         let node = self.g.node_weight(id).ok_or(Error::DanglingOutput)?;
         if self.has_uses(id) || self.inputs.contains(&id) {
-            return Err(Error::Verify {
-                node: node.name.to_string(),
-                message: "removed while still used (or an input)".into(),
-            });
+            return Err(Error::Verify { node: node.name.to_string(), message: "removed while still used (or an input)".into() });
         }
         self.g.remove_node(id).ok_or(Error::DanglingOutput)
     }
@@ -332,11 +262,7 @@ impl Graph {
     /// Removes every operand edge of node `id` (a pass that turned it into an op without
     /// operands, such as a folded constant).
     pub fn disconnect_operands(&mut self, id: NodeId) {
-        let edges: Vec<_> = self
-            .g
-            .edges_directed(id, Direction::Incoming)
-            .map(|e| e.id())
-            .collect();
+        let edges: Vec<_> = self.g.edges_directed(id, Direction::Incoming).map(|e| e.id()).collect();
         for edge in edges {
             self.g.remove_edge(edge);
         }
@@ -347,10 +273,7 @@ impl Graph {
     pub fn remove_input(&mut self, id: NodeId) -> Result<Node> {
         let node = self.g.node_weight(id).ok_or(Error::DanglingOutput)?;
         if self.has_uses(id) || !self.inputs.contains(&id) {
-            return Err(Error::Verify {
-                node: node.name.to_string(),
-                message: "removed as an input while still used (or not an input)".into(),
-            });
+            return Err(Error::Verify { node: node.name.to_string(), message: "removed as an input while still used (or not an input)".into() });
         }
         self.inputs.retain(|&i| i != id);
         self.values.remove(&id);
@@ -412,11 +335,8 @@ impl Graph {
         for id in self.g.node_indices() {
             indegree[id.index()] = self.g.edges_directed(id, Direction::Incoming).count();
         }
-        let mut ready: BTreeSet<NodeId> = self
-            .g
-            .node_indices()
-            .filter(|id| indegree[id.index()] == 0)
-            .collect();
+        let mut ready: BTreeSet<NodeId> =
+            self.g.node_indices().filter(|id| indegree[id.index()] == 0).collect();
         let mut order = Vec::with_capacity(self.g.node_count());
         while let Some(id) = ready.pop_first() {
             order.push(id);

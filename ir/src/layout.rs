@@ -10,10 +10,7 @@ use crate::types::TensorType;
 /// `ty` with its dims permuted by `perm` (`result[i] = ty[perm[i]]`; `perm` must be a
 /// permutation of `ty`'s dims).
 pub fn permuted(ty: &TensorType, perm: &[usize]) -> TensorType {
-    TensorType::new(
-        ty.dtype,
-        perm.iter().map(|&p| ty.shape[p]).collect::<Vec<_>>(),
-    )
+    TensorType::new(ty.dtype, perm.iter().map(|&p| ty.shape[p]).collect::<Vec<_>>())
 }
 
 /// The inverse permutation: `inverse(p)[p[i]] = i`.
@@ -30,8 +27,7 @@ pub fn inverse(perm: &[usize]) -> Vec<usize> {
 /// Whether `perm` holds each of `0..perm.len()` exactly once.
 pub fn is_permutation(perm: &[usize]) -> bool {
     let mut seen = vec![false; perm.len()];
-    perm.iter()
-        .all(|&p| p < perm.len() && !std::mem::replace(&mut seen[p], true))
+    perm.iter().all(|&p| p < perm.len() && !std::mem::replace(&mut seen[p], true))
 }
 
 /// Whether `perm` keeps every dim in place.

@@ -14,8 +14,8 @@ pub mod infer;
 pub mod layout;
 mod name;
 mod op;
-mod parse;
 mod parts;
+mod parse;
 mod print;
 mod types;
 mod verify;
@@ -29,9 +29,7 @@ pub use dot::{to_dot, to_dot_marked};
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, NodeId, Results, SourceLoc, Use, ValueRef};
 pub use name::Name;
-pub use op::{
-    BinaryOp, CompareOp, FftKind, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp,
-};
+pub use op::{BinaryOp, CompareOp, FftKind, InputKind, Op, PadMode, ReduceOp, Scalar, ScatterReduce, UnaryOp};
 pub use parse::parse;
 pub use print::{print, print_canonical};
 pub use types::{DType, Shape, TensorType, UnknownDType};

@@ -18,10 +18,7 @@ pub struct Name(Repr);
 #[derive(Clone)]
 enum Repr {
     /// Invariant: `bytes[..len]` is valid UTF-8 (copied from a `str`), `len <= INLINE`.
-    Inline {
-        len: u8,
-        bytes: [u8; INLINE],
-    },
+    Inline { len: u8, bytes: [u8; INLINE] },
     Heap(Box<str>),
 }
 
@@ -31,10 +28,7 @@ impl Name {
         if s.len() <= INLINE {
             let mut bytes = [0; INLINE];
             bytes[..s.len()].copy_from_slice(s.as_bytes());
-            Name(Repr::Inline {
-                len: s.len() as u8,
-                bytes,
-            })
+            Name(Repr::Inline { len: s.len() as u8, bytes })
         } else {
             Name(Repr::Heap(s.into()))
         }
@@ -44,9 +38,7 @@ impl Name {
     pub fn as_str(&self) -> &str {
         match &self.0 {
             // SAFETY: `bytes[..len]` was copied from a `str` (see `Repr::Inline`).
-            Repr::Inline { len, bytes } => unsafe {
-                std::str::from_utf8_unchecked(&bytes[..*len as usize])
-            },
+            Repr::Inline { len, bytes } => unsafe { std::str::from_utf8_unchecked(&bytes[..*len as usize]) },
             Repr::Heap(s) => s,
         }
     }
@@ -85,11 +77,7 @@ impl From<&String> for Name {
 
 impl From<String> for Name {
     fn from(s: String) -> Self {
-        if s.len() <= INLINE {
-            Name::new(&s)
-        } else {
-            Name(Repr::Heap(s.into_boxed_str()))
-        }
+        if s.len() <= INLINE { Name::new(&s) } else { Name(Repr::Heap(s.into_boxed_str())) }
     }
 }
 
@@ -189,14 +177,7 @@ mod tests {
 
     #[test]
     fn short_and_long_names_read_back() {
-        for s in [
-            "",
-            "x",
-            "add_12",
-            "a".repeat(22).as_str(),
-            "b".repeat(23).as_str(),
-            "héllo_wörld_ünïcode_nämé",
-        ] {
+        for s in ["", "x", "add_12", "a".repeat(22).as_str(), "b".repeat(23).as_str(), "héllo_wörld_ünïcode_nämé"] {
             let n = Name::from(s);
             assert_eq!(n, s);
             assert_eq!(n.to_string(), s);

@@ -31,12 +31,7 @@ pub enum InputKind {
 
 impl InputKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [InputKind; 4] = [
-        InputKind::UserInput,
-        InputKind::Parameter,
-        InputKind::Buffer,
-        InputKind::Constant,
-    ];
+    pub const ALL: [InputKind; 4] = [InputKind::UserInput, InputKind::Parameter, InputKind::Buffer, InputKind::Constant];
 
     /// The name used in the IR text and the trace (`user_input`, `parameter`, ...).
     pub fn name(self) -> &'static str {
@@ -74,14 +69,8 @@ pub enum ScatterReduce {
 
 impl ScatterReduce {
     /// Every mode, in a fixed order.
-    pub const ALL: [ScatterReduce; 6] = [
-        ScatterReduce::Replace,
-        ScatterReduce::Sum,
-        ScatterReduce::Prod,
-        ScatterReduce::Mean,
-        ScatterReduce::Amax,
-        ScatterReduce::Amin,
-    ];
+    pub const ALL: [ScatterReduce; 6] =
+        [ScatterReduce::Replace, ScatterReduce::Sum, ScatterReduce::Prod, ScatterReduce::Mean, ScatterReduce::Amax, ScatterReduce::Amin];
 
     /// The text name (as `scatter_reduce`'s `reduce` argument; `replace` for plain scatter).
     pub fn name(self) -> &'static str {
@@ -113,11 +102,7 @@ pub enum Op {
     /// `layout`, when set (the `device-layout` pass), says the executable takes the tensor
     /// permuted: the node's type is the declared one, `declared[i] = logical[layout[i]]`, and
     /// the caller uploads `permute(layout)` of the tensor (see [`crate::layout`]).
-    Input {
-        kind: InputKind,
-        weight: Option<String>,
-        layout: Option<Vec<usize>>,
-    },
+    Input { kind: InputKind, weight: Option<String>, layout: Option<Vec<usize>> },
     /// A tensor of the node's type with every element `value` (`aten.full`, scalar arguments,
     /// `aten.scalar_tensor`).
     Full { value: Scalar },
@@ -125,11 +110,7 @@ pub enum Op {
     /// them). The bytes are shared with whoever gave them (see [`TensorData`]).
     Constant { data: TensorData },
     /// `aten.arange`: `start, start + step, ...` below `end`; dtype from the result type.
-    Arange {
-        start: Scalar,
-        end: Scalar,
-        step: Scalar,
-    },
+    Arange { start: Scalar, end: Scalar, step: Scalar },
     /// Elementwise unary math.
     Unary(UnaryOp),
     /// Elementwise binary math with broadcasting and PyTorch type promotion.
@@ -139,10 +120,7 @@ pub enum Op {
     /// `aten.where.self(cond, a, b)`.
     Where,
     /// `aten.clamp` / `aten.hardtanh`: bounds are optional.
-    Clamp {
-        min: Option<Scalar>,
-        max: Option<Scalar>,
-    },
+    Clamp { min: Option<Scalar>, max: Option<Scalar> },
     /// Element type conversion (`aten._to_copy` with a dtype, `prims.convert_element_type`).
     Convert { dtype: DType },
     /// A copy with no change of value (`aten.clone`, `aten._to_copy` without a dtype,
@@ -150,42 +128,19 @@ pub enum Op {
     Copy,
     /// A reduction over `dims` (all dims when empty); `dtype` is the `dtype=` argument (the
     /// input is converted to it before accumulating).
-    Reduce {
-        op: ReduceOp,
-        dims: Shape,
-        keepdim: bool,
-        dtype: Option<DType>,
-    },
+    Reduce { op: ReduceOp, dims: Shape, keepdim: bool, dtype: Option<DType> },
     /// `aten._softmax` (`log` = false) and `aten._log_softmax` (`log` = true) over `dim`.
     Softmax { dim: i64, log: bool },
     /// `aten.native_layer_norm(x, [weight], [bias])`; results: out, mean, rstd.
-    LayerNorm {
-        normalized_shape: Vec<i64>,
-        eps: Scalar,
-        has_weight: bool,
-        has_bias: bool,
-    },
+    LayerNorm { normalized_shape: Vec<i64>, eps: Scalar, has_weight: bool, has_bias: bool },
     /// `aten.native_group_norm(x, [weight], [bias])`; results: out, mean `[N,G]`, rstd `[N,G]`.
-    GroupNorm {
-        groups: i64,
-        eps: Scalar,
-        has_weight: bool,
-        has_bias: bool,
-    },
+    GroupNorm { groups: i64, eps: Scalar, has_weight: bool, has_bias: bool },
     /// `aten._native_batch_norm_legit_no_training(x, [weight], [bias], mean, var)`;
     /// results: out and two empty tensors.
-    BatchNorm {
-        eps: Scalar,
-        has_weight: bool,
-        has_bias: bool,
-    },
+    BatchNorm { eps: Scalar, has_weight: bool, has_bias: bool },
     /// `aten._native_batch_norm_legit.no_stats(x, [weight], [bias])`: normalizes with the
     /// batch's own statistics; results: out, mean `[C]`, rstd `[C]`.
-    BatchNormBatchStats {
-        eps: Scalar,
-        has_weight: bool,
-        has_bias: bool,
-    },
+    BatchNormBatchStats { eps: Scalar, has_weight: bool, has_bias: bool },
     /// `aten.masked_scatter(x, mask, source)`: the masked positions of `x`, in row-major
     /// order, take consecutive elements of `source`.
     MaskedScatter,
@@ -198,12 +153,7 @@ pub enum Op {
     /// `aten._embedding_bag(weight, indices, offsets, [per_sample_weights])`: sums (mode 0),
     /// means (1) or maxima (2) of the weight rows of each bag. Results: the bags and three
     /// bookkeeping tensors whose types come from the trace (only the first is lowered).
-    EmbeddingBag {
-        mode: i64,
-        include_last_offset: bool,
-        padding_idx: Option<i64>,
-        has_weights: bool,
-    },
+    EmbeddingBag { mode: i64, include_last_offset: bool, padding_idx: Option<i64>, has_weights: bool },
     /// `aten.mm`: `[m,k] x [k,n] -> [m,n]`.
     Mm,
     /// `aten.bmm`: `[b,m,k] x [b,k,n] -> [b,m,n]`.
@@ -261,12 +211,7 @@ pub enum Op {
     /// operand's dims are 1 or equal to theirs), as `stablehlo.broadcast_in_dim`.
     BroadcastInDim { shape: Shape, dims: Shape },
     /// `aten.slice.Tensor`; `end` is clamped to the dim size like Python slicing.
-    Slice {
-        dim: i64,
-        start: i64,
-        end: i64,
-        step: i64,
-    },
+    Slice { dim: i64, start: i64, end: i64, step: i64 },
     /// `aten.select.int`: index `index` of `dim`, which disappears.
     Select { dim: i64, index: i64 },
     /// `aten.unsqueeze`.
@@ -283,11 +228,7 @@ pub enum Op {
     /// has an index tensor (operands after the first, in order).
     Index { present: Vec<bool> },
     /// `aten.elu(x, alpha, scale, input_scale)`.
-    Elu {
-        alpha: Scalar,
-        scale: Scalar,
-        input_scale: Scalar,
-    },
+    Elu { alpha: Scalar, scale: Scalar, input_scale: Scalar },
     /// `aten.leaky_relu(x, negative_slope)`.
     LeakyRelu { slope: Scalar },
     /// `aten.clamp.Tensor(x, [min], [max])` with tensor bounds.
@@ -295,19 +236,11 @@ pub enum Op {
     /// `aten.copy(self, src)`: `src` converted to `self`'s dtype and broadcast to its shape.
     CopyInto,
     /// `aten.argmax` / `aten.argmin` over `dim` (the flattened tensor when `None`); i64 result.
-    ArgReduce {
-        max: bool,
-        dim: Option<i64>,
-        keepdim: bool,
-    },
+    ArgReduce { max: bool, dim: Option<i64>, keepdim: bool },
     /// `aten.max.dim` / `aten.min.dim`: values and i64 indices.
     MaxMin { max: bool, dim: i64, keepdim: bool },
     /// `aten.var.correction`: variance over `dims` (all when empty) with `correction`.
-    Var {
-        dims: Vec<i64>,
-        correction: Scalar,
-        keepdim: bool,
-    },
+    Var { dims: Vec<i64>, correction: Scalar, keepdim: bool },
     /// `aten.cumsum` along `dim`, in `dtype` when given.
     Cumsum { dim: i64, dtype: Option<DType> },
     /// Padding: `pad` lists (low, high) pairs from the last dim backwards, as `F.pad`.
@@ -320,51 +253,28 @@ pub enum Op {
     Diagonal { offset: i64, dim1: i64, dim2: i64 },
     /// `aten.as_strided` of a contiguous value: element `i` reads flat index
     /// `offset + sum(i_k * stride_k)`.
-    AsStrided {
-        size: Vec<i64>,
-        stride: Vec<i64>,
-        offset: i64,
-    },
+    AsStrided { size: Vec<i64>, stride: Vec<i64>, offset: i64 },
     /// `aten.gather(x, dim, index)`.
     Gather { dim: i64 },
     /// `aten.index_select(x, dim, index)`.
     IndexSelect { dim: i64 },
     /// `aten.scatter*` (x, index, src) along `dim`: replace, or combine with `reduce`.
-    Scatter {
-        dim: i64,
-        reduce: ScatterReduce,
-        include_self: bool,
-    },
+    Scatter { dim: i64, reduce: ScatterReduce, include_self: bool },
     /// `aten.index_put(x, indices..., values)`; `present` as for `Index`.
-    IndexPut {
-        present: Vec<bool>,
-        accumulate: bool,
-    },
+    IndexPut { present: Vec<bool>, accumulate: bool },
     /// `aten.select_scatter(x, src, dim, index)`.
     SelectScatter { dim: i64, index: i64 },
     /// `aten.slice_scatter(x, src, dim, start, end, step)`.
-    SliceScatter {
-        dim: i64,
-        start: i64,
-        end: i64,
-        step: i64,
-    },
+    SliceScatter { dim: i64, start: i64, end: i64, step: i64 },
     /// `aten.sort(x, dim, descending)`: values and i64 indices (stable).
     Sort { dim: i64, descending: bool },
     /// `aten.topk(x, k, dim, largest, sorted)`: values and i64 indices.
     Topk { k: i64, dim: i64, largest: bool },
     /// `aten.upsample_bilinear2d` to `output_size`.
-    UpsampleBilinear {
-        output_size: Vec<i64>,
-        align_corners: bool,
-    },
+    UpsampleBilinear { output_size: Vec<i64>, align_corners: bool },
     /// `aten.grid_sampler_2d(input, grid)`: `mode` 0 bilinear, 1 nearest, 2 bicubic; `padding`
     /// 0 zeros, 1 border, 2 reflection.
-    GridSample {
-        mode: i64,
-        padding: i64,
-        align_corners: bool,
-    },
+    GridSample { mode: i64, padding: i64, align_corners: bool },
     /// `aten.linalg_cholesky_ex(A, upper)` over `[.., n, n]`: the lower (or upper) Cholesky
     /// factor, the other triangle zero, and an i32 `info` per matrix: 0 when it factored, else
     /// 1 + the first column whose diagonal came out NaN (eager gives the failing minor's order;
@@ -373,11 +283,7 @@ pub enum Op {
     /// `aten.linalg_solve_triangular(A, B, upper, left, unitriangular)`: `X` with `A X = B`
     /// (`left`) or `X A = B`, reading one triangle of `A` (its diagonal taken as ones when
     /// `unit_diagonal`); batch dims broadcast.
-    TriangularSolve {
-        upper: bool,
-        left: bool,
-        unit_diagonal: bool,
-    },
+    TriangularSolve { upper: bool, left: bool, unit_diagonal: bool },
     /// `stablehlo.fft` of kind `kind` over the innermost `length.len()` dims (1 to 3), `length`
     /// the signal sizes (`irfft`'s last is the real output's). The importer maps ATen's
     /// `_fft_c2c`/`_fft_r2c`/`_fft_c2r` here when they already have this form; the capture's
@@ -403,10 +309,7 @@ pub enum Op {
     /// `None` when fxhlo has no op for `target` at all, else why this call of a known target
     /// could not be mapped (an argument the IR cannot express), as the importer worded it;
     /// lowering reports it with the node.
-    Unknown {
-        target: String,
-        reason: Option<String>,
-    },
+    Unknown { target: String, reason: Option<String> },
 }
 
 impl Op {
@@ -493,10 +396,7 @@ impl Op {
     /// The indices of the graph regions the op runs (empty for ops without regions).
     pub fn regions(&self) -> Vec<u32> {
         match self {
-            Op::Cond {
-                then_region,
-                else_region,
-            } => vec![*then_region, *else_region],
+            Op::Cond { then_region, else_region } => vec![*then_region, *else_region],
             Op::While { cond, body } => vec![*cond, *body],
             _ => Vec::new(),
         }
@@ -507,79 +407,32 @@ impl Op {
         let opt = |b: &bool| *b as usize;
         Some(match self {
             Op::Input { .. } | Op::Full { .. } | Op::Constant { .. } | Op::Arange { .. } => 0,
-            Op::Unary(_) | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy | Op::Reduce { .. } => {
-                1
-            }
-            Op::Softmax { .. }
-            | Op::MaxPool { .. }
-            | Op::AvgPool { .. }
-            | Op::AdaptiveAvgPool { .. } => 1,
-            Op::UpsampleNearest { .. }
-            | Op::View { .. }
-            | Op::Permute { .. }
-            | Op::Expand { .. } => 1,
+            Op::Unary(_) | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy | Op::Reduce { .. } => 1,
+            Op::Softmax { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } | Op::AdaptiveAvgPool { .. } => 1,
+            Op::UpsampleNearest { .. } | Op::View { .. } | Op::Permute { .. } | Op::Expand { .. } => 1,
             Op::BroadcastInDim { .. } => 1,
-            Op::Slice { .. }
-            | Op::Select { .. }
-            | Op::Unsqueeze { .. }
-            | Op::Squeeze { .. }
-            | Op::Split { .. } => 1,
+            Op::Slice { .. } | Op::Select { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Split { .. } => 1,
             Op::Binary(_) | Op::Compare(_) | Op::Mm | Op::Bmm | Op::Embedding => 2,
             Op::Where | Op::Addmm => 3,
-            Op::LayerNorm {
-                has_weight,
-                has_bias,
-                ..
+            Op::LayerNorm { has_weight, has_bias, .. } | Op::GroupNorm { has_weight, has_bias, .. } => {
+                1 + opt(has_weight) + opt(has_bias)
             }
-            | Op::GroupNorm {
-                has_weight,
-                has_bias,
-                ..
-            } => 1 + opt(has_weight) + opt(has_bias),
-            Op::BatchNorm {
-                has_weight,
-                has_bias,
-                ..
-            } => 3 + opt(has_weight) + opt(has_bias),
+            Op::BatchNorm { has_weight, has_bias, .. } => 3 + opt(has_weight) + opt(has_bias),
             Op::Convolution { has_bias, .. } => 2 + opt(has_bias),
             Op::Index { present } => 1 + present.iter().filter(|p| **p).count(),
             Op::IndexPut { present, .. } => 2 + present.iter().filter(|p| **p).count(),
-            Op::Elu { .. }
-            | Op::LeakyRelu { .. }
-            | Op::ArgReduce { .. }
-            | Op::MaxMin { .. }
-            | Op::Var { .. } => 1,
-            Op::Cumsum { .. }
-            | Op::Pad { .. }
-            | Op::Repeat { .. }
-            | Op::Flip { .. }
-            | Op::Diagonal { .. } => 1,
-            Op::AsStrided { .. }
-            | Op::Sort { .. }
-            | Op::Topk { .. }
-            | Op::UpsampleBilinear { .. } => 1,
+            Op::Elu { .. } | Op::LeakyRelu { .. } | Op::ArgReduce { .. } | Op::MaxMin { .. } | Op::Var { .. } => 1,
+            Op::Cumsum { .. } | Op::Pad { .. } | Op::Repeat { .. } | Op::Flip { .. } | Op::Diagonal { .. } => 1,
+            Op::AsStrided { .. } | Op::Sort { .. } | Op::Topk { .. } | Op::UpsampleBilinear { .. } => 1,
             Op::ClampTensor { has_min, has_max } => 1 + opt(has_min) + opt(has_max),
-            Op::CopyInto
-            | Op::Gather { .. }
-            | Op::IndexSelect { .. }
-            | Op::SelectScatter { .. }
-            | Op::SliceScatter { .. } => 2,
+            Op::CopyInto | Op::Gather { .. } | Op::IndexSelect { .. } | Op::SelectScatter { .. } | Op::SliceScatter { .. } => 2,
             Op::Scatter { .. } | Op::MaskedScatter => 3,
             Op::Cdist { .. } | Op::GridSample { .. } => 2,
-            Op::Pdist { .. }
-            | Op::Cholesky { .. }
-            | Op::Fft { .. }
-            | Op::RngBitGenerator { .. } => 1,
+            Op::Pdist { .. } | Op::Cholesky { .. } | Op::Fft { .. } | Op::RngBitGenerator { .. } => 1,
             Op::TriangularSolve { .. } => 2,
             Op::EmbeddingBag { has_weights, .. } => 3 + opt(has_weights),
-            Op::BatchNormBatchStats {
-                has_weight,
-                has_bias,
-                ..
-            } => 1 + opt(has_weight) + opt(has_bias),
-            Op::Cat { .. } | Op::Unknown { .. } | Op::Cond { .. } | Op::While { .. } => {
-                return None
-            }
+            Op::BatchNormBatchStats { has_weight, has_bias, .. } => 1 + opt(has_weight) + opt(has_bias),
+            Op::Cat { .. } | Op::Unknown { .. } | Op::Cond { .. } | Op::While { .. } => return None,
         })
     }
 }

@@ -22,34 +22,18 @@ use crate::{Error, Result};
 
 /// Parses one graph from IR text and verifies it.
 pub fn parse(text: &str) -> Result<Graph> {
-    let mut p = Parser {
-        open: Vec::new(),
-        graph: None,
-    };
+    let mut p = Parser { open: Vec::new(), graph: None };
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with("//") {
             continue;
         }
-        p.statement(line).map_err(|message| Error::Parse {
-            line: i + 1,
-            message,
-        })?;
+        p.statement(line).map_err(|message| Error::Parse { line: i + 1, message })?;
     }
     let graph = match (p.graph, p.open.is_empty()) {
         (Some(g), true) => g,
-        (None, true) => {
-            return Err(Error::Parse {
-                line: 1,
-                message: "no `graph @name {` header".into(),
-            })
-        }
-        (_, false) => {
-            return Err(Error::Parse {
-                line: text.lines().count(),
-                message: "missing closing `}`".into(),
-            })
-        }
+        (None, true) => return Err(Error::Parse { line: 1, message: "no `graph @name {` header".into() }),
+        (_, false) => return Err(Error::Parse { line: text.lines().count(), message: "missing closing `}`".into() }),
     };
     crate::verify(&graph)?;
     Ok(graph)
@@ -82,10 +66,7 @@ impl Parser {
                 .map(str::trim)
                 .filter(|n| !n.is_empty())
                 .ok_or("expected `graph @name {`")?;
-            self.open.push(Open {
-                graph: Graph::new(name),
-                values: HashMap::new(),
-            });
+            self.open.push(Open { graph: Graph::new(name), values: HashMap::new() });
             return Ok(());
         }
         if line == "}" {
@@ -98,63 +79,35 @@ impl Parser {
             }
             return Ok(());
         }
-        if let Some(index) = line
-            .strip_prefix("region ")
-            .and_then(|s| s.strip_suffix('{'))
-        {
+        if let Some(index) = line.strip_prefix("region ").and_then(|s| s.strip_suffix('{')) {
             let parent = &self.open.last().ok_or("a region outside a graph")?.graph;
             let want = parent.regions().len();
             if index.trim().parse::<usize>().ok() != Some(want) {
-                return Err(format!(
-                    "expected `region {want} {{` (regions are numbered in order)"
-                ));
+                return Err(format!("expected `region {want} {{` (regions are numbered in order)"));
             }
-            self.open.push(Open {
-                graph: Graph::new(format!("region{want}")),
-                values: HashMap::new(),
-            });
+            self.open.push(Open { graph: Graph::new(format!("region{want}")), values: HashMap::new() });
             return Ok(());
         }
         if let Some(rest) = line.strip_prefix("return") {
-            let outputs = rest
-                .split(',')
-                .map(|v| self.value(v.trim()))
-                .collect::<R<Vec<_>>>()?;
-            return self
-                .current()?
-                .graph
-                .set_outputs(outputs)
-                .map_err(|e| e.to_string());
+            let outputs = rest.split(',').map(|v| self.value(v.trim())).collect::<R<Vec<_>>>()?;
+            return self.current()?.graph.set_outputs(outputs).map_err(|e| e.to_string());
         }
         self.node(line)
     }
 
     fn current(&mut self) -> R<&mut Open> {
-        self.open
-            .last_mut()
-            .ok_or_else(|| "statement before the `graph` header".to_string())
+        self.open.last_mut().ok_or_else(|| "statement before the `graph` header".to_string())
     }
 
     fn value(&self, text: &str) -> R<ValueRef> {
-        let text = text
-            .strip_prefix('%')
-            .ok_or_else(|| format!("expected a value `%name`, found `{text}`"))?;
+        let text = text.strip_prefix('%').ok_or_else(|| format!("expected a value `%name`, found `{text}`"))?;
         let (name, result) = match text.split_once('#') {
-            Some((n, k)) => (
-                n,
-                k.parse::<u32>()
-                    .map_err(|_| format!("bad result index in `%{text}`"))?,
-            ),
+            Some((n, k)) => (n, k.parse::<u32>().map_err(|_| format!("bad result index in `%{text}`"))?),
             None => (text, 0),
         };
         let values = &self.open.last().ok_or("a value outside a graph")?.values;
-        let v = values
-            .get(name)
-            .ok_or_else(|| format!("`%{name}` is not defined above"))?;
-        Ok(ValueRef {
-            node: v.node,
-            result,
-        })
+        let v = values.get(name).ok_or_else(|| format!("`%{name}` is not defined above"))?;
+        Ok(ValueRef { node: v.node, result })
     }
 
     fn node(&mut self, line: &str) -> R<()> {
@@ -188,23 +141,15 @@ impl Parser {
         let source = loc_text.map(parse_loc).transpose()?;
         // An input's bound value (`value = "<digest>"`) is the graph's, not the op's.
         let value = match op_name.as_str() {
-            "input" => attrs
-                .remove("value")
-                .map(|v| unquote_digest(&v))
-                .transpose()?,
+            "input" => attrs.remove("value").map(|v| unquote_digest(&v)).transpose()?,
             _ => None,
         };
         let op = Op::from_parts(&op_name, &attrs)?;
         let open = self.current()?;
         let graph = &mut open.graph;
         let id = match op {
-            Op::Input {
-                kind,
-                weight,
-                layout,
-            } => {
-                let [ty] = <[TensorType; 1]>::try_from(results)
-                    .map_err(|_| "an input has exactly one type")?;
+            Op::Input { kind, weight, layout } => {
+                let [ty] = <[TensorType; 1]>::try_from(results).map_err(|_| "an input has exactly one type")?;
                 if !operands.is_empty() {
                     return Err("an input takes no operands".into());
                 }
@@ -217,15 +162,9 @@ impl Parser {
                 }
                 id
             }
-            op => graph
-                .add_node(&name, op, &operands, results, source)
-                .map_err(|e| e.to_string())?,
+            op => graph.add_node(&name, op, &operands, results, source).map_err(|e| e.to_string())?,
         };
-        if open
-            .values
-            .insert(name.clone(), ValueRef::first(id))
-            .is_some()
-        {
+        if open.values.insert(name.clone(), ValueRef::first(id)).is_some() {
             return Err(format!("`%{name}` is defined twice"));
         }
         Ok(())
@@ -254,10 +193,7 @@ impl<'a> Scanner<'a> {
     }
     fn expect(&mut self, tok: &str) -> R<()> {
         self.skip_ws();
-        self.0 = self
-            .0
-            .strip_prefix(tok)
-            .ok_or_else(|| format!("expected `{tok}` at `{}`", self.0))?;
+        self.0 = self.0.strip_prefix(tok).ok_or_else(|| format!("expected `{tok}` at `{}`", self.0))?;
         Ok(())
     }
     fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
@@ -297,8 +233,7 @@ impl<'a> Scanner<'a> {
 
 /// Splits `k = v, k = [a, b], k = "x,y"` at top-level commas.
 fn split_top(text: &str) -> R<Vec<(String, String)>> {
-    let (mut parts, mut depth, mut in_str, mut escaped, mut start) =
-        (Vec::new(), 0, false, false, 0);
+    let (mut parts, mut depth, mut in_str, mut escaped, mut start) = (Vec::new(), 0, false, false, 0);
     for (i, c) in text.char_indices() {
         match c {
             _ if escaped => escaped = false,
@@ -318,9 +253,7 @@ fn split_top(text: &str) -> R<Vec<(String, String)>> {
         .into_iter()
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
-            let (k, v) = p
-                .split_once('=')
-                .ok_or_else(|| format!("attribute `{}` has no `=`", p.trim()))?;
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("attribute `{}` has no `=`", p.trim()))?;
             Ok((k.trim().to_string(), v.trim().to_string()))
         })
         .collect()
@@ -329,42 +262,23 @@ fn split_top(text: &str) -> R<Vec<(String, String)>> {
 /// `f32[2,3]` or `(f32[2], i64[2])`.
 fn parse_types(text: &str) -> R<Vec<TensorType>> {
     let inner = match text.strip_prefix('(') {
-        Some(t) => t
-            .strip_suffix(')')
-            .ok_or("unbalanced `(` in result types")?,
+        Some(t) => t.strip_suffix(')').ok_or("unbalanced `(` in result types")?,
         None => text,
     };
     let mut out = Vec::new();
     let mut rest = inner.trim();
     while !rest.is_empty() {
-        let open = rest
-            .find('[')
-            .ok_or_else(|| format!("expected a type like f32[2,3], found `{rest}`"))?;
-        let close = rest[open..]
-            .find(']')
-            .map(|c| open + c)
-            .ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
-        let dtype: DType = rest[..open]
-            .trim()
-            .parse()
-            .map_err(|e: crate::UnknownDType| e.to_string())?;
+        let open = rest.find('[').ok_or_else(|| format!("expected a type like f32[2,3], found `{rest}`"))?;
+        let close = rest[open..].find(']').map(|c| open + c).ok_or_else(|| format!("unclosed `[` in `{rest}`"))?;
+        let dtype: DType = rest[..open].trim().parse().map_err(|e: crate::UnknownDType| e.to_string())?;
         let dims = &rest[open + 1..close];
         let shape = if dims.trim().is_empty() {
             Vec::new()
         } else {
-            dims.split(',')
-                .map(|d| {
-                    d.trim()
-                        .parse::<i64>()
-                        .map_err(|_| format!("bad dimension `{d}`"))
-                })
-                .collect::<R<_>>()?
+            dims.split(',').map(|d| d.trim().parse::<i64>().map_err(|_| format!("bad dimension `{d}`"))).collect::<R<_>>()?
         };
         out.push(TensorType::new(dtype, shape));
-        rest = rest[close + 1..]
-            .trim_start()
-            .trim_start_matches(',')
-            .trim_start();
+        rest = rest[close + 1..].trim_start().trim_start_matches(',').trim_start();
     }
     if out.is_empty() {
         return Err("a node needs at least one result type".into());
@@ -374,21 +288,11 @@ fn parse_types(text: &str) -> R<Vec<TensorType>> {
 
 /// `loc("file":12)`.
 fn parse_loc(text: &str) -> R<SourceLoc> {
-    let inner = text
-        .trim()
-        .strip_prefix("loc(")
-        .and_then(|t| t.strip_suffix(')'))
-        .ok_or("malformed loc(...)")?;
+    let inner = text.trim().strip_prefix("loc(").and_then(|t| t.strip_suffix(')')).ok_or("malformed loc(...)")?;
     let (file, line) = inner.rsplit_once(':').ok_or("loc needs \"file\":line")?;
     let file = crate::attr::unquote(file.trim()).ok_or("loc file must be quoted")?;
-    let line = line
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad loc line `{line}`"))?;
-    Ok(SourceLoc {
-        file: file.into(),
-        line,
-    })
+    let line = line.trim().parse().map_err(|_| format!("bad loc line `{line}`"))?;
+    Ok(SourceLoc { file: file.into(), line })
 }
 
 #[cfg(test)]
@@ -434,31 +338,18 @@ mod tests {
     fn regions_print_and_parse_back() {
         let g = parse(CONTROL_FLOW).unwrap();
         assert_eq!(g.regions().len(), 4);
-        let body: String = CONTROL_FLOW
-            .lines()
-            .filter(|l| !l.starts_with("//"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let body: String = CONTROL_FLOW.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect();
         assert_eq!(crate::print(&g), body);
         // The canonical text (cache keys) includes the regions.
         let canonical = crate::print_canonical(&g);
-        assert!(
-            canonical.contains("region 1 {") && canonical.contains("aten.sin"),
-            "{canonical}"
-        );
+        assert!(canonical.contains("region 1 {") && canonical.contains("aten.sin"), "{canonical}");
     }
 
     #[test]
     fn region_signatures_are_verified() {
-        let bad = CONTROL_FLOW.replace(
-            "    %r = aten.sin %a : f32[3]\n    return %r",
-            "    %r = aten.sum %a {dims = [], keepdim = false} : f32[]\n    return %r",
-        );
+        let bad = CONTROL_FLOW.replace("    %r = aten.sin %a : f32[3]\n    return %r", "    %r = aten.sum %a {dims = [], keepdim = false} : f32[]\n    return %r");
         let err = parse(&bad).unwrap_err().to_string();
-        assert!(
-            err.contains("node `c`") && err.contains("region 2 is (f32[3]) -> (f32[])"),
-            "{err}"
-        );
+        assert!(err.contains("node `c`") && err.contains("region 2 is (f32[3]) -> (f32[])"), "{err}");
         let bad = CONTROL_FLOW.replace("return %lt", "return %i");
         let err = parse(&bad).unwrap_err().to_string();
         assert!(err.contains("condition region 0"), "{err}");
@@ -472,13 +363,7 @@ mod tests {
     #[test]
     fn unknown_reasons_round_trip() {
         let g = parse(SAMPLE).unwrap();
-        let reason = |name: &str| match &g
-            .node_ids()
-            .map(|id| g.node(id))
-            .find(|n| *n.name == *name)
-            .unwrap()
-            .op
-        {
+        let reason = |name: &str| match &g.node_ids().map(|id| g.node(id)).find(|n| *n.name == *name).unwrap().op {
             Op::Unknown { target, reason } => (target.clone(), reason.clone()),
             other => panic!("{name} is {other:?}"),
         };
@@ -488,36 +373,21 @@ mod tests {
         assert_eq!(why.as_deref(), Some("argument `dim` is a tensor, but fxhlo needs an int known when the graph is captured"));
         let (target, why) = reason("odd2");
         assert_eq!(target, "aten.mul");
-        assert_eq!(
-            why.as_deref(),
-            Some("tricky: {a = [1, 2]}, \"quoted\", loc(\"f.py\":3)\nnext line")
-        );
+        assert_eq!(why.as_deref(), Some("tricky: {a = [1, 2]}, \"quoted\", loc(\"f.py\":3)\nnext line"));
         let bad = SAMPLE.replace("{reason = \"argument `dim` is a tensor, but fxhlo needs an int known when the graph is captured\"}", "{reason = 42}");
         let err = parse(&bad).unwrap_err().to_string();
-        assert!(
-            err.contains("attribute `reason` must be a quoted string"),
-            "{err}"
-        );
+        assert!(err.contains("attribute `reason` must be a quoted string"), "{err}");
     }
 
     #[test]
     fn errors_name_the_line() {
         let bad = SAMPLE.replace("%s = aten.sum %r", "%s = aten.sum %nope");
         let err = parse(&bad).unwrap_err().to_string();
-        assert!(
-            err.contains("line 10") && err.contains("`%nope` is not defined"),
-            "{err}"
-        );
+        assert!(err.contains("line 10") && err.contains("`%nope` is not defined"), "{err}");
         let bad = SAMPLE.replace("keepdim = false", "keepdim = maybe");
         let err = parse(&bad).unwrap_err().to_string();
-        assert!(
-            err.contains("attribute `keepdim` must be true or false"),
-            "{err}"
-        );
-        let bad = SAMPLE.replace(
-            "%half = full {value = 0.5}",
-            "%half = full {value = 0.5, colour = 1}",
-        );
+        assert!(err.contains("attribute `keepdim` must be true or false"), "{err}");
+        let bad = SAMPLE.replace("%half = full {value = 0.5}", "%half = full {value = 0.5, colour = 1}");
         let err = parse(&bad).unwrap_err().to_string();
         assert!(err.contains("unexpected attribute `colour`"), "{err}");
         let bad = SAMPLE.replace(": f32[2,4]\n  %e", ": f32[2,5]\n  %e");

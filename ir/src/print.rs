@@ -39,14 +39,8 @@ pub fn print_canonical(graph: &Graph) -> String {
 
 /// Writes `graph` (`region`: its index when it is a region, printed nested) to `out`.
 fn write_graph(out: &mut String, graph: &Graph, canonical: bool, region: Option<(usize, &str)>) {
-    let order = graph
-        .topo_order()
-        .unwrap_or_else(|_| graph.node_ids().collect());
-    let position: HashMap<NodeId, usize> = if canonical {
-        order.iter().enumerate().map(|(i, &id)| (id, i)).collect()
-    } else {
-        HashMap::new()
-    };
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
+    let position: HashMap<NodeId, usize> = if canonical { order.iter().enumerate().map(|(i, &id)| (id, i)).collect() } else { HashMap::new() };
     let value = |v: ValueRef| -> String {
         let node = graph.node(v.node);
         let name = match position.get(&v.node) {
@@ -61,16 +55,8 @@ fn write_graph(out: &mut String, graph: &Graph, canonical: bool, region: Option<
     };
     let pad = region.map_or("", |(_, pad)| pad);
     match region {
-        Some((index, _)) => {
-            let _ = writeln!(out, "{pad}region {index} {{");
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "graph @{} {{",
-                if canonical { "_" } else { graph.name.as_str() }
-            );
-        }
+        Some((index, _)) => { let _ = writeln!(out, "{pad}region {index} {{"); }
+        None => { let _ = writeln!(out, "graph @{} {{", if canonical { "_" } else { graph.name.as_str() }); }
     }
     for id in order {
         let node = graph.node(id);
@@ -97,12 +83,8 @@ fn write_graph(out: &mut String, graph: &Graph, canonical: bool, region: Option<
         }
         let types: Vec<String> = node.results.iter().map(|t| t.to_string()).collect();
         match types.len() {
-            1 => {
-                let _ = write!(out, " : {}", types[0]);
-            }
-            _ => {
-                let _ = write!(out, " : ({})", types.join(", "));
-            }
+            1 => { let _ = write!(out, " : {}", types[0]); }
+            _ => { let _ = write!(out, " : ({})", types.join(", ")); }
         }
         if let (Some(loc), false) = (&node.source, canonical) {
             let _ = write!(out, "  loc({:?}:{})", loc.file, loc.line);

@@ -147,10 +147,7 @@ pub struct TensorType {
 impl TensorType {
     /// A tensor type of the given dtype and shape (a [`Shape`], a `Vec<i64>` or a `&[i64]`).
     pub fn new(dtype: DType, shape: impl Into<Shape>) -> Self {
-        TensorType {
-            dtype,
-            shape: shape.into(),
-        }
+        TensorType { dtype, shape: shape.into() }
     }
 
     /// Number of dimensions.
@@ -162,18 +159,13 @@ impl TensorType {
     /// in any index or buffer size a device takes). Negative dims count as 0 (the verifier
     /// rejects them).
     pub fn checked_num_elements(&self) -> Option<usize> {
-        let n = self
-            .shape
-            .iter()
-            .try_fold(1i64, |acc, &d| acc.checked_mul(d.max(0)))?;
+        let n = self.shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d.max(0)))?;
         usize::try_from(n).ok()
     }
 
     /// Size of the tensor's data in bytes, or `None` when it does not fit in an `i64`.
     pub fn checked_size_bytes(&self) -> Option<usize> {
-        let bytes = i64::try_from(self.checked_num_elements()?)
-            .ok()?
-            .checked_mul(self.dtype.size_bytes() as i64)?;
+        let bytes = i64::try_from(self.checked_num_elements()?).ok()?.checked_mul(self.dtype.size_bytes() as i64)?;
         usize::try_from(bytes).ok()
     }
 
@@ -252,11 +244,7 @@ impl fmt::Debug for Shape {
 impl From<Vec<i64>> for Shape {
     fn from(v: Vec<i64>) -> Self {
         // `SmallVec::from_vec` keeps a vector's heap buffer even when it would fit inline.
-        if v.len() <= 6 {
-            Shape(SmallVec::from_slice(&v))
-        } else {
-            Shape(SmallVec::from_vec(v))
-        }
+        if v.len() <= 6 { Shape(SmallVec::from_slice(&v)) } else { Shape(SmallVec::from_vec(v)) }
     }
 }
 
@@ -363,10 +351,7 @@ mod tests {
 
     #[test]
     fn tensor_type_prints_like_the_text_format() {
-        assert_eq!(
-            TensorType::new(DType::F32, vec![4, 8]).to_string(),
-            "f32[4,8]"
-        );
+        assert_eq!(TensorType::new(DType::F32, vec![4, 8]).to_string(), "f32[4,8]");
         assert_eq!(TensorType::new(DType::Bool, vec![]).to_string(), "bool[]");
         assert_eq!(TensorType::new(DType::BF16, vec![2, 3]).size_bytes(), 12);
     }

@@ -20,36 +20,24 @@ use fxhlo_passes::eqsat::{dag_cost, dag_greedy, tree_bottom_up, Candidate};
 /// The gym's serialized e-graph as class-indexed candidates, and its roots.
 fn read(path: &str) -> Result<(Vec<Vec<Candidate>>, Vec<usize>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
-    let nodes = json["nodes"]
-        .as_object()
-        .ok_or_else(|| format!("{path}: no `nodes` object"))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let nodes = json["nodes"].as_object().ok_or_else(|| format!("{path}: no `nodes` object"))?;
     let mut class_index: HashMap<String, usize> = HashMap::new();
     let mut class_of_node: HashMap<&str, usize> = HashMap::new();
     // Classes numbered in order of first appearance; nodes in file order within a class.
     for (id, node) in nodes {
-        let class = node["eclass"]
-            .as_str()
-            .ok_or_else(|| format!("{path}: node {id} has no eclass"))?
-            .to_string();
+        let class = node["eclass"].as_str().ok_or_else(|| format!("{path}: node {id} has no eclass"))?.to_string();
         let next = class_index.len();
         class_of_node.insert(id, *class_index.entry(class).or_insert(next));
     }
     let mut classes: Vec<Vec<Candidate>> = vec![Vec::new(); class_index.len()];
     for (id, node) in nodes {
-        let cost = node["cost"]
-            .as_f64()
-            .ok_or_else(|| format!("{path}: node {id} has no cost"))?;
+        let cost = node["cost"].as_f64().ok_or_else(|| format!("{path}: node {id} has no cost"))?;
         let children = node["children"]
             .as_array()
             .ok_or_else(|| format!("{path}: node {id} has no children list"))?
             .iter()
-            .map(|c| {
-                c.as_str()
-                    .and_then(|c| class_of_node.get(c).copied())
-                    .ok_or_else(|| format!("{path}: node {id}: unknown child {c}"))
-            })
+            .map(|c| c.as_str().and_then(|c| class_of_node.get(c).copied()).ok_or_else(|| format!("{path}: node {id}: unknown child {c}")))
             .collect::<Result<Vec<_>, _>>()?;
         classes[class_of_node[id.as_str()]].push(Candidate { cost, children });
     }
@@ -57,11 +45,7 @@ fn read(path: &str) -> Result<(Vec<Vec<Candidate>>, Vec<usize>), String> {
         .as_array()
         .ok_or_else(|| format!("{path}: no root_eclasses"))?
         .iter()
-        .map(|r| {
-            r.as_str()
-                .and_then(|r| class_index.get(r).copied())
-                .ok_or_else(|| format!("{path}: unknown root {r}"))
-        })
+        .map(|r| r.as_str().and_then(|r| class_index.get(r).copied()).ok_or_else(|| format!("{path}: unknown root {r}")))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((classes, roots))
 }
@@ -91,15 +75,7 @@ fn main() {
         let tree_ms = start.elapsed().as_secs_f64() * 1e3;
         let first = dag_cost(&classes, &vec![Some(0); classes.len()], &roots);
         let show = |c: Option<f64>| c.map_or("none (cycle)".to_string(), |c| format!("{c:.4}"));
-        let name = std::path::Path::new(&path)
-            .file_stem()
-            .map_or(path.clone(), |s| s.to_string_lossy().into_owned());
-        println!(
-            "| {name} | {} | {nodes} | {} | {dag_ms:.1} | {} | {tree_ms:.1} | {} |",
-            classes.len(),
-            show(dag),
-            show(tree),
-            show(first)
-        );
+        let name = std::path::Path::new(&path).file_stem().map_or(path.clone(), |s| s.to_string_lossy().into_owned());
+        println!("| {name} | {} | {nodes} | {} | {dag_ms:.1} | {} | {tree_ms:.1} | {} |", classes.len(), show(dag), show(tree), show(first));
     }
 }

@@ -15,27 +15,14 @@ pub(crate) struct Builder<'g> {
 impl<'g> Builder<'g> {
     /// A builder naming its nodes `<base>.<what>.<n>`.
     pub fn new(graph: &'g mut Graph, base: String, source: Option<SourceLoc>) -> Builder<'g> {
-        Builder {
-            graph,
-            base,
-            source,
-            count: 0,
-        }
+        Builder { graph, base, source, count: 0 }
     }
 
     /// Adds a one-result node and returns its value.
-    pub fn add(
-        &mut self,
-        what: &str,
-        op: Op,
-        operands: &[ValueRef],
-        ty: TensorType,
-    ) -> fxhlo_ir::Result<ValueRef> {
+    pub fn add(&mut self, what: &str, op: Op, operands: &[ValueRef], ty: TensorType) -> fxhlo_ir::Result<ValueRef> {
         self.count += 1;
         let name = format!("{}.{what}.{}", self.base, self.count);
-        let id = self
-            .graph
-            .add_node(name.as_str(), op, operands, vec![ty], self.source.clone())?;
+        let id = self.graph.add_node(name.as_str(), op, operands, vec![ty], self.source.clone())?;
         Ok(ValueRef::first(id))
     }
 }
@@ -50,10 +37,7 @@ pub(crate) fn rewrite_matching(
 ) -> crate::Result<bool> {
     let found: Vec<NodeId> = graph.node_ids().filter(|&id| matches(graph, id)).collect();
     for &id in &found {
-        rewrite(graph, id).map_err(|e| crate::Error::Failed {
-            pass,
-            message: e.to_string(),
-        })?;
+        rewrite(graph, id).map_err(|e| crate::Error::Failed { pass, message: e.to_string() })?;
     }
     let mut changed = !found.is_empty();
     for region in graph.regions_mut() {

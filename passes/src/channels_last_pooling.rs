@@ -48,55 +48,22 @@ impl Pass for ChannelsLastPooling {
 /// A channels-first max pool without indices over `[N, C, spatial...]`.
 fn is_candidate(graph: &Graph, id: NodeId) -> bool {
     let node = graph.node(id);
-    let Op::MaxPool {
-        kernel,
-        indices: false,
-        channels_last: false,
-        ..
-    } = &node.op
-    else {
-        return false;
-    };
-    let x = graph
-        .operands(id)
-        .first()
-        .and_then(|v| graph.value_type(*v))
-        .map(|t| t.rank());
+    let Op::MaxPool { kernel, indices: false, channels_last: false, .. } = &node.op else { return false };
+    let x = graph.operands(id).first().and_then(|v| graph.value_type(*v)).map(|t| t.rank());
     x == Some(kernel.len() + 2) && node.results[0].num_elements() > 0
 }
 
 /// Replaces pool `id` by permute -> channels-last pool -> permute back.
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
-    let Op::MaxPool {
-        kernel,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        ..
-    } = node.op
-    else {
-        return Ok(());
-    };
+    let Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, .. } = node.op else { return Ok(()) };
     let x = graph.operands(id)[0];
-    let x_t = graph
-        .value_type(x)
-        .cloned()
-        .ok_or(fxhlo_ir::Error::DanglingOutput)?;
+    let x_t = graph.value_type(x).cloned().ok_or(fxhlo_ir::Error::DanglingOutput)?;
     let out = node.results[0].clone();
     // [0, 2, 3, ..., 1]: the channel dim moves last.
-    let to_last: Vec<usize> = std::iter::once(0)
-        .chain(2..x_t.rank())
-        .chain(std::iter::once(1))
-        .collect();
-    let dims = |perm: &[usize]| Op::Permute {
-        dims: perm.iter().map(|&p| p as i64).collect::<Shape>(),
-    };
-    let names: HashSet<String> = graph
-        .node_ids()
-        .map(|n| graph.node(n).name.to_string())
-        .collect();
+    let to_last: Vec<usize> = std::iter::once(0).chain(2..x_t.rank()).chain(std::iter::once(1)).collect();
+    let dims = |perm: &[usize]| Op::Permute { dims: perm.iter().map(|&p| p as i64).collect::<Shape>() };
+    let names: HashSet<String> = graph.node_ids().map(|n| graph.node(n).name.to_string()).collect();
     let fresh = |suffix: &str| {
         let base = format!("{}.{suffix}", node.name);
         let mut name = base.clone();
@@ -108,36 +75,10 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
         name
     };
     let source = node.source.clone();
-    let xl = graph.add_node(
-        fresh("to_channels_last"),
-        dims(&to_last),
-        &[x],
-        vec![permuted(&x_t, &to_last)],
-        source.clone(),
-    )?;
-    let pool = Op::MaxPool {
-        kernel,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        indices: false,
-        channels_last: true,
-    };
-    let yl = graph.add_node(
-        fresh("channels_last"),
-        pool,
-        &[ValueRef::first(xl)],
-        vec![permuted(&out, &to_last)],
-        source.clone(),
-    )?;
-    let back = graph.add_node(
-        fresh("from_channels_last"),
-        dims(&inverse(&to_last)),
-        &[ValueRef::first(yl)],
-        vec![out],
-        source,
-    )?;
+    let xl = graph.add_node(fresh("to_channels_last"), dims(&to_last), &[x], vec![permuted(&x_t, &to_last)], source.clone())?;
+    let pool = Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: true };
+    let yl = graph.add_node(fresh("channels_last"), pool, &[ValueRef::first(xl)], vec![permuted(&out, &to_last)], source.clone())?;
+    let back = graph.add_node(fresh("from_channels_last"), dims(&inverse(&to_last)), &[ValueRef::first(yl)], vec![out], source)?;
     graph.replace_all_uses(ValueRef::first(id), ValueRef::first(back))?;
     graph.remove_node(id)?;
     graph.node_mut(back).name = node.name;

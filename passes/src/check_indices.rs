@@ -26,9 +26,7 @@
 //!          return %e, %check_indices.e
 //! ```
 
-use fxhlo_ir::{
-    BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, Shape, TensorType, ValueRef,
-};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Graph, NodeId, Op, ReduceOp, Scalar, Shape, TensorType, ValueRef};
 
 use crate::{Error, Pass, Result};
 
@@ -48,44 +46,20 @@ pub fn checked_node(check: &str) -> Option<&str> {
 /// The index operands of `op` (operand position, indexed dim of operand 0) and whether
 /// negative indices are valid.
 fn index_operands(op: &Op, operands: usize, rank: usize) -> Option<(Vec<(usize, usize)>, bool)> {
-    let present_dims = |present: &[bool]| -> Vec<usize> {
-        present
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| **p)
-            .map(|(d, _)| d)
-            .collect()
-    };
+    let present_dims = |present: &[bool]| -> Vec<usize> { present.iter().enumerate().filter(|(_, p)| **p).map(|(d, _)| d).collect() };
     let dim = |d: i64| -> Option<usize> {
         let d = if d < 0 { d + rank as i64 } else { d };
         usize::try_from(d).ok().filter(|&d| d < rank)
     };
     match op {
         Op::Embedding => Some((vec![(1, 0)], false)),
-        Op::Index { present } => Some((
-            present_dims(present)
-                .into_iter()
-                .enumerate()
-                .map(|(i, d)| (i + 1, d))
-                .collect(),
-            true,
-        )),
+        Op::Index { present } => Some((present_dims(present).into_iter().enumerate().map(|(i, d)| (i + 1, d)).collect(), true)),
         // index_put's operands: the tensor, one index per present dim, the values.
         Op::IndexPut { present, .. } => {
             let dims = present_dims(present);
-            (dims.len() + 2 == operands).then(|| {
-                (
-                    dims.into_iter()
-                        .enumerate()
-                        .map(|(i, d)| (i + 1, d))
-                        .collect(),
-                    true,
-                )
-            })
+            (dims.len() + 2 == operands).then(|| (dims.into_iter().enumerate().map(|(i, d)| (i + 1, d)).collect(), true))
         }
-        Op::Gather { dim: d } | Op::IndexSelect { dim: d } | Op::Scatter { dim: d, .. } => {
-            Some((vec![(1, dim(*d)?)], false))
-        }
+        Op::Gather { dim: d } | Op::IndexSelect { dim: d } | Op::Scatter { dim: d, .. } => Some((vec![(1, dim(*d)?)], false)),
         _ => None,
     }
 }
@@ -100,112 +74,37 @@ impl CheckIndices {
         let Some(x) = operands.first().and_then(|v| graph.value_type(*v)).cloned() else {
             return Ok(None);
         };
-        let Some((indices, negative_ok)) = index_operands(&node.op, operands.len(), x.rank())
-        else {
+        let Some((indices, negative_ok)) = index_operands(&node.op, operands.len(), x.rank()) else {
             return Ok(None);
         };
-        let fail = |message: String| Error::Failed {
-            pass: "check-indices",
-            message: format!("node `{name}`: {message}"),
-        };
-        let add = |graph: &mut Graph,
-                   suffix: String,
-                   op: Op,
-                   args: &[ValueRef],
-                   ty: TensorType|
-         -> Result<ValueRef> {
+        let fail = |message: String| Error::Failed { pass: "check-indices", message: format!("node `{name}`: {message}") };
+        let add = |graph: &mut Graph, suffix: String, op: Op, args: &[ValueRef], ty: TensorType| -> Result<ValueRef> {
             let id = graph
-                .add_node(
-                    format!("{}.{suffix}", check_name(&name)),
-                    op,
-                    args,
-                    vec![ty],
-                    None,
-                )
+                .add_node(format!("{}.{suffix}", check_name(&name)), op, args, vec![ty], None)
                 .map_err(|e| fail(e.to_string()))?;
             Ok(ValueRef::first(id))
         };
         let scalar_bool = TensorType::new(DType::Bool, Shape::new());
         let mut any: Option<ValueRef> = None;
         for (k, (position, dim)) in indices.into_iter().enumerate() {
-            let Some(&idx) = operands.get(position) else {
-                continue;
-            };
-            let ity = graph
-                .value_type(idx)
-                .cloned()
-                .ok_or_else(|| fail("index operand has no type".into()))?;
+            let Some(&idx) = operands.get(position) else { continue };
+            let ity = graph.value_type(idx).cloned().ok_or_else(|| fail("index operand has no type".into()))?;
             if ity.dtype.is_float() || ity.dtype == DType::Bool {
                 continue;
             }
-            let n = x
-                .shape
-                .get(dim)
-                .copied()
-                .ok_or_else(|| fail(format!("dim {dim} out of {x}")))?;
+            let n = x.shape.get(dim).copied().ok_or_else(|| fail(format!("dim {dim} out of {x}")))?;
             let bound = TensorType::new(ity.dtype, Shape::new());
             let flags = TensorType::new(DType::Bool, ity.shape.clone());
-            let lo = add(
-                graph,
-                format!("{k}.lo"),
-                Op::Full {
-                    value: Scalar::Int(if negative_ok { -n } else { 0 }),
-                },
-                &[],
-                bound.clone(),
-            )?;
-            let hi = add(
-                graph,
-                format!("{k}.hi"),
-                Op::Full {
-                    value: Scalar::Int(n),
-                },
-                &[],
-                bound,
-            )?;
-            let below = add(
-                graph,
-                format!("{k}.below"),
-                Op::Compare(CompareOp::Lt),
-                &[idx, lo],
-                flags.clone(),
-            )?;
-            let above = add(
-                graph,
-                format!("{k}.above"),
-                Op::Compare(CompareOp::Ge),
-                &[idx, hi],
-                flags.clone(),
-            )?;
-            let out = add(
-                graph,
-                format!("{k}.out"),
-                Op::Binary(BinaryOp::LogicalOr),
-                &[below, above],
-                flags,
-            )?;
-            let reduce = Op::Reduce {
-                op: ReduceOp::Any,
-                dims: Shape::new(),
-                keepdim: false,
-                dtype: None,
-            };
-            let one = add(
-                graph,
-                format!("{k}.any"),
-                reduce,
-                &[out],
-                scalar_bool.clone(),
-            )?;
+            let lo = add(graph, format!("{k}.lo"), Op::Full { value: Scalar::Int(if negative_ok { -n } else { 0 }) }, &[], bound.clone())?;
+            let hi = add(graph, format!("{k}.hi"), Op::Full { value: Scalar::Int(n) }, &[], bound)?;
+            let below = add(graph, format!("{k}.below"), Op::Compare(CompareOp::Lt), &[idx, lo], flags.clone())?;
+            let above = add(graph, format!("{k}.above"), Op::Compare(CompareOp::Ge), &[idx, hi], flags.clone())?;
+            let out = add(graph, format!("{k}.out"), Op::Binary(BinaryOp::LogicalOr), &[below, above], flags)?;
+            let reduce = Op::Reduce { op: ReduceOp::Any, dims: Shape::new(), keepdim: false, dtype: None };
+            let one = add(graph, format!("{k}.any"), reduce, &[out], scalar_bool.clone())?;
             any = Some(match any {
                 None => one,
-                Some(prev) => add(
-                    graph,
-                    format!("{k}.or"),
-                    Op::Binary(BinaryOp::LogicalOr),
-                    &[prev, one],
-                    scalar_bool.clone(),
-                )?,
+                Some(prev) => add(graph, format!("{k}.or"), Op::Binary(BinaryOp::LogicalOr), &[prev, one], scalar_bool.clone())?,
             });
         }
         let Some(any) = any else { return Ok(None) };
@@ -223,10 +122,7 @@ impl Pass for CheckIndices {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let order = graph.topo_order().map_err(|e| Error::Failed {
-            pass: "check-indices",
-            message: e.to_string(),
-        })?;
+        let order = graph.topo_order().map_err(|e| Error::Failed { pass: "check-indices", message: e.to_string() })?;
         let mut checks = Vec::new();
         for id in order {
             if let Some(check) = Self::check(graph, id)? {
@@ -238,10 +134,7 @@ impl Pass for CheckIndices {
         }
         let mut outputs = graph.outputs().to_vec();
         outputs.extend(checks);
-        graph.set_outputs(outputs).map_err(|e| Error::Failed {
-            pass: "check-indices",
-            message: e.to_string(),
-        })?;
+        graph.set_outputs(outputs).map_err(|e| Error::Failed { pass: "check-indices", message: e.to_string() })?;
         Ok(true)
     }
 }
@@ -254,28 +147,10 @@ mod tests {
     #[test]
     fn an_embedding_gets_one_check_output_named_after_it() {
         let mut g = Graph::new("t");
-        let w = g.add_input(
-            "w",
-            InputKind::Parameter,
-            None,
-            TensorType::new(DType::F32, vec![10, 8]),
-            None,
-        );
-        let i = g.add_input(
-            "i",
-            InputKind::UserInput,
-            None,
-            TensorType::new(DType::I64, vec![4]),
-            None,
-        );
+        let w = g.add_input("w", InputKind::Parameter, None, TensorType::new(DType::F32, vec![10, 8]), None);
+        let i = g.add_input("i", InputKind::UserInput, None, TensorType::new(DType::I64, vec![4]), None);
         let e = g
-            .add_node(
-                "e",
-                Op::Embedding,
-                &[ValueRef::first(w), ValueRef::first(i)],
-                vec![TensorType::new(DType::F32, vec![4, 8])],
-                None,
-            )
+            .add_node("e", Op::Embedding, &[ValueRef::first(w), ValueRef::first(i)], vec![TensorType::new(DType::F32, vec![4, 8])], None)
             .unwrap();
         g.set_outputs(vec![ValueRef::first(e)]).unwrap();
         assert!(CheckIndices.run(&mut g).unwrap());
@@ -286,13 +161,7 @@ mod tests {
         assert_eq!(check.results[0], TensorType::new(DType::Bool, Shape::new()));
         // A graph without indexing is left alone.
         let mut h = Graph::new("h");
-        let x = h.add_input(
-            "x",
-            InputKind::UserInput,
-            None,
-            TensorType::new(DType::F32, vec![2]),
-            None,
-        );
+        let x = h.add_input("x", InputKind::UserInput, None, TensorType::new(DType::F32, vec![2]), None);
         h.set_outputs(vec![ValueRef::first(x)]).unwrap();
         assert!(!CheckIndices.run(&mut h).unwrap());
     }

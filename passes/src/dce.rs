@@ -31,10 +31,7 @@ impl Pass for Dce {
 
 /// Removes the dead nodes of `graph` and of its regions; whether any went.
 pub fn eliminate(graph: &mut Graph) -> Result<bool> {
-    let fail = |e: fxhlo_ir::Error| Error::Failed {
-        pass: "dce",
-        message: e.to_string(),
-    };
+    let fail = |e: fxhlo_ir::Error| Error::Failed { pass: "dce", message: e.to_string() };
     let mut changed = false;
     for id in graph.topo_order().map_err(fail)?.into_iter().rev() {
         if !matches!(graph.node(id).op, Op::Input { .. }) && !graph.has_uses(id) {

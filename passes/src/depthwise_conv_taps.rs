@@ -75,23 +75,9 @@ const MAX_TAPS: i64 = 121;
 /// of at most [`MAX_TAPS`] taps.
 fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
     let node = graph.node(id);
-    let Op::Convolution {
-        transposed: false,
-        groups,
-        stride,
-        padding,
-        dilation,
-        channels_last,
-        ..
-    } = &node.op
-    else {
-        return false;
-    };
+    let Op::Convolution { transposed: false, groups, stride, padding, dilation, channels_last, .. } = &node.op else { return false };
     let operands = graph.operands(id);
-    let (Some(x), Some(w)) = (
-        graph.value_type(operands[0]),
-        operands.get(1).and_then(|v| graph.value_type(*v)),
-    ) else {
+    let (Some(x), Some(w)) = (graph.value_type(operands[0]), operands.get(1).and_then(|v| graph.value_type(*v))) else {
         return false;
     };
     let out = &node.results[0];
@@ -113,52 +99,25 @@ fn is_depthwise(graph: &Graph, id: NodeId) -> bool {
 
 /// The tap's start in the unpadded input (`start`, per spatial dim) when every one of its
 /// `out` positions, `stride` apart, lies inside `x` (whose spatial dims are `spatial`).
-fn inside(
-    x: &TensorType,
-    spatial: [usize; 2],
-    start: [i64; 2],
-    out: [i64; 2],
-    stride: &[i64],
-) -> Option<[i64; 2]> {
-    let fits =
-        |d: usize| start[d] >= 0 && start[d] + (out[d] - 1) * stride[d] < x.shape[spatial[d]];
+fn inside(x: &TensorType, spatial: [usize; 2], start: [i64; 2], out: [i64; 2], stride: &[i64]) -> Option<[i64; 2]> {
+    let fits = |d: usize| start[d] >= 0 && start[d] + (out[d] - 1) * stride[d] < x.shape[spatial[d]];
     (fits(0) && fits(1)).then_some(start)
 }
 
 /// Builds the sum of taps for convolution `id` and makes its users read it.
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
-    let Op::Convolution {
-        stride,
-        padding,
-        dilation,
-        has_bias,
-        channels_last,
-        ..
-    } = &node.op
-    else {
-        return Ok(());
-    };
+    let Op::Convolution { stride, padding, dilation, has_bias, channels_last, .. } = &node.op else { return Ok(()) };
     let operands = graph.operands(id);
-    let x_t = graph
-        .value_type(operands[0])
-        .cloned()
-        .unwrap_or_else(|| node.results[0].clone());
-    let w_t = graph
-        .value_type(operands[1])
-        .cloned()
-        .unwrap_or_else(|| node.results[0].clone());
+    let x_t = graph.value_type(operands[0]).cloned().unwrap_or_else(|| node.results[0].clone());
+    let w_t = graph.value_type(operands[1]).cloned().unwrap_or_else(|| node.results[0].clone());
     let out = node.results[0].clone();
     // The dims of the rows, the columns and the channels.
     let (sh, sw, ch) = if *channels_last { (1, 2, 3) } else { (2, 3, 1) };
     let (c, kh, kw) = (x_t.shape[ch], w_t.shape[2], w_t.shape[3]);
     let (ho, wo) = (out.shape[sh], out.shape[sw]);
     // What a tap's `[C]` weights are viewed as to broadcast along the channels.
-    let per_channel = if *channels_last {
-        vec![c]
-    } else {
-        vec![c, 1, 1]
-    };
+    let per_channel = if *channels_last { vec![c] } else { vec![c, 1, 1] };
     let with = |shape: &[i64], dim: usize, size: i64| -> Vec<i64> {
         let mut shape = shape.to_vec();
         shape[dim] = size;
@@ -171,115 +130,44 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let mut x = operands[0];
     let mut w = operands[1];
     if work != x_t.dtype {
-        x = b.add(
-            "x32",
-            Op::Convert { dtype: work },
-            &[x],
-            TensorType::new(work, x_t.shape.clone()),
-        )?;
-        w = b.add(
-            "w32",
-            Op::Convert { dtype: work },
-            &[w],
-            TensorType::new(work, w_t.shape.clone()),
-        )?;
+        x = b.add("x32", Op::Convert { dtype: work }, &[x], TensorType::new(work, x_t.shape.clone()))?;
+        w = b.add("w32", Op::Convert { dtype: work }, &[w], TensorType::new(work, w_t.shape.clone()))?;
     }
     let (ph, pw) = (padding[0], padding[1]);
-    let padded = TensorType::new(
-        work,
-        with(
-            &with(&x_t.shape, sh, x_t.shape[sh] + 2 * ph),
-            sw,
-            x_t.shape[sw] + 2 * pw,
-        ),
-    );
+    let padded = TensorType::new(work, with(&with(&x_t.shape, sh, x_t.shape[sh] + 2 * ph), sw, x_t.shape[sw] + 2 * pw));
     let unpadded = x;
     if ph != 0 || pw != 0 {
         // Pairs from the last dim on: channels-last pads no channel.
-        let pad = if *channels_last {
-            vec![0, 0, pw, pw, ph, ph]
-        } else {
-            vec![pw, pw, ph, ph]
-        };
-        let pad = Op::Pad {
-            pad,
-            mode: PadMode::Constant(Scalar::Int(0)),
-        };
+        let pad = if *channels_last { vec![0, 0, pw, pw, ph, ph] } else { vec![pw, pw, ph, ph] };
+        let pad = Op::Pad { pad, mode: PadMode::Constant(Scalar::Int(0)) };
         x = b.add("pad", pad, &[x], padded.clone())?;
     }
     // The weights as [kh * kw, C]: tap t's per-channel weights are row t.
-    let wt = b.add(
-        "wperm",
-        Op::Permute {
-            dims: Shape::from(vec![2, 3, 0, 1]),
-        },
-        &[w],
-        TensorType::new(work, vec![kh, kw, c, 1]),
-    )?;
+    let wt = b.add("wperm", Op::Permute { dims: Shape::from(vec![2, 3, 0, 1]) }, &[w], TensorType::new(work, vec![kh, kw, c, 1]))?;
     let taps = TensorType::new(work, vec![kh * kw, c]);
-    let wt = b.add(
-        "w",
-        Op::View {
-            shape: taps.shape.clone(),
-        },
-        &[wt],
-        taps,
-    )?;
+    let wt = b.add("w", Op::View { shape: taps.shape.clone() }, &[wt], taps)?;
     let mut acc: Option<ValueRef> = None;
     let out_w = TensorType::new(work, out.shape.clone());
     for i in 0..kh {
         let rows_t = TensorType::new(work, with(&padded.shape, sh, ho));
         let r0 = i * dilation[0];
-        let rows = b.add(
-            "rows",
-            Op::Slice {
-                dim: sh as i64,
-                start: r0,
-                end: r0 + (ho - 1) * stride[0] + 1,
-                step: stride[0],
-            },
-            &[x],
-            rows_t,
-        )?;
+        let rows = b.add("rows", Op::Slice { dim: sh as i64, start: r0, end: r0 + (ho - 1) * stride[0] + 1, step: stride[0] }, &[x], rows_t)?;
         for j in 0..kw {
             let c0 = j * dilation[1];
             let (source, c0) = match inside(&x_t, [sh, sw], [r0 - ph, c0 - pw], [ho, wo], stride) {
                 // A tap that reads no padding reads the unpadded input (see the module doc).
                 Some([ri, ci]) if unpadded != x => {
                     let rows_t = TensorType::new(work, with(&x_t.shape, sh, ho));
-                    let rows = Op::Slice {
-                        dim: sh as i64,
-                        start: ri,
-                        end: ri + (ho - 1) * stride[0] + 1,
-                        step: stride[0],
-                    };
+                    let rows = Op::Slice { dim: sh as i64, start: ri, end: ri + (ho - 1) * stride[0] + 1, step: stride[0] };
                     (b.add("rows", rows, &[unpadded], rows_t)?, ci)
                 }
                 _ => (rows, c0),
             };
-            let cols = Op::Slice {
-                dim: sw as i64,
-                start: c0,
-                end: c0 + (wo - 1) * stride[1] + 1,
-                step: stride[1],
-            };
+            let cols = Op::Slice { dim: sw as i64, start: c0, end: c0 + (wo - 1) * stride[1] + 1, step: stride[1] };
             let tap = b.add("x", cols, &[source], out_w.clone())?;
-            let row = b.add(
-                "wrow",
-                Op::Select {
-                    dim: 0,
-                    index: i * kw + j,
-                },
-                &[wt],
-                TensorType::new(work, vec![c]),
-            )?;
+            let row = b.add("wrow", Op::Select { dim: 0, index: i * kw + j }, &[wt], TensorType::new(work, vec![c]))?;
             let weight = per_channel_view(&mut b, "wt", row, &per_channel, work)?;
-            let prod = b.add(
-                "m",
-                Op::Binary(BinaryOp::Mul),
-                &[tap, weight],
-                out_w.clone(),
-            )?;
+            let prod = b.add("m", Op::Binary(BinaryOp::Mul), &[tap, weight], out_w.clone())?;
             acc = Some(match acc {
                 None => prod,
                 Some(sum) => b.add("s", Op::Binary(BinaryOp::Add), &[sum, prod], out_w.clone())?,
@@ -289,67 +177,24 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let mut result = acc.unwrap_or(x);
     if *has_bias {
         let mut bias = operands[2];
-        let bias_t = b
-            .graph
-            .value_type(bias)
-            .cloned()
-            .unwrap_or_else(|| TensorType::new(work, vec![c]));
+        let bias_t = b.graph.value_type(bias).cloned().unwrap_or_else(|| TensorType::new(work, vec![c]));
         if bias_t.dtype != work {
-            bias = b.add(
-                "b32",
-                Op::Convert { dtype: work },
-                &[bias],
-                TensorType::new(work, vec![c]),
-            )?;
+            bias = b.add("b32", Op::Convert { dtype: work }, &[bias], TensorType::new(work, vec![c]))?;
         }
         let bias = per_channel_view(&mut b, "b", bias, &per_channel, work)?;
-        result = b.add(
-            "bias",
-            Op::Binary(BinaryOp::Add),
-            &[result, bias],
-            out_w.clone(),
-        )?;
+        result = b.add("bias", Op::Binary(BinaryOp::Add), &[result, bias], out_w.clone())?;
     }
     // Computed once, whatever reads it (see the module doc).
     let vec_c = TensorType::new(work, vec![c]);
     let first = b.add("w0", Op::Select { dim: 0, index: 0 }, &[wt], vec_c.clone())?;
-    let zero = b.add(
-        "zero",
-        Op::Full {
-            value: Scalar::Int(0),
-        },
-        &[],
-        vec_c.clone(),
-    )?;
-    let one = b.add(
-        "unit",
-        Op::Full {
-            value: Scalar::Int(1),
-        },
-        &[],
-        vec_c.clone(),
-    )?;
-    let zeros = b.add(
-        "w0x0",
-        Op::Binary(BinaryOp::Mul),
-        &[first, zero],
-        vec_c.clone(),
-    )?;
+    let zero = b.add("zero", Op::Full { value: Scalar::Int(0) }, &[], vec_c.clone())?;
+    let one = b.add("unit", Op::Full { value: Scalar::Int(1) }, &[], vec_c.clone())?;
+    let zeros = b.add("w0x0", Op::Binary(BinaryOp::Mul), &[first, zero], vec_c.clone())?;
     let ones = b.add("ones", Op::Binary(BinaryOp::Add), &[zeros, one], vec_c)?;
     let ones = per_channel_view(&mut b, "one", ones, &per_channel, work)?;
-    result = b.add(
-        "once",
-        Op::Binary(BinaryOp::Div),
-        &[result, ones],
-        out_w.clone(),
-    )?;
+    result = b.add("once", Op::Binary(BinaryOp::Div), &[result, ones], out_w.clone())?;
     if work != out.dtype {
-        result = b.add(
-            "out",
-            Op::Convert { dtype: out.dtype },
-            &[result],
-            out.clone(),
-        )?;
+        result = b.add("out", Op::Convert { dtype: out.dtype }, &[result], out.clone())?;
     }
     b.graph.replace_all_uses(ValueRef::first(id), result)?;
     b.graph.remove_node(id)?;
@@ -360,22 +205,9 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
 
 /// `v` (a `[C]` vector) viewed as `shape` to broadcast along the channels (itself when that is
 /// `[C]`).
-fn per_channel_view(
-    b: &mut Builder<'_>,
-    what: &str,
-    v: ValueRef,
-    shape: &[i64],
-    dtype: DType,
-) -> fxhlo_ir::Result<ValueRef> {
+fn per_channel_view(b: &mut Builder<'_>, what: &str, v: ValueRef, shape: &[i64], dtype: DType) -> fxhlo_ir::Result<ValueRef> {
     if shape.len() == 1 {
         return Ok(v);
     }
-    b.add(
-        what,
-        Op::View {
-            shape: Shape::from(shape.to_vec()),
-        },
-        &[v],
-        TensorType::new(dtype, shape.to_vec()),
-    )
+    b.add(what, Op::View { shape: Shape::from(shape.to_vec()) }, &[v], TensorType::new(dtype, shape.to_vec()))
 }

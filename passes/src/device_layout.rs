@@ -53,9 +53,7 @@ pub static DEVICE_LAYOUT: DeviceLayout = DeviceLayout::new();
 impl DeviceLayout {
     /// The pass, keeping no input as it is beyond the rules of the module doc.
     pub const fn new() -> DeviceLayout {
-        DeviceLayout {
-            keep: BTreeSet::new(),
-        }
+        DeviceLayout { keep: BTreeSet::new() }
     }
 }
 
@@ -73,10 +71,7 @@ impl Pass for DeviceLayout {
     fn run(&self, graph: &mut Graph) -> Result<bool> {
         let layouts = self.layouts(graph);
         for (&id, perm) in &layouts {
-            apply(graph, id, perm).map_err(|e| Error::Failed {
-                pass: "device-layout",
-                message: e.to_string(),
-            })?;
+            apply(graph, id, perm).map_err(|e| Error::Failed { pass: "device-layout", message: e.to_string() })?;
         }
         Ok(!layouts.is_empty())
     }
@@ -96,18 +91,15 @@ impl DeviceLayout {
             })
             .collect();
         // None: no use seen yet; Some(None): uses disagree (or one cannot take a permuted input).
-        let mut wanted: HashMap<NodeId, Option<Option<Vec<usize>>>> =
-            candidates.iter().map(|&id| (id, None)).collect();
+        let mut wanted: HashMap<NodeId, Option<Option<Vec<usize>>>> = candidates.iter().map(|&id| (id, None)).collect();
         for id in graph.node_ids() {
             for (k, v) in graph.operands(id).iter().enumerate() {
-                let Some(slot) = wanted.get_mut(&v.node) else {
-                    continue;
-                };
+                let Some(slot) = wanted.get_mut(&v.node) else { continue };
                 let rank = graph.node(v.node).results[0].rank();
                 let want = match &graph.node(id).op {
-                    Op::Convolution {
-                        transposed: false, ..
-                    } if k == 1 && rank >= 3 => Some((2..rank).chain([1, 0]).collect::<Vec<_>>()),
+                    Op::Convolution { transposed: false, .. } if k == 1 && rank >= 3 => {
+                        Some((2..rank).chain([1, 0]).collect::<Vec<_>>())
+                    }
                     Op::Permute { dims } => dims.iter().map(|&d| usize::try_from(d).ok()).collect(),
                     _ => None,
                 };
@@ -125,8 +117,7 @@ impl DeviceLayout {
             .filter_map(|id| {
                 let perm = wanted.get(&id).cloned().flatten().flatten()?;
                 let rank = graph.node(id).results[0].rank();
-                (perm.len() == rank && !is_identity(&perm) && is_permutation(&perm))
-                    .then_some((id, perm))
+                (perm.len() == rank && !is_identity(&perm) && is_permutation(&perm)).then_some((id, perm))
             })
             .collect()
     }
@@ -136,15 +127,8 @@ impl DeviceLayout {
 /// and its users.
 fn apply(graph: &mut Graph, id: NodeId, perm: &[usize]) -> fxhlo_ir::Result<()> {
     let node = graph.node(id);
-    let (name, source, logical_type) = (
-        node.name.to_string(),
-        node.source.clone(),
-        node.results[0].clone(),
-    );
-    let names: HashSet<String> = graph
-        .node_ids()
-        .map(|n| graph.node(n).name.to_string())
-        .collect();
+    let (name, source, logical_type) = (node.name.to_string(), node.source.clone(), node.results[0].clone());
+    let names: HashSet<String> = graph.node_ids().map(|n| graph.node(n).name.to_string()).collect();
     let mut back_name = format!("{name}.logical");
     let mut k = 1;
     while names.contains(&back_name) {
@@ -158,13 +142,7 @@ fn apply(graph: &mut Graph, id: NodeId, perm: &[usize]) -> fxhlo_ir::Result<()> 
     }
     debug_assert_eq!(logical(&node.results[0], perm), logical_type);
     let dims: Shape = inverse(perm).iter().map(|&p| p as i64).collect();
-    let back = graph.add_node(
-        back_name,
-        Op::Permute { dims },
-        &[ValueRef::first(id)],
-        vec![logical_type],
-        source,
-    )?;
+    let back = graph.add_node(back_name, Op::Permute { dims }, &[ValueRef::first(id)], vec![logical_type], source)?;
     graph.replace_all_uses_except(ValueRef::first(id), ValueRef::first(back), back)
 }
 
@@ -186,11 +164,7 @@ mod tests {
 "#;
 
     fn layout_of(g: &Graph, name: &str) -> Option<Vec<usize>> {
-        let id = g
-            .inputs()
-            .iter()
-            .copied()
-            .find(|&id| g.node(id).name == name)?;
+        let id = g.inputs().iter().copied().find(|&id| g.node(id).name == name)?;
         match &g.node(id).op {
             Op::Input { layout, .. } => layout.clone(),
             _ => None,
@@ -207,31 +181,17 @@ mod tests {
         // The image is a user input, the bias is read by addmm itself.
         assert_eq!((layout_of(&g, "x"), layout_of(&g, "b")), (None, None));
         let text = fxhlo_ir::print(&g);
-        assert!(
-            text.contains("layout = [2, 3, 1, 0]} : f32[3,3,3,4]"),
-            "{text}"
-        );
-        assert!(
-            text.contains("%w.logical = aten.permute %w {dims = [3, 2, 0, 1]} : f32[4,3,3,3]"),
-            "{text}"
-        );
-        assert!(
-            !DEVICE_LAYOUT.run(&mut g).unwrap(),
-            "a second run changes nothing"
-        );
+        assert!(text.contains("layout = [2, 3, 1, 0]} : f32[3,3,3,4]"), "{text}");
+        assert!(text.contains("%w.logical = aten.permute %w {dims = [3, 2, 0, 1]} : f32[4,3,3,3]"), "{text}");
+        assert!(!DEVICE_LAYOUT.run(&mut g).unwrap(), "a second run changes nothing");
     }
 
     #[test]
     fn kept_inputs_and_outputs_stay_as_they_are() {
         let mut g = fxhlo_ir::parse(CNN).unwrap();
-        let pass = DeviceLayout {
-            keep: ["fc".to_string()].into(),
-        };
+        let pass = DeviceLayout { keep: ["fc".to_string()].into() };
         assert!(pass.run(&mut g).unwrap());
-        assert_eq!(
-            (layout_of(&g, "w"), layout_of(&g, "fc")),
-            (Some(vec![2, 3, 1, 0]), None)
-        );
+        assert_eq!((layout_of(&g, "w"), layout_of(&g, "fc")), (Some(vec![2, 3, 1, 0]), None));
         let returned = CNN.replace("return %y", "return %y, %w");
         let mut g = fxhlo_ir::parse(&returned).unwrap();
         DEVICE_LAYOUT.run(&mut g).unwrap();

@@ -29,16 +29,11 @@ impl Pass for FoldConstantLayouts {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let fail = |e: fxhlo_ir::Error| Error::Failed {
-            pass: "fold-constant-layouts",
-            message: e.to_string(),
-        };
+        let fail = |e: fxhlo_ir::Error| Error::Failed { pass: "fold-constant-layouts", message: e.to_string() };
         let mut changed = false;
         // Topological order: a folded node is a constant by the time its users are seen.
         for id in graph.topo_order().map_err(fail)? {
-            let Some(data) = folded(graph, id) else {
-                continue;
-            };
+            let Some(data) = folded(graph, id) else { continue };
             let source = graph.operands(id)[0].node;
             // The node becomes a constant: its operand edge goes.
             graph.node_mut(id).op = Op::Constant { data };
@@ -56,28 +51,16 @@ impl Pass for FoldConstantLayouts {
 fn folded(graph: &Graph, id: NodeId) -> Option<TensorData> {
     let node = graph.node(id);
     let [operand]: [ValueRef; 1] = graph.operands(id).try_into().ok()?;
-    let Op::Constant { data } = &graph.node(operand.node).op else {
-        return None;
-    };
+    let Op::Constant { data } = &graph.node(operand.node).op else { return None };
     let input = &graph.node(operand.node).results[0];
     match &node.op {
         // Same bytes in the same order: share them.
-        Op::View { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Copy => {
-            Some(data.clone())
-        }
+        Op::View { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Copy => Some(data.clone()),
         Op::Permute { dims } => {
             let bytes = data.bytes()?;
-            let perm: Vec<usize> = dims
-                .iter()
-                .map(|&d| usize::try_from(d).ok())
-                .collect::<Option<_>>()?;
+            let perm: Vec<usize> = dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Option<_>>()?;
             let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
-            Some(TensorData::new(permute(
-                bytes,
-                &shape,
-                &perm,
-                input.dtype.size_bytes(),
-            )))
+            Some(TensorData::new(permute(bytes, &shape, &perm, input.dtype.size_bytes())))
         }
         _ => None,
     }
@@ -168,9 +151,7 @@ mod tests {
         // Rank 3, [2, 2, 2] -> dims [2, 0, 1]: out[k][i][j] = in[i][j][k].
         let input: Vec<u8> = (0..8).collect();
         let t = permute(&input, &[2, 2, 2], &[2, 0, 1], 1);
-        let want: Vec<u8> = (0..2)
-            .flat_map(|k| (0..2).flat_map(move |i| (0..2).map(move |j| (i * 4 + j * 2 + k) as u8)))
-            .collect();
+        let want: Vec<u8> = (0..2).flat_map(|k| (0..2).flat_map(move |i| (0..2).map(move |j| (i * 4 + j * 2 + k) as u8))).collect();
         assert_eq!(t, want);
         // Rank 0 and the identity.
         assert_eq!(permute(&[7], &[], &[], 1), [7]);

@@ -28,44 +28,25 @@ impl Pass for Freeze {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let fail = |e: fxhlo_ir::Error| Error::Failed {
-            pass: "freeze",
-            message: e.to_string(),
-        };
-        let bound: Vec<_> = graph
-            .inputs()
-            .iter()
-            .filter_map(|&id| Some((id, graph.input_value(id)?.clone())))
-            .collect();
+        let fail = |e: fxhlo_ir::Error| Error::Failed { pass: "freeze", message: e.to_string() };
+        let bound: Vec<_> =
+            graph.inputs().iter().filter_map(|&id| Some((id, graph.input_value(id)?.clone()))).collect();
         for (input, data) in &bound {
             let node = graph.node(*input).clone();
             if let Some(bytes) = data.bytes() {
                 if bytes.len() != node.results[0].size_bytes() {
                     return Err(Error::Failed {
                         pass: "freeze",
-                        message: format!(
-                            "input `{}` is {} but its value has {} bytes",
-                            node.name,
-                            node.results[0],
-                            bytes.len()
-                        ),
+                        message: format!("input `{}` is {} but its value has {} bytes", node.name, node.results[0], bytes.len()),
                     });
                 }
             }
             // A free name for the moment both exist; the constant takes the input's after.
             let temporary = format!("{}.frozen", node.name);
             let constant = graph
-                .add_node(
-                    temporary.as_str(),
-                    Op::Constant { data: data.clone() },
-                    &[],
-                    node.results.clone(),
-                    node.source.clone(),
-                )
+                .add_node(temporary.as_str(), Op::Constant { data: data.clone() }, &[], node.results.clone(), node.source.clone())
                 .map_err(fail)?;
-            graph
-                .replace_all_uses(ValueRef::first(*input), ValueRef::first(constant))
-                .map_err(fail)?;
+            graph.replace_all_uses(ValueRef::first(*input), ValueRef::first(constant)).map_err(fail)?;
             graph.remove_input(*input).map_err(fail)?;
             graph.node_mut(constant).name = node.name.clone();
         }

@@ -44,36 +44,22 @@ impl Pass for HoistLargeConstants {
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
-        let fail = |e: fxhlo_ir::Error| Error::Failed {
-            pass: "hoist-large-constants",
-            message: e.to_string(),
-        };
+        let fail = |e: fxhlo_ir::Error| Error::Failed { pass: "hoist-large-constants", message: e.to_string() };
         let large: Vec<_> = graph
             .node_ids()
             .filter(|&id| {
                 let n = graph.node(id);
-                matches!(n.op, Op::Constant { .. })
-                    && n.results[0].num_elements() > LARGE_CONSTANT_ELEMENTS
+                matches!(n.op, Op::Constant { .. }) && n.results[0].num_elements() > LARGE_CONSTANT_ELEMENTS
             })
             .collect();
         for &id in &large {
             let node = graph.node(id).clone();
-            let Op::Constant { data } = &node.op else {
-                continue;
-            };
+            let Op::Constant { data } = &node.op else { continue };
             // A free name for the moment both exist; the input takes the constant's after.
             let temporary = format!("{}.hoisted", node.name);
-            let input = graph.add_input(
-                temporary.as_str(),
-                InputKind::Constant,
-                None,
-                node.results[0].clone(),
-                node.source.clone(),
-            );
+            let input = graph.add_input(temporary.as_str(), InputKind::Constant, None, node.results[0].clone(), node.source.clone());
             graph.bind_input(input, data.clone());
-            graph
-                .replace_all_uses(ValueRef::first(id), ValueRef::first(input))
-                .map_err(fail)?;
+            graph.replace_all_uses(ValueRef::first(id), ValueRef::first(input)).map_err(fail)?;
             graph.remove_node(id).map_err(fail)?;
             graph.node_mut(input).name = node.name.clone();
         }

@@ -11,9 +11,9 @@ mod channels_last;
 mod channels_last_pooling;
 mod check_indices;
 mod dce;
+pub mod eqsat;
 mod depthwise_conv_taps;
 mod device_layout;
-pub mod eqsat;
 mod fold_constant_layouts;
 mod freeze;
 mod hoist_large_constants;
@@ -28,17 +28,15 @@ pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;
 pub use depthwise_conv_taps::DepthwiseConvTaps;
-pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use eqsat::Eqsat;
+pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use fold_constant_layouts::FoldConstantLayouts;
 pub use freeze::Freeze;
 pub use hoist_large_constants::{HoistLargeConstants, LARGE_CONSTANT_ELEMENTS};
-pub use manager::{PassManager, PassRun};
 pub use pointwise_conv_dot::PointwiseConvDot;
-pub use registry::{
-    default_pipeline, lookup, pipeline, Pass, DEFAULT_OPT_LEVEL, MAX_OPT_LEVEL, PASSES,
-};
 pub use unused_results::UnusedResults;
+pub use manager::{PassManager, PassRun};
+pub use registry::{default_pipeline, lookup, pipeline, Pass, DEFAULT_OPT_LEVEL, MAX_OPT_LEVEL, PASSES};
 
 /// A pass error.
 #[derive(Debug, thiserror::Error)]
@@ -51,10 +49,7 @@ pub enum Error {
     Failed { pass: &'static str, message: String },
     /// A pass left the graph invalid: a bug in that pass.
     #[error("the graph is invalid after pass `{pass}`: {source}")]
-    Verify {
-        pass: &'static str,
-        source: fxhlo_ir::Error,
-    },
+    Verify { pass: &'static str, source: fxhlo_ir::Error },
 }
 
 /// Result alias of the passes crate.

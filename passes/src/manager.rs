@@ -33,10 +33,7 @@ pub struct PassManager<'p> {
 impl<'p> PassManager<'p> {
     /// A manager for `pipeline`, verifying after each pass.
     pub fn new(pipeline: Vec<&'p dyn Pass>) -> Self {
-        PassManager {
-            pipeline,
-            verify: true,
-        }
+        PassManager { pipeline, verify: true }
     }
 
     /// The pipeline's pass names, in order (part of the cache key).
@@ -65,19 +62,9 @@ impl<'p> PassManager<'p> {
             let time = start.elapsed();
             tracing::debug!(pass = pass.name(), changed, ?time, "pass ran");
             if self.verify {
-                fxhlo_ir::verify(graph).map_err(|source| Error::Verify {
-                    pass: pass.name(),
-                    source,
-                })?;
+                fxhlo_ir::verify(graph).map_err(|source| Error::Verify { pass: pass.name(), source })?;
             }
-            let run = PassRun {
-                pass: pass.name(),
-                changed,
-                time,
-                nodes_before,
-                nodes_after: graph.node_count(),
-                summary,
-            };
+            let run = PassRun { pass: pass.name(), changed, time, nodes_before, nodes_after: graph.node_count(), summary };
             observe(&run, graph)?;
             runs.push(run);
         }
@@ -109,25 +96,11 @@ mod tests {
         let mut g = Graph::new("t");
         let ty = TensorType::new(DType::F32, vec![2]);
         let x = g.add_input("x", InputKind::UserInput, None, ty.clone(), None);
-        let r = g
-            .add_node(
-                "r",
-                Op::Unary(fxhlo_ir::UnaryOp::Relu),
-                &[ValueRef::first(x)],
-                vec![ty],
-                None,
-            )
-            .unwrap();
+        let r = g.add_node("r", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty], None).unwrap();
         g.set_outputs(vec![ValueRef::first(r)]).unwrap();
         assert!(PassManager::new(vec![]).run(&mut g).unwrap().is_empty());
-        let err = PassManager::new(vec![&BREAKER])
-            .run(&mut g)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("invalid after pass `breaker`") && err.contains("node `r`"),
-            "{err}"
-        );
+        let err = PassManager::new(vec![&BREAKER]).run(&mut g).unwrap_err().to_string();
+        assert!(err.contains("invalid after pass `breaker`") && err.contains("node `r`"), "{err}");
     }
 
     #[test]
@@ -135,34 +108,13 @@ mod tests {
         let mut g = Graph::new("t");
         let ty = TensorType::new(DType::F32, vec![2]);
         let x = g.add_input("x", InputKind::UserInput, None, ty.clone(), None);
-        let r = g
-            .add_node(
-                "r",
-                Op::Unary(fxhlo_ir::UnaryOp::Relu),
-                &[ValueRef::first(x)],
-                vec![ty.clone()],
-                None,
-            )
-            .unwrap();
-        g.add_node(
-            "dead",
-            Op::Unary(fxhlo_ir::UnaryOp::Relu),
-            &[ValueRef::first(x)],
-            vec![ty],
-            None,
-        )
-        .unwrap();
+        let r = g.add_node("r", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty.clone()], None).unwrap();
+        g.add_node("dead", Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(x)], vec![ty], None).unwrap();
         g.set_outputs(vec![ValueRef::first(r)]).unwrap();
         let mut seen = Vec::new();
         let runs = PassManager::new(vec![&crate::Dce, &crate::Dce])
             .run_observed(&mut g, |run, graph| {
-                seen.push((
-                    run.pass,
-                    run.changed,
-                    run.nodes_before,
-                    run.nodes_after,
-                    graph.node_count(),
-                ));
+                seen.push((run.pass, run.changed, run.nodes_before, run.nodes_after, graph.node_count()));
                 Ok::<(), Error>(())
             })
             .unwrap();
@@ -179,10 +131,7 @@ mod tests {
 
     #[test]
     fn unknown_pass_names_are_rejected() {
-        let err = crate::lookup("fold-everything")
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let err = crate::lookup("fold-everything").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("unknown pass `fold-everything`"), "{err}");
     }
 }

@@ -57,22 +57,9 @@ impl Pass for PointwiseConvDot {
 /// padding (dilation does not matter for a 1x1 kernel).
 fn is_pointwise(graph: &Graph, id: NodeId) -> bool {
     let node = graph.node(id);
-    let Op::Convolution {
-        transposed: false,
-        groups: 1,
-        stride,
-        padding,
-        channels_last,
-        ..
-    } = &node.op
-    else {
-        return false;
-    };
+    let Op::Convolution { transposed: false, groups: 1, stride, padding, channels_last, .. } = &node.op else { return false };
     let operands = graph.operands(id);
-    let (Some(x), Some(w)) = (
-        graph.value_type(operands[0]),
-        operands.get(1).and_then(|v| graph.value_type(*v)),
-    ) else {
+    let (Some(x), Some(w)) = (graph.value_type(operands[0]), operands.get(1).and_then(|v| graph.value_type(*v))) else {
         return false;
     };
     let all = |v: &[i64], want: i64| v.iter().all(|&s| s == want);
@@ -93,28 +80,14 @@ fn is_pointwise(graph: &Graph, id: NodeId) -> bool {
 /// Replaces convolution `id` by views around `mm` (batch 1 or channels-last) or `bmm`.
 fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
     let node = graph.node(id).clone();
-    let Op::Convolution {
-        has_bias,
-        channels_last,
-        ..
-    } = node.op
-    else {
-        return Ok(());
-    };
+    let Op::Convolution { has_bias, channels_last, .. } = node.op else { return Ok(()) };
     let operands = graph.operands(id);
     let out = node.results[0].clone();
     let channels = if channels_last { 3 } else { 1 };
-    let c_in = graph
-        .value_type(operands[0])
-        .map(|t| t.shape[channels])
-        .ok_or(fxhlo_ir::Error::DanglingOutput)?;
+    let c_in = graph.value_type(operands[0]).map(|t| t.shape[channels]).ok_or(fxhlo_ir::Error::DanglingOutput)?;
     let bias = has_bias.then(|| operands[2]);
     let mut b = Builder::new(graph, format!("{}.dot", node.name), node.source.clone());
-    let product = if channels_last {
-        channels_last_product
-    } else {
-        channels_first_product
-    };
+    let product = if channels_last { channels_last_product } else { channels_first_product };
     let result = product(&mut b, operands[0], operands[1], bias, c_in, &out)?;
     let result = b.add("out", view(&out.shape), &[result], out)?;
     b.graph.replace_all_uses(ValueRef::first(id), result)?;
@@ -126,9 +99,7 @@ fn rewrite(graph: &mut Graph, id: NodeId) -> fxhlo_ir::Result<()> {
 
 /// A `view` to `shape`.
 fn view(shape: &[i64]) -> Op {
-    Op::View {
-        shape: Shape::from(shape.to_vec()),
-    }
+    Op::View { shape: Shape::from(shape.to_vec()) }
 }
 
 /// `W[C_out, C_in] x X[C_in, H*W]` (a `bmm` with the weight expanded over a batch), plus the
@@ -150,27 +121,13 @@ fn channels_first_product(
     } else {
         let x = b.add("x", view(&[n, c_in, hw]), &[x], ty(vec![n, c_in, hw]))?;
         let sizes = Shape::from(vec![n, c_out, c_in]);
-        let weights = b.add(
-            "wn",
-            Op::Expand { sizes },
-            &[weight],
-            ty(vec![n, c_out, c_in]),
-        )?;
+        let weights = b.add("wn", Op::Expand { sizes }, &[weight], ty(vec![n, c_out, c_in]))?;
         b.add("bmm", Op::Bmm, &[weights, x], ty(vec![n, c_out, hw]))?
     };
     let Some(bias) = bias else { return Ok(product) };
-    let product_t = b
-        .graph
-        .value_type(product)
-        .cloned()
-        .ok_or(fxhlo_ir::Error::DanglingOutput)?;
+    let product_t = b.graph.value_type(product).cloned().ok_or(fxhlo_ir::Error::DanglingOutput)?;
     let bias = b.add("b", view(&[c_out, 1]), &[bias], ty(vec![c_out, 1]))?;
-    b.add(
-        "bias",
-        Op::Binary(BinaryOp::Add),
-        &[product, bias],
-        product_t,
-    )
+    b.add("bias", Op::Binary(BinaryOp::Add), &[product, bias], product_t)
 }
 
 /// `X[N*H*W, C_in] x W^T[C_in, C_out]` plus the bias: the channels-last result `out` viewed
@@ -188,21 +145,14 @@ fn channels_last_product(
     // `[out, in, 1, 1]` to `[1, 1, in, out]` first, the layout `device-layout` gives a
     // convolution's kernel: a resident weight is then uploaded that way once, not transposed
     // on every call.
-    let kernel = Op::Permute {
-        dims: Shape::from(vec![2, 3, 1, 0]),
-    };
+    let kernel = Op::Permute { dims: Shape::from(vec![2, 3, 1, 0]) };
     let weight = b.add("wt", kernel, &[w], ty(vec![1, 1, c_in, c_out]))?;
     let weight = b.add("w", view(&[c_in, c_out]), &[weight], ty(vec![c_in, c_out]))?;
     let x = b.add("x", view(&[rows, c_in]), &[x], ty(vec![rows, c_in]))?;
     let product = b.add("mm", Op::Mm, &[x, weight], ty(vec![rows, c_out]))?;
     match bias {
         // A `[C_out]` bias broadcasts along the rows as it is.
-        Some(bias) => b.add(
-            "bias",
-            Op::Binary(BinaryOp::Add),
-            &[product, bias],
-            ty(vec![rows, c_out]),
-        ),
+        Some(bias) => b.add("bias", Op::Binary(BinaryOp::Add), &[product, bias], ty(vec![rows, c_out])),
         None => Ok(product),
     }
 }

@@ -64,8 +64,8 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
         passes.push(&crate::Eqsat);
         if cpu {
             // After the e-graph (which moves attention's scale off the scores it splits):
-            // large batched products and what follows them in blocks whose temporaries glibc reuses (see the
-            // pass's doc).
+            // large batched products and what follows them in blocks whose temporaries glibc
+            // reuses (see the pass's doc).
             passes.push(&crate::BatchBlocks);
         }
     }
@@ -106,20 +106,12 @@ pub fn default_pipeline() -> Vec<&'static dyn Pass> {
 
 /// The pass named `name`, or an error listing the valid names.
 pub fn lookup(name: &str) -> Result<&'static dyn Pass> {
-    PASSES
-        .iter()
-        .copied()
-        .find(|p| p.name() == name)
-        .ok_or_else(|| Error::UnknownPass {
-            name: name.to_string(),
-            valid: if PASSES.is_empty() {
-                "(none registered yet)".to_string()
-            } else {
-                PASSES
-                    .iter()
-                    .map(|p| p.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-        })
+    PASSES.iter().copied().find(|p| p.name() == name).ok_or_else(|| Error::UnknownPass {
+        name: name.to_string(),
+        valid: if PASSES.is_empty() {
+            "(none registered yet)".to_string()
+        } else {
+            PASSES.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+        },
+    })
 }

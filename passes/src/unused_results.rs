@@ -36,16 +36,7 @@ impl Pass for UnusedResults {
 fn drop_unused(graph: &mut Graph) -> bool {
     let pools: Vec<NodeId> = graph
         .node_ids()
-        .filter(|&id| {
-            matches!(graph.node(id).op, Op::MaxPool { indices: true, .. })
-                && !is_read(
-                    graph,
-                    ValueRef {
-                        node: id,
-                        result: 1,
-                    },
-                )
-        })
+        .filter(|&id| matches!(graph.node(id).op, Op::MaxPool { indices: true, .. }) && !is_read(graph, ValueRef { node: id, result: 1 }))
         .collect();
     for &id in &pools {
         let node = graph.node_mut(id);
@@ -85,10 +76,7 @@ mod tests {
         assert!(UnusedResults.run(&mut g).unwrap());
         fxhlo_ir::verify(&g).unwrap();
         let text = fxhlo_ir::print(&g);
-        assert!(
-            text.contains("ceil_mode = false, indices = false} : f32[1,2,2,2]\n"),
-            "{text}"
-        );
+        assert!(text.contains("ceil_mode = false, indices = false} : f32[1,2,2,2]\n"), "{text}");
         // `q`'s indices are an output: kept.
         assert!(text.contains("%q = aten.max_pool %x {kernel = [2, 2], stride = [2, 2], padding = [0, 0], dilation = [1, 1], ceil_mode = false} : (f32"), "{text}");
         assert!(!UnusedResults.run(&mut g).unwrap());

@@ -40,49 +40,27 @@ impl CallArgs for TorchArgs<'_, '_> {
         if sig.kind == InputKind::UserInput {
             return Ok(None);
         }
-        let Some((_, t)) = self.tensors.get(i) else {
-            return Ok(None);
-        };
+        let Some((_, t)) = self.tensors.get(i) else { return Ok(None) };
         // A tensor without a version counter (an inference tensor) is uploaded every call.
-        let Some(version) = version(t) else {
-            return Ok(None);
-        };
+        let Some(version) = version(t) else { return Ok(None) };
         let data_ptr = self.keep(data_ptr(t))?;
-        Ok(Some(WeightStamp {
-            identity: t.as_ptr() as usize,
-            data_ptr,
-            version,
-        }))
+        Ok(Some(WeightStamp { identity: t.as_ptr() as usize, data_ptr, version }))
     }
 
     fn view(&self, i: usize, sig: &InputSignature) -> fxhlo::Result<Arg<'_>> {
-        let (position, t) = self
-            .tensors
-            .get(i)
-            .ok_or_else(|| fxhlo::Error::Input(format!("no argument for input `{}`", sig.name)))?;
+        let (position, t) = self.tensors.get(i).ok_or_else(|| fxhlo::Error::Input(format!("no argument for input `{}`", sig.name)))?;
         let dense = self.keep(dense_cpu(sig, *position, t, self.dt))?;
         let ptr = self.keep(data_ptr(&dense))?;
         // SAFETY: `dense` is a live contiguous CPU tensor of the input's dtype and shape
         // (checked), so of `size_bytes` bytes; it is kept in the `Arg` until the upload is done.
         let bytes = unsafe { tensor_bytes(ptr, sig.ty.size_bytes()) };
-        let view = HostView::dense(
-            fxhlo::element_type(sig.ty.dtype),
-            sig.ty.shape.to_vec(),
-            bytes,
-        );
-        Ok(Arg {
-            view,
-            keep: Some(Box::new(dense)),
-        })
+        let view = HostView::dense(fxhlo::element_type(sig.ty.dtype), sig.ty.shape.to_vec(), bytes);
+        Ok(Arg { view, keep: Some(Box::new(dense)) })
     }
 
     fn lend(&self, i: usize, sig: &InputSignature) -> fxhlo::Result<Option<Lent>> {
-        let Some((position, t)) = self.tensors.get(i) else {
-            return Ok(None);
-        };
-        let Some((memory, ptr, stream)) = self.keep(lendable(sig, *position, t, self.dt))? else {
-            return Ok(None);
-        };
+        let Some((position, t)) = self.tensors.get(i) else { return Ok(None) };
+        let Some((memory, ptr, stream)) = self.keep(lendable(sig, *position, t, self.dt))? else { return Ok(None) };
         Ok(Some(Lent {
             element_type: fxhlo::element_type(sig.ty.dtype),
             dims: sig.ty.shape.to_vec(),

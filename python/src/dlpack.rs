@@ -70,11 +70,7 @@ fn dl_dtype(t: ElementType) -> DlDataType {
         ElementType::C64 => (5, 64),
         ElementType::C128 => (5, 128),
     };
-    DlDataType {
-        code,
-        bits,
-        lanes: 1,
-    }
+    DlDataType { code, bits, lanes: 1 }
 }
 
 unsafe extern "C" fn delete_managed(m: *mut DlManagedTensor) {
@@ -102,24 +98,13 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
 
 /// A `dltensor` capsule owning `buffer`, a dense row-major tensor of `element` and `dims` in the
 /// buffer's memory.
-pub fn capsule<'py>(
-    py: Python<'py>,
-    buffer: SharedBuffer,
-    element: ElementType,
-    dims: &[i64],
-) -> PyResult<Bound<'py, PyAny>> {
+pub fn capsule<'py>(py: Python<'py>, buffer: SharedBuffer, element: ElementType, dims: &[i64]) -> PyResult<Bound<'py, PyAny>> {
     let mut shape = dims.to_vec();
     let dl_tensor = DlTensor {
         data: buffer.data() as *mut c_void,
         device: match buffer.memory() {
-            MemoryKind::Host => DlDevice {
-                device_type: DL_CPU,
-                device_id: 0,
-            },
-            MemoryKind::Cuda(ordinal) => DlDevice {
-                device_type: DL_CUDA,
-                device_id: ordinal,
-            },
+            MemoryKind::Host => DlDevice { device_type: DL_CPU, device_id: 0 },
+            MemoryKind::Cuda(ordinal) => DlDevice { device_type: DL_CUDA, device_id: ordinal },
         },
         ndim: shape.len() as i32,
         dtype: dl_dtype(element),
@@ -128,18 +113,14 @@ pub fn capsule<'py>(
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
-    let owner = Box::into_raw(Box::new(Owner {
-        _buffer: buffer,
-        _shape: shape,
-    }));
+    let owner = Box::into_raw(Box::new(Owner { _buffer: buffer, _shape: shape }));
     let managed = Box::into_raw(Box::new(DlManagedTensor {
         dl_tensor,
         manager_ctx: owner as *mut c_void,
         deleter: Some(delete_managed),
     }));
     // SAFETY: `managed` is a valid pointer; the destructor frees it unless torch adopts it.
-    let raw =
-        unsafe { ffi::PyCapsule_New(managed as *mut c_void, NAME.as_ptr(), Some(destroy_capsule)) };
+    let raw = unsafe { ffi::PyCapsule_New(managed as *mut c_void, NAME.as_ptr(), Some(destroy_capsule)) };
     if raw.is_null() {
         // SAFETY: not handed to Python: free it here.
         unsafe { delete_managed(managed) };

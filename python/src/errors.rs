@@ -15,12 +15,7 @@ pub(crate) enum Class {
 
 impl Class {
     /// Every class, in the order of [`CLASSES`]'s table.
-    const ALL: [Class; 4] = [
-        Class::Compile,
-        Class::UnsupportedOps,
-        Class::Device,
-        Class::Execution,
-    ];
+    const ALL: [Class; 4] = [Class::Compile, Class::UnsupportedOps, Class::Device, Class::Execution];
 
     /// The class's name in `fxhlo/errors.py`.
     fn name(self) -> &'static str {
@@ -40,20 +35,13 @@ static CLASSES: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
 fn class_object(py: Python<'_>, class: Class) -> PyResult<&Py<PyAny>> {
     let table = CLASSES.get_or_try_init(py, || {
         let module = py.import("fxhlo.errors")?;
-        Class::ALL
-            .iter()
-            .map(|c| Ok(module.getattr(c.name())?.unbind()))
-            .collect::<PyResult<Vec<_>>>()
+        Class::ALL.iter().map(|c| Ok(module.getattr(c.name())?.unbind())).collect::<PyResult<Vec<_>>>()
     })?;
     Ok(&table[class as usize])
 }
 
 /// An instance of `class` made with `args`, as a Python exception.
-pub(crate) fn error_of<'py>(
-    py: Python<'py>,
-    class: Class,
-    args: impl pyo3::call::PyCallArgs<'py>,
-) -> PyErr {
+pub(crate) fn error_of<'py>(py: Python<'py>, class: Class, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
     match class_object(py, class).and_then(|cls| cls.bind(py).call1(args)) {
         Ok(instance) => PyErr::from_value(instance),
         Err(e) => e,
@@ -71,10 +59,8 @@ pub(crate) fn error(py: Python<'_>, class: Class, message: &str) -> PyErr {
 pub(crate) fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
     if let fxhlo::Error::Codegen(cg) = e.root() {
         if let fxhlo::codegen::Error::Unsupported { ops, .. } = cg.as_ref() {
-            let listed: Vec<(String, String, Option<String>)> = ops
-                .iter()
-                .map(|o| (o.target.clone(), o.node.clone(), o.source.clone()))
-                .collect();
+            let listed: Vec<(String, String, Option<String>)> =
+                ops.iter().map(|o| (o.target.clone(), o.node.clone(), o.source.clone())).collect();
             let reasons: Vec<&str> = ops.iter().map(|o| o.reason.as_str()).collect();
             return error_of(py, Class::UnsupportedOps, (e.to_string(), listed, reasons));
         }
@@ -86,9 +72,7 @@ pub(crate) fn compile_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
 /// `ExecutionError`.
 pub(crate) fn call_error(py: Python<'_>, e: &fxhlo::Error) -> PyErr {
     match e {
-        fxhlo::Error::IndexOutOfRange { .. } => {
-            pyo3::exceptions::PyIndexError::new_err(e.to_string())
-        }
+        fxhlo::Error::IndexOutOfRange { .. } => pyo3::exceptions::PyIndexError::new_err(e.to_string()),
         e => error(py, Class::Execution, &e.to_string()),
     }
 }

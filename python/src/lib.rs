@@ -23,8 +23,8 @@
 
 mod args;
 mod dlpack;
-mod errors;
 mod pytrace;
+mod errors;
 mod state;
 mod torch;
 
@@ -44,9 +44,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use args::TorchArgs;
 use errors::{call_error, compile_error, error, Class};
-use state::{
-    insert_loaded, session, CallerInput, Program, Stages, ThreadExec, LOADED, RELEASE_GIL_AFTER,
-};
+use state::{insert_loaded, session, CallerInput, Program, Stages, ThreadExec, LOADED, RELEASE_GIL_AFTER};
 use torch::{data_ptr, dtypes};
 
 /// Source of [`Program`] ids (keys of the thread-local state).
@@ -79,31 +77,19 @@ impl Executable {
             return Ok(t);
         }
         let session = session(py, &p.options)?;
-        let compiled = session
-            .load(p.lowered.clone())
-            .map_err(|e| compile_error(py, &e))?;
+        let compiled = session.load(p.lowered.clone()).map_err(|e| compile_error(py, &e))?;
         Ok(insert_loaded(p, session, compiled))
     }
 
     /// `args` (every graph input, in the graph's order) as the executable's arguments: the
     /// frozen ones dropped, the rest in the executable's input order.
-    fn arguments<'a, 'py>(
-        &self,
-        args: &Bound<'py, PyList>,
-        dt: &'a torch::Dtypes,
-    ) -> PyResult<TorchArgs<'a, 'py>> {
+    fn arguments<'a, 'py>(&self, args: &Bound<'py, PyList>, dt: &'a torch::Dtypes) -> PyResult<TorchArgs<'a, 'py>> {
         let p = &self.program;
         if args.len() != p.caller.len() {
-            return Err(PyValueError::new_err(format!(
-                "graph `{}` takes {} inputs, got {}",
-                p.lowered.graph,
-                p.caller.len(),
-                args.len()
-            )));
+            return Err(PyValueError::new_err(format!("graph `{}` takes {} inputs, got {}", p.lowered.graph, p.caller.len(), args.len())));
         }
         let passed = p.caller.iter().filter(|c| c.position.is_some()).count();
-        let mut tensors: Vec<Option<(usize, Bound<'py, PyAny>)>> =
-            (0..passed).map(|_| None).collect();
+        let mut tensors: Vec<Option<(usize, Bound<'py, PyAny>)>> = (0..passed).map(|_| None).collect();
         for (graph_position, (input, t)) in p.caller.iter().zip(args.iter()).enumerate() {
             if let Some(slot) = input.position.and_then(|i| tensors.get_mut(i)) {
                 *slot = Some((graph_position, t));
@@ -112,18 +98,8 @@ impl Executable {
         let tensors = tensors
             .into_iter()
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                error(
-                    args.py(),
-                    Class::Execution,
-                    "internal: an executable input has no graph input",
-                )
-            })?;
-        Ok(TorchArgs {
-            tensors,
-            dt,
-            raised: RefCell::new(None),
-        })
+            .ok_or_else(|| error(args.py(), Class::Execution, "internal: an executable input has no graph input"))?;
+        Ok(TorchArgs { tensors, dt, raised: RefCell::new(None) })
     }
 }
 
@@ -138,31 +114,18 @@ impl Executable {
         let state = self.loaded(py)?;
         let mut st = state.borrow_mut();
         let st = &mut *st;
-        let raise = |e: fxhlo::Error| {
-            args.raised
-                .borrow_mut()
-                .take()
-                .unwrap_or_else(|| call_error(py, &e))
-        };
+        let raise = |e: fxhlo::Error| args.raised.borrow_mut().take().unwrap_or_else(|| call_error(py, &e));
         // The facade's call path: uploads what the device does not hold, then runs.
-        let call = st
-            .compiled
-            .prepare(&st.session, &mut st.resident, &args)
-            .map_err(raise)?;
-        p.weight_uploads
-            .fetch_add(call.weight_uploads, Ordering::Relaxed);
-        p.input_uploads
-            .fetch_add(call.input_uploads, Ordering::Relaxed);
-        p.weight_shares
-            .fetch_add(call.weight_shares, Ordering::Relaxed);
-        p.input_shares
-            .fetch_add(call.input_shares, Ordering::Relaxed);
+        let call = st.compiled.prepare(&st.session, &mut st.resident, &args).map_err(raise)?;
+        p.weight_uploads.fetch_add(call.weight_uploads, Ordering::Relaxed);
+        p.input_uploads.fetch_add(call.input_uploads, Ordering::Relaxed);
+        p.weight_shares.fetch_add(call.weight_shares, Ordering::Relaxed);
+        p.input_shares.fetch_add(call.input_shares, Ordering::Relaxed);
         let start = Instant::now();
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
             let call = SameThread(call);
             // A method call, so the closure captures the whole wrapper, not its fields.
-            py.detach(move || SameThread(call.into_inner().execute()))
-                .into_inner()
+            py.detach(move || SameThread(call.into_inner().execute())).into_inner()
         } else {
             call.execute()
         }
@@ -234,13 +197,7 @@ impl Executable {
     /// passes as parameters instead of constants): uploaded once per thread, never passed.
     #[getter]
     fn bound(&self) -> Vec<String> {
-        self.program
-            .lowered
-            .inputs
-            .iter()
-            .filter(|s| s.value.is_some())
-            .map(|s| s.name.clone())
-            .collect()
+        self.program.lowered.inputs.iter().filter(|s| s.value.is_some()).map(|s| s.name.clone()).collect()
     }
 
     /// The graph's inputs in calling order: `(name, how)`, `how` being `"input"` (uploaded
@@ -252,11 +209,7 @@ impl Executable {
             (Some(_), true) => "resident",
             (Some(_), false) => "input",
         };
-        self.program
-            .caller
-            .iter()
-            .map(|a| (a.name.clone(), how(a)))
-            .collect()
+        self.program.caller.iter().map(|a| (a.name.clone(), how(a))).collect()
     }
 
     /// Times, measured in Rust on this executable, of the raw PJRT work of one call over
@@ -266,31 +219,15 @@ impl Executable {
     /// are handed over without a copy, as on the CPU plugin) and `roundtrip_ns` (upload, run,
     /// download). Medians in nanoseconds. The reference for fxhlo's per-call
     /// overhead: a Python call costs this plus what the bridge adds.
-    fn bench_raw<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Bound<'py, PyList>,
-        iters: usize,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    fn bench_raw<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>, iters: usize) -> PyResult<Bound<'py, PyDict>> {
         let dt = dtypes(py)?;
         let args = self.arguments(args, dt)?;
         let state = self.loaded(py)?;
         let st = state.borrow();
         let c = &st.compiled;
         let client = st.session.client();
-        let rt = |e: fxhlo::Error| {
-            args.raised
-                .borrow_mut()
-                .take()
-                .unwrap_or_else(|| call_error(py, &e))
-        };
-        let views = c
-            .inputs
-            .iter()
-            .enumerate()
-            .map(|(i, sig)| args.view(i, sig))
-            .collect::<fxhlo::Result<Vec<_>>>()
-            .map_err(rt)?;
+        let rt = |e: fxhlo::Error| args.raised.borrow_mut().take().unwrap_or_else(|| call_error(py, &e));
+        let views = c.inputs.iter().enumerate().map(|(i, sig)| args.view(i, sig)).collect::<fxhlo::Result<Vec<_>>>().map_err(rt)?;
         // Every input in the layout the device takes, as host bytes read once here.
         let views = views
             .iter()
@@ -298,23 +235,13 @@ impl Executable {
             .map(|(a, sig)| a.view.clone().in_layout(sig.layout.as_deref()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| rt(e.into()))?;
-        let upload = || -> fxhlo::Result<Vec<DeviceBuffer>> {
-            views
-                .iter()
-                .map(|v| Ok(client.upload_view_to(0, v)?))
-                .collect()
-        };
+        let upload = || -> fxhlo::Result<Vec<DeviceBuffer>> { views.iter().map(|v| Ok(client.upload_view_to(0, v)?)).collect() };
         let run = |bufs: &[DeviceBuffer]| -> fxhlo::Result<Vec<DeviceBuffer>> {
-            Ok(c.executable
-                .run(&c.parameters(&bufs.iter().collect::<Vec<_>>(), 0)?)?)
+            Ok(c.executable.run(&c.parameters(&bufs.iter().collect::<Vec<_>>(), 0)?)?)
         };
         let bufs = upload().map_err(rt)?;
         let first = run(&bufs).map_err(rt)?;
-        let mut sinks: Vec<Vec<u8>> = first
-            .iter()
-            .map(|b| b.byte_size().map(|n| vec![0u8; n]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| rt(e.into()))?;
+        let mut sinks: Vec<Vec<u8>> = first.iter().map(|b| b.byte_size().map(|n| vec![0u8; n])).collect::<Result<_, _>>().map_err(|e| rt(e.into()))?;
         let iters = iters.max(1);
         // The median time of `iters` runs of `f`, in nanoseconds.
         let median = |f: &mut dyn FnMut() -> fxhlo::Result<()>| -> PyResult<u128> {
@@ -329,19 +256,11 @@ impl Executable {
         };
         let execute = median(&mut || run(&bufs).map(drop))?;
         let uploads = median(&mut || upload().map(drop))?;
-        let downloads = median(&mut || {
-            Ok(first
-                .iter()
-                .zip(sinks.iter_mut())
-                .try_for_each(|(o, sink)| o.copy_into(sink))?)
-        })?;
+        let downloads = median(&mut || Ok(first.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))?))?;
         let upload_execute = median(&mut || run(&upload()?).map(drop))?;
         let roundtrip = median(&mut || {
             let outs = run(&upload()?)?;
-            Ok(outs
-                .iter()
-                .zip(sinks.iter_mut())
-                .try_for_each(|(o, sink)| o.copy_into(sink))?)
+            Ok(outs.iter().zip(sinks.iter_mut()).try_for_each(|(o, sink)| o.copy_into(sink))?)
         })?;
         let d = PyDict::new(py);
         d.set_item("execute_ns", execute)?;
@@ -356,12 +275,7 @@ impl Executable {
 /// A call's outputs as torch tensors: in `memory` torch can address (host memory on the CPU
 /// plugin, CUDA memory on the CUDA plugin) the tensor adopts the PJRT buffer (DLPack, no copy);
 /// elsewhere (a TPU) each is copied into a fresh CPU `torch.empty` tensor.
-fn outputs_to_torch<'py>(
-    py: Python<'py>,
-    dt: &torch::Dtypes,
-    outputs: Vec<DeviceBuffer>,
-    memory: Option<MemoryKind>,
-) -> PyResult<Bound<'py, PyList>> {
+fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<DeviceBuffer>, memory: Option<MemoryKind>) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     let rt = |e: fxhlo::runtime::Error| call_error(py, &e.into());
     for out in outputs {
@@ -381,10 +295,7 @@ fn outputs_to_torch<'py>(
         };
         let kwargs = PyDict::new(py);
         kwargs.set_item(pyo3::intern!(py, "dtype"), dt.torch(element).bind(py))?;
-        let tensor = dt
-            .torch_empty
-            .bind(py)
-            .call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
+        let tensor = dt.torch_empty.bind(py).call((PyTuple::new(py, &dims)?,), Some(&kwargs))?;
         if len > 0 {
             let ptr = data_ptr(&tensor)?;
             // SAFETY: `tensor` is a fresh contiguous CPU tensor of exactly `len` bytes that
@@ -416,33 +327,23 @@ fn pass_names() -> Vec<&'static str> {
 #[pyfunction]
 #[pyo3(signature = (opt_level, cpu = true))]
 fn pipeline_names(opt_level: u8, cpu: bool) -> Vec<&'static str> {
-    fxhlo::passes::pipeline(opt_level, cpu)
-        .iter()
-        .map(|p| p.name())
-        .collect()
+    fxhlo::passes::pipeline(opt_level, cpu).iter().map(|p| p.name()).collect()
 }
 
 /// A dump filter (`all`, or a comma list of stage and pass names) checked and written in its
 /// normal form; `ValueError` naming the valid names otherwise.
 #[pyfunction]
 fn dump_filter(filter: &str) -> PyResult<String> {
-    fxhlo::DumpFilter::parse(filter)
-        .map(|f| f.to_string())
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    fxhlo::DumpFilter::parse(filter).map(|f| f.to_string()).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The dump configuration of `dump` (a filter) and `dump_dir` (a folder); `None` when neither
 /// is given (then the session's, from `FXHLO_DUMP`, applies).
-fn dump_config(
-    dump: Option<&str>,
-    dump_dir: Option<PathBuf>,
-) -> PyResult<Option<fxhlo::DumpConfig>> {
+fn dump_config(dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option<fxhlo::DumpConfig>> {
     if dump.is_none() && dump_dir.is_none() {
         return Ok(None);
     }
-    fxhlo::DumpConfig::new(dump.unwrap_or("all"), dump_dir)
-        .map(Some)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    fxhlo::DumpConfig::new(dump.unwrap_or("all"), dump_dir).map(Some).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Compiles a trace (the exporter's JSON, `origin` naming it in errors) with `options`, the
@@ -463,8 +364,7 @@ fn compile(
     frozen: Option<&Bound<'_, PyDict>>,
     dump_dir: Option<PathBuf>,
 ) -> PyResult<Executable> {
-    let options =
-        fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let options = fxhlo::Options::from_json(options).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let dump = dump_config(dump, dump_dir)?;
     let session = session(py, &options)?;
     let values = frozen_values(frozen)?;
@@ -472,39 +372,18 @@ fn compile(
     let start = Instant::now();
     let (graph, dump) = import(py, trace, origin, dump.as_ref().or(from_env.as_ref()))?;
     let import_s = start.elapsed().as_secs_f64();
-    let compiled = session
-        .compile(&graph, &values, dump.as_ref())
-        .map_err(|e| compile_error(py, &e))?;
+    let compiled = session.compile(&graph, &values, dump.as_ref()).map_err(|e| compile_error(py, &e))?;
     // What the caller passes: every graph input, in the graph's order; the executable takes
     // the unfrozen ones, which the compile kept in that order.
-    let mut positions = compiled
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.name.as_str(), i))
-        .collect::<HashMap<_, _>>();
+    let mut positions = compiled.inputs.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect::<HashMap<_, _>>();
     let caller = graph
         .inputs()
         .iter()
         .map(|&id| {
             let node = graph.node(id);
-            let resident = !matches!(
-                &node.op,
-                fxhlo::ir::Op::Input {
-                    kind: fxhlo::ir::InputKind::UserInput,
-                    ..
-                }
-            );
-            let position = if values.contains_key(&*node.name) {
-                None
-            } else {
-                positions.remove(&*node.name)
-            };
-            CallerInput {
-                name: node.name.to_string(),
-                position,
-                resident,
-            }
+            let resident = !matches!(&node.op, fxhlo::ir::Op::Input { kind: fxhlo::ir::InputKind::UserInput, .. });
+            let position = if values.contains_key(&*node.name) { None } else { positions.remove(&*node.name) };
+            CallerInput { name: node.name.to_string(), position, resident }
         })
         .collect::<Vec<_>>();
     let passed = caller.iter().filter(|c| c.position.is_some()).count();
@@ -512,11 +391,7 @@ fn compile(
         return Err(error(
             py,
             Class::Compile,
-            &format!(
-                "internal: graph `{}` has {passed} unfrozen inputs but compiled to {}",
-                graph.name,
-                compiled.inputs.len()
-            ),
+            &format!("internal: graph `{}` has {passed} unfrozen inputs but compiled to {}", graph.name, compiled.inputs.len()),
         ));
     }
     let program = Arc::new(Program {
@@ -543,31 +418,18 @@ fn compile(
 /// Imports `trace`: the exporter's trace dict, read straight into the schema, or a trace file's
 /// bytes (JSON or bincode). With `dump`, a trace that fails to import, one that does not fit
 /// the schema included, is dumped (`fxhlo::import_failed`) and the error says where.
-fn import(
-    py: Python<'_>,
-    trace: &Bound<'_, PyAny>,
-    origin: &str,
-    dump: Option<&fxhlo::DumpConfig>,
-) -> PyResult<(fxhlo::ir::Graph, Option<fxhlo::Dump>)> {
+fn import(py: Python<'_>, trace: &Bound<'_, PyAny>, origin: &str, dump: Option<&fxhlo::DumpConfig>) -> PyResult<(fxhlo::ir::Graph, Option<fxhlo::Dump>)> {
     let start = Instant::now();
     let imported = match trace.cast::<pyo3::types::PyBytes>() {
         Ok(bytes) => fxhlo::import_trace(bytes.as_bytes(), origin.as_ref(), dump),
         Err(_) => match pytrace::from_py::<fxhlo::frontend::schema::Trace>(trace) {
             Ok(parsed) => fxhlo::import_parsed(&parsed, origin.as_ref(), dump, start),
             Err(e) => {
-                let e = fxhlo::Error::Schema {
-                    origin: origin.into(),
-                    message: e.to_string(),
-                };
+                let e = fxhlo::Error::Schema { origin: origin.into(), message: e.to_string() };
                 // With dumping on, the objects as JSON (what JSON cannot hold as its repr) go
                 // where a trace file that fails to import goes, with the error and the command.
                 Err(match dump {
-                    Some(config) => fxhlo::import_failed(
-                        config,
-                        pytrace::to_json(trace).as_bytes(),
-                        origin.as_ref(),
-                        e,
-                    ),
+                    Some(config) => fxhlo::import_failed(config, pytrace::to_json(trace).as_bytes(), origin.as_ref(), e),
                     None => e,
                 })
             }
@@ -588,10 +450,7 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
             }
             dense = dense.call_method0("contiguous")?;
             // Shared, not copied: a 50M-parameter model's weights are 200 MB.
-            values.insert(
-                name,
-                fxhlo::ir::TensorData::new(torch::TensorBytes::new(&dense)?),
-            );
+            values.insert(name, fxhlo::ir::TensorData::new(torch::TensorBytes::new(&dense)?));
         }
     }
     Ok(values)
@@ -604,28 +463,16 @@ fn frozen_values(frozen: Option<&Bound<'_, PyDict>>) -> PyResult<fxhlo::Frozen> 
 /// None when dumping is off.
 #[pyfunction]
 #[pyo3(signature = (graph, files, error, dump = None, dump_dir = None))]
-fn dump_export_failure(
-    graph: &str,
-    files: Vec<(String, String)>,
-    error: &str,
-    dump: Option<&str>,
-    dump_dir: Option<PathBuf>,
-) -> PyResult<Option<String>> {
+fn dump_export_failure(graph: &str, files: Vec<(String, String)>, error: &str, dump: Option<&str>, dump_dir: Option<PathBuf>) -> PyResult<Option<String>> {
     let config = match dump_config(dump, dump_dir)? {
         Some(config) => config,
-        None => {
-            match fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))? {
-                Some(config) => config,
-                None => return Ok(None),
-            }
-        }
+        None => match fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))? {
+            Some(config) => config,
+            None => return Ok(None),
+        },
     };
-    let files: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(name, text)| (name.as_str(), text.as_bytes()))
-        .collect();
-    let dir = fxhlo::export_failed(&config, graph, &files, error)
-        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(name, text)| (name.as_str(), text.as_bytes())).collect();
+    let dir = fxhlo::export_failed(&config, graph, &files, error).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
     Ok(Some(dir.display().to_string()))
 }
 
@@ -663,21 +510,10 @@ fn compile_ahead_of_time<'py>(
     let values = frozen_values(frozen)?;
     let env = state::plugin_env(py, options.device.device)?;
     let target = options.device.to_string();
-    let from_env =
-        fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let from_env = fxhlo::DumpConfig::from_env().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let (graph, dump) = import(py, trace, origin, dump.as_ref().or(from_env.as_ref()))?;
     let compiled = py
-        .detach(|| {
-            fxhlo::aot::compile(
-                &graph,
-                &values,
-                dump.as_ref(),
-                options,
-                &env,
-                &worker,
-                false,
-            )
-        })
+        .detach(|| fxhlo::aot::compile(&graph, &values, dump.as_ref(), options, &env, &worker, false))
         .map_err(|e| compile_error(py, &e))?
         .1;
     let d = PyDict::new(py);
@@ -723,10 +559,7 @@ fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("misses_by_reason", misses)?;
     d.set_item("bytes_on_disk", s.bytes_on_disk)?;
     d.set_item("entries_on_disk", s.entries_on_disk)?;
-    d.set_item(
-        "dir",
-        cache.config().dir.as_ref().map(|p| p.display().to_string()),
-    )?;
+    d.set_item("dir", cache.config().dir.as_ref().map(|p| p.display().to_string()))?;
     let mode = match cache.config().mode {
         fxhlo::CacheMode::ReadWrite => "read-write",
         fxhlo::CacheMode::ReadOnly => "read-only",
@@ -742,12 +575,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // fxhlo's own warnings (an unusable cache entry, a cache folder that cannot be written)
     // reach stderr as in the CLI; `FXHLO_LOG` chooses the level (default `warn`; `info` shows
     // why each compile missed the cache). Another subscriber set by the host process wins.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FXHLO_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FXHLO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
     m.add_class::<Executable>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;

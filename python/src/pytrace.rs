@@ -8,10 +8,7 @@ use std::fmt;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde::de::{
-    self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
-    VariantAccess, Visitor,
-};
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, VariantAccess, Visitor};
 
 /// A value that does not fit the schema (serde's message: the field or variant it expected).
 #[derive(Debug)]
@@ -63,26 +60,13 @@ impl<'de, 'py> Deserializer<'de> for Value<'py> {
             visitor.visit_str(s.to_str().map_err(py_error)?)
         } else if let Ok(d) = v.cast::<PyDict>() {
             let items: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = d.iter().collect();
-            visitor.visit_map(Map {
-                items: items.into_iter(),
-                value: None,
-            })
+            visitor.visit_map(Map { items: items.into_iter(), value: None })
         } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-            let items = v
-                .try_iter()
-                .map_err(py_error)?
-                .collect::<PyResult<Vec<_>>>()
-                .map_err(py_error)?;
+            let items = v.try_iter().map_err(py_error)?.collect::<PyResult<Vec<_>>>().map_err(py_error)?;
             visitor.visit_seq(Seq(items.into_iter()))
         } else {
-            let ty = v
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default();
-            Err(Error(format!(
-                "a trace holds dicts, lists, str, int, float, bool and None, not {ty}"
-            )))
+            let ty = v.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            Err(Error(format!("a trace holds dicts, lists, str, int, float, bool and None, not {ty}")))
         }
     }
 
@@ -94,27 +78,16 @@ impl<'de, 'py> Deserializer<'de> for Value<'py> {
         }
     }
 
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
+    fn deserialize_enum<V: Visitor<'de>>(self, _name: &'static str, _variants: &'static [&'static str], visitor: V) -> Result<V::Value, Error> {
         // Externally tagged: `"none"` (a unit variant) or `{"int": 3}`.
         if let Ok(s) = self.0.cast::<PyString>() {
             return visitor.visit_enum(s.to_str().map_err(py_error)?.into_deserializer());
         }
-        let d = self
-            .0
-            .cast::<PyDict>()
-            .map_err(|_| Error("an enum value is a string or a dict of one entry".into()))?;
+        let d = self.0.cast::<PyDict>().map_err(|_| Error("an enum value is a string or a dict of one entry".into()))?;
         let mut items = d.iter();
         match (items.next(), items.next()) {
             (Some((tag, value)), None) => visitor.visit_enum(Variant { tag, value }),
-            _ => Err(Error(format!(
-                "an enum value is a dict of exactly one entry, not {} entries",
-                d.len()
-            ))),
+            _ => Err(Error(format!("an enum value is a dict of exactly one entry, not {} entries", d.len()))),
         }
     }
 
@@ -129,14 +102,8 @@ struct Seq<'py>(std::vec::IntoIter<Bound<'py, PyAny>>);
 impl<'de> SeqAccess<'de> for Seq<'_> {
     type Error = Error;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, Error> {
-        self.0
-            .next()
-            .map(|v| seed.deserialize(Value(v)))
-            .transpose()
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
+        self.0.next().map(|v| seed.deserialize(Value(v))).transpose()
     }
 }
 
@@ -148,10 +115,7 @@ struct Map<'py> {
 impl<'de> MapAccess<'de> for Map<'_> {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
         match self.items.next() {
             Some((k, v)) => {
                 self.value = Some(v);
@@ -162,10 +126,7 @@ impl<'de> MapAccess<'de> for Map<'_> {
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let v = self
-            .value
-            .take()
-            .ok_or_else(|| Error("a map value without its key".into()))?;
+        let v = self.value.take().ok_or_else(|| Error("a map value without its key".into()))?;
         seed.deserialize(Value(v))
     }
 }
@@ -179,10 +140,7 @@ impl<'de, 'py> EnumAccess<'de> for Variant<'py> {
     type Error = Error;
     type Variant = Value<'py>;
 
-    fn variant_seed<V: DeserializeSeed<'de>>(
-        self,
-        seed: V,
-    ) -> Result<(V::Value, Value<'py>), Error> {
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Value<'py>), Error> {
         Ok((seed.deserialize(Value(self.tag))?, Value(self.value)))
     }
 }
@@ -202,11 +160,7 @@ impl<'de> VariantAccess<'de> for Value<'_> {
         self.deserialize_any(visitor)
     }
 
-    fn struct_variant<V: Visitor<'de>>(
-        self,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
+    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, Error> {
         self.deserialize_any(visitor)
     }
 }
@@ -234,15 +188,7 @@ fn repr_json(v: &Bound<'_, PyAny>) -> String {
         .repr()
         .ok()
         .and_then(|r| r.to_str().ok().map(str::to_string))
-        .unwrap_or_else(|| {
-            format!(
-                "<{} without a repr>",
-                v.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            )
-        });
+        .unwrap_or_else(|| format!("<{} without a repr>", v.get_type().name().map(|n| n.to_string()).unwrap_or_default()));
     json_string(&text)
 }
 
@@ -255,34 +201,13 @@ fn scalar_json(v: &Bound<'_, PyAny>) -> Option<String> {
     if v.is_none() {
         Some("null".into())
     } else if v.is_instance_of::<PyBool>() {
-        Some(
-            if v.is_truthy().unwrap_or(false) {
-                "true"
-            } else {
-                "false"
-            }
-            .into(),
-        )
+        Some(if v.is_truthy().unwrap_or(false) { "true" } else { "false" }.into())
     } else if v.is_instance_of::<PyInt>() {
         // Any size: JSON's numbers have no limit (the reader then says which field overflows).
-        Some(
-            match v
-                .str()
-                .ok()
-                .and_then(|s| s.to_str().ok().map(str::to_string))
-            {
-                Some(digits)
-                    if digits
-                        .trim_start_matches('-')
-                        .chars()
-                        .all(|c| c.is_ascii_digit())
-                        && !digits.is_empty() =>
-                {
-                    digits
-                }
-                _ => repr_json(v),
-            },
-        )
+        Some(match v.str().ok().and_then(|s| s.to_str().ok().map(str::to_string)) {
+            Some(digits) if digits.trim_start_matches('-').chars().all(|c| c.is_ascii_digit()) && !digits.is_empty() => digits,
+            _ => repr_json(v),
+        })
     } else if v.is_instance_of::<PyFloat>() {
         let x: f64 = v.extract().unwrap_or(f64::NAN);
         Some(if x.is_nan() {
@@ -298,10 +223,7 @@ fn scalar_json(v: &Bound<'_, PyAny>) -> Option<String> {
             // A str JSON cannot hold (a lone surrogate): its repr.
             Err(_) => repr_json(v),
         })
-    } else if v.is_instance_of::<PyDict>()
-        || v.is_instance_of::<PyList>()
-        || v.is_instance_of::<PyTuple>()
-    {
+    } else if v.is_instance_of::<PyDict>() || v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
         None
     } else {
         Some(repr_json(v))
@@ -329,11 +251,7 @@ fn write_json(v: &Bound<'_, PyAny>, level: usize, out: &mut String) {
                 out.push_str(",\n");
             }
             out.push_str(&pad);
-            let key = match k
-                .cast::<PyString>()
-                .ok()
-                .and_then(|s| s.to_str().ok().map(json_string))
-            {
+            let key = match k.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(json_string)) {
                 Some(key) => key,
                 None => repr_json(&k),
             };

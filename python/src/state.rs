@@ -81,35 +81,25 @@ thread_local! {
 
 /// This thread's session for `options` (its device and compile options), created on first use.
 pub(crate) fn session(py: Python<'_>, options: &Options) -> PyResult<Rc<Session>> {
-    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned())
-    {
+    if let Some(c) = SESSIONS.with_borrow(|cs| cs.iter().find(|c| c.options() == options).cloned()) {
         return Ok(c);
     }
     let env = plugin_env(py, options.device.device)?;
-    let c = Rc::new(
-        Session::new_in(options.clone(), &env)
-            .map_err(|e| error(py, Class::Device, &e.to_string()))?,
-    );
+    let c = Rc::new(Session::new_in(options.clone(), &env).map_err(|e| error(py, Class::Device, &e.to_string()))?);
     SESSIONS.with_borrow_mut(|cs| cs.push(c.clone()));
     Ok(c)
 }
 
 /// The environment in which to look for `device`'s plugin: the process's, with the plugin this
 /// interpreter imports when the environment does not choose one.
-pub(crate) fn plugin_env(
-    py: Python<'_>,
-    device: fxhlo::runtime::DeviceKind,
-) -> PyResult<EnvConfig> {
+pub(crate) fn plugin_env(py: Python<'_>, device: fxhlo::runtime::DeviceKind) -> PyResult<EnvConfig> {
     let mut env = EnvConfig::from_env();
     if env.plugin.is_none() && env.venv.is_none() {
         // The plugin this interpreter imports: the one pip installed with fxhlo, in whatever
         // environment that is (fxhlo/_plugin.py says why). FXHLO_PJRT_PLUGIN and FXHLO_VENV,
         // when set, choose instead; when nothing is found the runtime's own search runs.
         let files = fxhlo::runtime::plugin::plugin_files(device).to_vec();
-        env.plugin = py
-            .import("fxhlo._plugin")?
-            .call_method1("find", (files,))?
-            .extract()?;
+        env.plugin = py.import("fxhlo._plugin")?.call_method1("find", (files,))?.extract()?;
     }
     if env.venv.is_none() && env.virtual_env.is_none() {
         // Not activated (`.venv/bin/python` run directly): search the interpreter's own
@@ -120,11 +110,7 @@ pub(crate) fn plugin_env(
 }
 
 /// Records `compiled` as `p` loaded on this thread.
-pub(crate) fn insert_loaded(
-    p: &Program,
-    session: Rc<Session>,
-    compiled: Compiled,
-) -> Rc<RefCell<ThreadExec>> {
+pub(crate) fn insert_loaded(p: &Program, session: Rc<Session>, compiled: Compiled) -> Rc<RefCell<ThreadExec>> {
     let t = Rc::new(RefCell::new(ThreadExec {
         session,
         resident: ResidentWeights::new(compiled.inputs.len()),

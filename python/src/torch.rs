@@ -43,11 +43,7 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
             torch_empty: torch.getattr("empty")?.unbind(),
             // `torch.from_dlpack` on a capsule only checks its arguments and calls this; calling
             // it directly saves a Python frame per output (~1 µs of a ~10 µs call).
-            from_dlpack: torch
-                .getattr("_C")
-                .and_then(|c| c.getattr("_from_dlpack"))
-                .or_else(|_| torch.getattr("from_dlpack"))?
-                .unbind(),
+            from_dlpack: torch.getattr("_C").and_then(|c| c.getattr("_from_dlpack")).or_else(|_| torch.getattr("from_dlpack"))?.unbind(),
             current_stream: torch.getattr("cuda")?.getattr("current_stream")?.unbind(),
             by_type,
         })
@@ -57,29 +53,17 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
 impl Dtypes {
     pub(crate) fn torch(&self, t: ElementType) -> &Py<PyAny> {
         // Every ElementType is in the table (built from the same list as ElementType::ALL).
-        &self
-            .by_type
-            .iter()
-            .find(|(e, _)| *e == t)
-            .unwrap_or(&self.by_type[0])
-            .1
+        &self.by_type.iter().find(|(e, _)| *e == t).unwrap_or(&self.by_type[0]).1
     }
 }
 
 /// `t._version`, or `None` for tensors without a version counter (inference tensors).
 pub(crate) fn version(t: &Bound<'_, PyAny>) -> Option<i64> {
-    t.getattr(pyo3::intern!(t.py(), "_version"))
-        .and_then(|v| v.extract())
-        .ok()
+    t.getattr(pyo3::intern!(t.py(), "_version")).and_then(|v| v.extract()).ok()
 }
 
 /// An error unless `t` has the dtype and shape of the graph's input `index` (`sig`).
-fn check_signature(
-    sig: &InputSignature,
-    index: usize,
-    t: &Bound<'_, PyAny>,
-    dt: &Dtypes,
-) -> PyResult<()> {
+fn check_signature(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -> PyResult<()> {
     let py = t.py();
     let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
     let want = dt.torch(fxhlo::element_type(sig.ty.dtype)).bind(py);
@@ -97,22 +81,14 @@ fn check_signature(
 /// The tensor as a dense CPU tensor of the input's dtype and shape (a copy only when it is not
 /// contiguous or not on the CPU), checked against the signature of the graph's input `index`.
 /// A device layout is not applied here: the upload reads the tensor through permuted strides.
-pub(crate) fn dense_cpu<'py>(
-    sig: &InputSignature,
-    index: usize,
-    t: &Bound<'py, PyAny>,
-    dt: &Dtypes,
-) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn dense_cpu<'py>(sig: &InputSignature, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
     let py = t.py();
     check_signature(sig, index, t, dt)?;
     let mut t = t.clone();
     if !t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "cpu"))?;
     }
-    if !t
-        .call_method0(pyo3::intern!(py, "is_contiguous"))?
-        .is_truthy()?
-    {
+    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
     }
     Ok(t)
@@ -122,33 +98,19 @@ pub(crate) fn dense_cpu<'py>(
 /// the device: the memory, its first element's address, and for a CUDA tensor the handle of
 /// the stream PyTorch queues its work on (the device's work on the tensor waits for it). `None`
 /// for a tensor that is not dense (it is copied).
-pub(crate) fn lendable(
-    sig: &InputSignature,
-    index: usize,
-    t: &Bound<'_, PyAny>,
-    dt: &Dtypes,
-) -> PyResult<Option<(MemoryKind, usize, isize)>> {
+pub(crate) fn lendable(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -> PyResult<Option<(MemoryKind, usize, isize)>> {
     let py = t.py();
     check_signature(sig, index, t, dt)?;
-    if !t
-        .call_method0(pyo3::intern!(py, "is_contiguous"))?
-        .is_truthy()?
-    {
+    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
         return Ok(None);
     }
     let (memory, stream) = if t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
         (MemoryKind::Host, 0)
     } else if t.getattr(pyo3::intern!(py, "is_cuda"))?.is_truthy()? {
         let device = t.getattr(pyo3::intern!(py, "device"))?;
-        let ordinal: i32 = device
-            .getattr(pyo3::intern!(py, "index"))?
-            .extract::<Option<i32>>()?
-            .unwrap_or(0);
+        let ordinal: i32 = device.getattr(pyo3::intern!(py, "index"))?.extract::<Option<i32>>()?.unwrap_or(0);
         let stream = dt.current_stream.bind(py).call1((device,))?;
-        (
-            MemoryKind::Cuda(ordinal),
-            stream.getattr("cuda_stream")?.extract()?,
-        )
+        (MemoryKind::Cuda(ordinal), stream.getattr("cuda_stream")?.extract()?)
     } else {
         return Ok(None);
     };
@@ -181,14 +143,8 @@ pub(crate) struct TensorBytes {
 impl TensorBytes {
     /// The bytes of `dense`, a contiguous CPU tensor.
     pub(crate) fn new(dense: &Bound<'_, PyAny>) -> PyResult<TensorBytes> {
-        let len: usize = dense
-            .getattr(pyo3::intern!(dense.py(), "nbytes"))?
-            .extract()?;
-        Ok(TensorBytes {
-            ptr: data_ptr(dense)?,
-            len,
-            _tensor: dense.clone().unbind(),
-        })
+        let len: usize = dense.getattr(pyo3::intern!(dense.py(), "nbytes"))?.extract()?;
+        Ok(TensorBytes { ptr: data_ptr(dense)?, len, _tensor: dense.clone().unbind() })
     }
 }
 

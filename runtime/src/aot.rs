@@ -113,16 +113,11 @@ impl AotCompiler {
         let plugin = plugin::load(&target.plugin)?;
         let raw = plugin.raw;
         let start = Instant::now();
-        let fail = |message: String| Error::Topology {
-            topology: name.clone(),
-            message,
-        };
+        let fail = |message: String| Error::Topology { topology: name.clone(), message };
         let api = raw.table();
-        let create = api.PJRT_TopologyDescription_Create.ok_or_else(|| {
-            fail(
-                "the plugin cannot describe topologies (no PJRT_TopologyDescription_Create)".into(),
-            )
-        })?;
+        let create = api
+            .PJRT_TopologyDescription_Create
+            .ok_or_else(|| fail("the plugin cannot describe topologies (no PJRT_TopologyDescription_Create)".into()))?;
         let mut args = pjrt_sys::PJRT_TopologyDescription_Create_Args::new();
         args.topology_name = name.as_ptr().cast();
         args.topology_name_size = name.len();
@@ -132,12 +127,7 @@ impl AotCompiler {
             return Err(fail("the plugin returned no topology".into()));
         }
         // Owned from here: dropped (destroyed) on every early return below.
-        let mut compiler = AotCompiler {
-            raw,
-            topology: args.topology,
-            target: target.clone(),
-            info: TopologyInfo::default(),
-        };
+        let mut compiler = AotCompiler { raw, topology: args.topology, target: target.clone(), info: TopologyInfo::default() };
         // SAFETY: the topology was just created by this plugin and lives as long as `compiler`.
         compiler.info = unsafe { TopologyInfo::read(raw, compiler.topology) }.map_err(fail)?;
         tracing::debug!(
@@ -176,18 +166,12 @@ impl AotCompiler {
 
     /// Compiles StableHLO text for the topology and serializes the executable. A rejected
     /// program is [`Error::Compile`] with the plugin's message.
-    pub fn compile<'p>(
-        &self,
-        program: impl Into<Program<'p>>,
-        options: &CompileOptions,
-    ) -> Result<AotExecutable> {
+    pub fn compile<'p>(&self, program: impl Into<Program<'p>>, options: &CompileOptions) -> Result<AotExecutable> {
         let program = program.into();
         let start = Instant::now();
         let api = self.raw.table();
         let compile_error = |message: String| Error::Compile { message };
-        let compile = api
-            .PJRT_Compile
-            .ok_or_else(|| compile_error("the plugin does not implement PJRT_Compile".into()))?;
+        let compile = api.PJRT_Compile.ok_or_else(|| compile_error("the plugin does not implement PJRT_Compile".into()))?;
         let encoded = options.to_pjrt().encode();
         let mlir = program.code;
         let program = mlir_program(mlir);
@@ -197,19 +181,12 @@ impl AotCompiler {
         args.compile_options = encoded.as_ptr().cast();
         args.compile_options_size = encoded.len();
         // SAFETY: live topology; program, format and options outlive the call; no client.
-        self.raw
-            .check(unsafe { compile(&mut args) })
-            .map_err(compile_error)?;
+        self.raw.check(unsafe { compile(&mut args) }).map_err(compile_error)?;
         if args.executable.is_null() {
             return Err(compile_error("the plugin returned no executable".into()));
         }
-        let exe = OwnedExecutable {
-            raw: self.raw,
-            ptr: args.executable,
-        };
-        let bytes = exe
-            .serialize()
-            .map_err(|message| Error::Serialize { message })?;
+        let exe = OwnedExecutable { raw: self.raw, ptr: args.executable };
+        let bytes = exe.serialize().map_err(|message| Error::Serialize { message })?;
         let cost = exe.cost_analysis().unwrap_or_else(|message| {
             tracing::warn!(%message, "the plugin gives no cost analysis");
             CostAnalysis::default()
@@ -251,21 +228,14 @@ impl TopologyInfo {
     ///
     /// # Safety
     /// `topology` must be a live topology description of `raw`'s plugin.
-    pub(crate) unsafe fn read(
-        raw: RawApi,
-        topology: *mut PJRT_TopologyDescription,
-    ) -> std::result::Result<TopologyInfo, String> {
+    pub(crate) unsafe fn read(raw: RawApi, topology: *mut PJRT_TopologyDescription) -> std::result::Result<TopologyInfo, String> {
         let api = raw.table();
-        let name = api
-            .PJRT_TopologyDescription_PlatformName
-            .ok_or("no PJRT_TopologyDescription_PlatformName")?;
+        let name = api.PJRT_TopologyDescription_PlatformName.ok_or("no PJRT_TopologyDescription_PlatformName")?;
         let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformName_Args::new();
         args.topology = topology;
         raw.check(name(&mut args))?;
         let platform_name = text(args.platform_name, args.platform_name_size);
-        let version = api
-            .PJRT_TopologyDescription_PlatformVersion
-            .ok_or("no PJRT_TopologyDescription_PlatformVersion")?;
+        let version = api.PJRT_TopologyDescription_PlatformVersion.ok_or("no PJRT_TopologyDescription_PlatformVersion")?;
         let mut args = pjrt_sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
         args.topology = topology;
         raw.check(version(&mut args))?;
@@ -276,11 +246,8 @@ impl TopologyInfo {
         let mut args = pjrt_sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
         args.topology = topology;
         raw.check(describe(&mut args))?;
-        let devices: &[*mut pjrt_sys::PJRT_DeviceDescription] = if args.descriptions.is_null() {
-            &[]
-        } else {
-            std::slice::from_raw_parts(args.descriptions, args.num_descriptions)
-        };
+        let devices: &[*mut pjrt_sys::PJRT_DeviceDescription] =
+            if args.descriptions.is_null() { &[] } else { std::slice::from_raw_parts(args.descriptions, args.num_descriptions) };
         let mut kinds = std::collections::BTreeSet::new();
         let mut bounds: Vec<i64> = Vec::new();
         for &device in devices {
@@ -297,13 +264,7 @@ impl TopologyInfo {
                 }
             }
         }
-        Ok(TopologyInfo {
-            platform_name,
-            platform_version,
-            device_count: devices.len(),
-            device_kinds: kinds.into_iter().collect(),
-            bounds,
-        })
+        Ok(TopologyInfo { platform_name, platform_version, device_count: devices.len(), device_kinds: kinds.into_iter().collect(), bounds })
     }
 
     /// The layout as text: `2x2x1`, or `-` without coordinates.
@@ -311,11 +272,7 @@ impl TopologyInfo {
         if self.bounds.is_empty() {
             return "-".to_string();
         }
-        self.bounds
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join("x")
+        self.bounds.iter().map(i64::to_string).collect::<Vec<_>>().join("x")
     }
 }
 
@@ -324,9 +281,7 @@ impl TopologyInfo {
 /// # Safety
 /// `device` must be a live device description of `raw`'s plugin.
 unsafe fn device_coords(raw: RawApi, device: *mut pjrt_sys::PJRT_DeviceDescription) -> Vec<i64> {
-    let Some(f) = raw.table().PJRT_DeviceDescription_Attributes else {
-        return Vec::new();
-    };
+    let Some(f) = raw.table().PJRT_DeviceDescription_Attributes else { return Vec::new() };
     let mut args = pjrt_sys::PJRT_DeviceDescription_Attributes_Args::new();
     args.device_description = device;
     if raw.check(f(&mut args)).is_err() || args.attributes.is_null() {
@@ -334,12 +289,8 @@ unsafe fn device_coords(raw: RawApi, device: *mut pjrt_sys::PJRT_DeviceDescripti
     }
     for a in std::slice::from_raw_parts(args.attributes, args.num_attributes) {
         let list = a.type_ == pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64List;
-        if list
-            && text(a.name, a.name_size) == "coords"
-            && !a.__bindgen_anon_1.int64_array_value.is_null()
-        {
-            return std::slice::from_raw_parts(a.__bindgen_anon_1.int64_array_value, a.value_size)
-                .to_vec();
+        if list && text(a.name, a.name_size) == "coords" && !a.__bindgen_anon_1.int64_array_value.is_null() {
+            return std::slice::from_raw_parts(a.__bindgen_anon_1.int64_array_value, a.value_size).to_vec();
         }
     }
     Vec::new()
@@ -376,14 +327,8 @@ impl Drop for OwnedExecutable {
 impl OwnedExecutable {
     /// The unloaded executable of the loaded executable `loaded` (a reference of its own,
     /// destroyed on drop).
-    pub(crate) fn of_loaded(
-        raw: RawApi,
-        loaded: *mut pjrt_sys::PJRT_LoadedExecutable,
-    ) -> std::result::Result<OwnedExecutable, String> {
-        let f = raw
-            .table()
-            .PJRT_LoadedExecutable_GetExecutable
-            .ok_or("no PJRT_LoadedExecutable_GetExecutable")?;
+    pub(crate) fn of_loaded(raw: RawApi, loaded: *mut pjrt_sys::PJRT_LoadedExecutable) -> std::result::Result<OwnedExecutable, String> {
+        let f = raw.table().PJRT_LoadedExecutable_GetExecutable.ok_or("no PJRT_LoadedExecutable_GetExecutable")?;
         let mut args = pjrt_sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
         args.loaded_executable = loaded;
         // SAFETY: live loaded executable; the plugin returns a new reference the caller owns.
@@ -391,20 +336,13 @@ impl OwnedExecutable {
         if args.executable.is_null() {
             return Err("the plugin returned no executable".into());
         }
-        Ok(OwnedExecutable {
-            raw,
-            ptr: args.executable,
-        })
+        Ok(OwnedExecutable { raw, ptr: args.executable })
     }
 
     /// The plugin's serialization (an error, never a panic, where the plugin refuses: the
     /// `pjrt` crate's `serialize` panics then).
     pub(crate) fn serialize(&self) -> std::result::Result<Vec<u8>, String> {
-        let f = self
-            .raw
-            .table()
-            .PJRT_Executable_Serialize
-            .ok_or("no PJRT_Executable_Serialize")?;
+        let f = self.raw.table().PJRT_Executable_Serialize.ok_or("no PJRT_Executable_Serialize")?;
         let mut args = pjrt_sys::PJRT_Executable_Serialize_Args::new();
         args.executable = self.ptr;
         // SAFETY: live executable; the bytes stay valid until the deleter runs below.
@@ -413,18 +351,9 @@ impl OwnedExecutable {
             Vec::new()
         } else {
             // SAFETY: the plugin returned `serialized_bytes_size` bytes.
-            unsafe {
-                std::slice::from_raw_parts(
-                    args.serialized_bytes.cast::<u8>(),
-                    args.serialized_bytes_size,
-                )
-            }
-            .to_vec()
+            unsafe { std::slice::from_raw_parts(args.serialized_bytes.cast::<u8>(), args.serialized_bytes_size) }.to_vec()
         };
-        if let (Some(delete), false) = (
-            args.serialized_executable_deleter,
-            args.serialized_executable.is_null(),
-        ) {
+        if let (Some(delete), false) = (args.serialized_executable_deleter, args.serialized_executable.is_null()) {
             // SAFETY: frees the serialization exactly once, after the copy above.
             unsafe { delete(args.serialized_executable) };
         }
@@ -435,11 +364,7 @@ impl OwnedExecutable {
     }
 
     fn cost_analysis(&self) -> std::result::Result<CostAnalysis, String> {
-        let f = self
-            .raw
-            .table()
-            .PJRT_Executable_GetCostAnalysis
-            .ok_or("no PJRT_Executable_GetCostAnalysis")?;
+        let f = self.raw.table().PJRT_Executable_GetCostAnalysis.ok_or("no PJRT_Executable_GetCostAnalysis")?;
         let mut args = pjrt_sys::PJRT_Executable_GetCostAnalysis_Args::new();
         args.executable = self.ptr;
         // SAFETY: live executable; the properties are owned by it.
@@ -452,12 +377,8 @@ impl OwnedExecutable {
                 let name = unsafe { text(p.name, p.name_size) };
                 let value = unsafe {
                     match p.type_ {
-                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64 => {
-                            p.__bindgen_anon_1.int64_value as f64
-                        }
-                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kFloat => {
-                            f64::from(p.__bindgen_anon_1.float_value)
-                        }
+                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kInt64 => p.__bindgen_anon_1.int64_value as f64,
+                        pjrt_sys::PJRT_NamedValue_Type_PJRT_NamedValue_kFloat => f64::from(p.__bindgen_anon_1.float_value),
                         _ => continue,
                     }
                 };

@@ -33,14 +33,8 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
 /// An error unless `perm` is a permutation of `0..rank`.
 pub(crate) fn check_permutation(perm: &[usize], rank: usize) -> Result<()> {
     let mut seen = vec![false; rank];
-    if perm.len() != rank
-        || !perm
-            .iter()
-            .all(|&p| p < rank && !std::mem::replace(&mut seen[p], true))
-    {
-        return Err(Error::InvalidTensor(format!(
-            "{perm:?} is not a permutation of {rank} dims"
-        )));
+    if perm.len() != rank || !perm.iter().all(|&p| p < rank && !std::mem::replace(&mut seen[p], true)) {
+        return Err(Error::InvalidTensor(format!("{perm:?} is not a permutation of {rank} dims")));
     }
     Ok(())
 }
@@ -70,11 +64,7 @@ impl HostTensor {
         let mut bytes = Vec::with_capacity(self.bytes.len());
         let mut index = vec![0i64; rank];
         for _ in 0..count {
-            let at: usize = index
-                .iter()
-                .zip(&src_strides)
-                .map(|(&i, &s)| i as usize * s)
-                .sum();
+            let at: usize = index.iter().zip(&src_strides).map(|(&i, &s)| i as usize * s).sum();
             bytes.extend_from_slice(&self.bytes[at * size..(at + 1) * size]);
             // Odometer over the output's dims, last fastest.
             for d in (0..rank).rev() {
@@ -242,12 +232,8 @@ impl HostTensor {
             ElementType::BF16 => chunks.map(|b| bf16::read_le(b).to_f32()).collect(),
             ElementType::F32 => chunks.map(f32::read_le).collect(),
             ElementType::F64 => chunks.map(|b| f64::read_le(b).to_f32()).collect(),
-            ElementType::C64 => chunks
-                .flat_map(|b| b.chunks_exact(4).map(f32::read_le))
-                .collect(),
-            ElementType::C128 => chunks
-                .flat_map(|b| b.chunks_exact(8).map(|p| f64::read_le(p).to_f32()))
-                .collect(),
+            ElementType::C64 => chunks.flat_map(|b| b.chunks_exact(4).map(f32::read_le)).collect(),
+            ElementType::C128 => chunks.flat_map(|b| b.chunks_exact(8).map(|p| f64::read_le(p).to_f32())).collect(),
         }
     }
 

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::buffer::HostTensor;
+use crate::view::HostView;
 use crate::device::{cuda_preflight, tpu_preflight, DeviceKind, Target};
 use crate::device_buffer::DeviceBuffer;
 use crate::element::ElementType;
@@ -12,7 +13,6 @@ use crate::error::{guard, Error, Result};
 use crate::executable::{self, CompileOptions, Executable, Program};
 use crate::plugin::{self, RawApi};
 use crate::share::{Lent, MemoryKind};
-use crate::view::HostView;
 
 /// Source of [`Client`] ids, so buffers and executables can be checked against their owner.
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
@@ -163,10 +163,7 @@ impl Client {
     /// the compile cache keys a TPU target by, so that a TPU VM finds what was compiled for
     /// its slice elsewhere. An error where the plugin has no such description.
     pub fn topology(&self) -> Result<crate::aot::TopologyInfo> {
-        let fail = |message: String| Error::Pjrt {
-            operation: "PJRT_Client_TopologyDescription",
-            message,
-        };
+        let fail = |message: String| Error::Pjrt { operation: "PJRT_Client_TopologyDescription", message };
         let f = self
             .raw
             .table()
@@ -197,11 +194,7 @@ impl Client {
     /// Compiles StableHLO (MLIR text, or a [`Program`] of bytecode) into an executable loaded
     /// on this client's devices. A rejected program gives [`Error::Compile`] with the
     /// plugin's message.
-    pub fn compile_with_options<'p>(
-        &self,
-        program: impl Into<Program<'p>>,
-        options: &CompileOptions,
-    ) -> Result<Executable> {
+    pub fn compile_with_options<'p>(&self, program: impl Into<Program<'p>>, options: &CompileOptions) -> Result<Executable> {
         let program = program.into();
         let start = Instant::now();
         let encoded = options.to_pjrt().encode();
@@ -217,11 +210,7 @@ impl Client {
         );
         // With several partitions/replicas the parameters are per-shard shapes, not `@main`'s.
         let single_device = options.num_partitions == 1 && options.num_replicas == 1;
-        let signature = if single_device {
-            program.resolve_signature()
-        } else {
-            None
-        };
+        let signature = if single_device { program.resolve_signature() } else { None };
         Executable::new(&self.client, loaded, self.raw, self.id, signature)
     }
 
@@ -255,26 +244,14 @@ impl Client {
     }
 
     /// [`Client::upload_permuted`] to the addressable device `device` (0 is the first).
-    pub fn upload_permuted_to(
-        &self,
-        device: usize,
-        t: &HostTensor,
-        perm: Option<&[usize]>,
-    ) -> Result<DeviceBuffer> {
+    pub fn upload_permuted_to(&self, device: usize, t: &HostTensor, perm: Option<&[usize]>) -> Result<DeviceBuffer> {
         self.upload_view_to(device, &t.view()?.in_layout(perm)?)
     }
 
     /// Slice `index` of `t` split along `dim` into `parts` equal slices (a tensor-parallel
     /// shard), to the addressable device `device`: a strided view of `t`, so the plugin reads
     /// the slice while copying and nothing is copied on the host first.
-    pub fn upload_shard_to(
-        &self,
-        device: usize,
-        t: &HostTensor,
-        dim: usize,
-        parts: usize,
-        index: usize,
-    ) -> Result<DeviceBuffer> {
+    pub fn upload_shard_to(&self, device: usize, t: &HostTensor, dim: usize, parts: usize, index: usize) -> Result<DeviceBuffer> {
         self.upload_view_to(device, &t.view()?.shard(dim, parts, index)?)
     }
 
@@ -292,28 +269,13 @@ impl Client {
     /// Addressable device `device` (0 is the first), or an error naming how many there are.
     fn device(&self, device: usize) -> Result<*mut pjrt_sys::PJRT_Device> {
         self.devices.get(device).copied().ok_or_else(|| {
-            Error::InvalidTensor(format!(
-                "device {device} does not exist: the client has {}",
-                self.devices.len()
-            ))
+            Error::InvalidTensor(format!("device {device} does not exist: the client has {}", self.devices.len()))
         })
     }
 
     /// Takes ownership of a raw buffer this client's plugin made.
-    fn wrap(
-        &self,
-        ptr: *mut pjrt_sys::PJRT_Buffer,
-        element_type: ElementType,
-        dims: Vec<i64>,
-    ) -> DeviceBuffer {
-        DeviceBuffer::new(
-            pjrt::Buffer::wrap(&self.client, ptr),
-            ptr,
-            element_type,
-            dims,
-            self.raw,
-            self.id,
-        )
+    fn wrap(&self, ptr: *mut pjrt_sys::PJRT_Buffer, element_type: ElementType, dims: Vec<i64>) -> DeviceBuffer {
+        DeviceBuffer::new(pjrt::Buffer::wrap(&self.client, ptr), ptr, element_type, dims, self.raw, self.id)
     }
 
     /// The memory addressable device `device` computes on, as another library names it: host
@@ -332,18 +294,12 @@ impl Client {
     /// the executable reads (and PyTorch may keep writing) the same memory. `Ok(Err(lent))`
     /// gives it back when this device cannot address it (other memory, or less aligned than
     /// [`crate::share::SHARE_ALIGNMENT`]): the caller copies it instead.
-    pub fn share_to(
-        &self,
-        device: usize,
-        lent: Lent,
-    ) -> Result<std::result::Result<DeviceBuffer, Lent>> {
+    pub fn share_to(&self, device: usize, lent: Lent) -> Result<std::result::Result<DeviceBuffer, Lent>> {
         if self.memory_kind(device) != Some(lent.memory) || !crate::share::shareable(lent.ptr) {
             return Ok(Err(lent));
         }
         let (element_type, dims) = (lent.element_type, lent.dims.clone());
-        let ptr = self
-            .raw
-            .view_of_memory(self.raw_client, self.devices[device], lent)?;
+        let ptr = self.raw.view_of_memory(self.raw_client, self.devices[device], lent)?;
         Ok(Ok(self.wrap(ptr, element_type, dims)))
     }
 
@@ -353,11 +309,7 @@ impl Client {
     /// memory speed on one core, so it scales with cores. The buffers come back in the
     /// order of `views`; the first error, if any, after every upload has finished (the
     /// buffers made are destroyed).
-    pub fn upload_views_to(
-        &self,
-        device: usize,
-        views: &[HostView<'_>],
-    ) -> Result<Vec<DeviceBuffer>> {
+    pub fn upload_views_to(&self, device: usize, views: &[HostView<'_>]) -> Result<Vec<DeviceBuffer>> {
         /// Below this many bytes in all, one thread: starting threads would cost more.
         const PARALLEL_BYTES: usize = 8 << 20;
         /// The machine's cores, read once: `available_parallelism` reads cgroup files on every
@@ -368,24 +320,16 @@ impl Client {
         let threads = if views.len() < 2 || total < PARALLEL_BYTES {
             1
         } else {
-            (*CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
-                .min(views.len())
+            (*CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))).min(views.len())
         };
         if threads < 2 {
-            return views
-                .iter()
-                .map(|v| self.upload_view_to(device, v))
-                .collect();
+            return views.iter().map(|v| self.upload_view_to(device, v)).collect();
         }
         let target = self.device(device)?;
         /// The raw handles a worker needs: the C API is thread-safe, and the client and device
         /// outlive the scope below.
         #[derive(Clone, Copy)]
-        struct Handles(
-            RawApi,
-            *mut pjrt_sys::PJRT_Client,
-            *mut pjrt_sys::PJRT_Device,
-        );
+        struct Handles(RawApi, *mut pjrt_sys::PJRT_Client, *mut pjrt_sys::PJRT_Device);
         // SAFETY: see above; the pointers are only passed to the plugin's thread-safe calls.
         unsafe impl Send for Handles {}
         unsafe impl Sync for Handles {}
@@ -429,10 +373,7 @@ impl Client {
                     first_error.get_or_insert(e);
                 }
                 None => {
-                    first_error.get_or_insert(Error::Transfer {
-                        direction: "host-to-device",
-                        message: "an upload thread panicked".into(),
-                    });
+                    first_error.get_or_insert(Error::Transfer { direction: "host-to-device", message: "an upload thread panicked".into() });
                 }
             }
         }
@@ -446,12 +387,7 @@ impl Client {
     /// The bytes are read once, during the call (no staging copy): the caller may reuse them
     /// as soon as this returns. `bytes.len()` must be the dense size of `dims`. Booleans are
     /// one byte each and must be 0 or 1.
-    pub fn upload_bytes(
-        &self,
-        element_type: ElementType,
-        dims: &[i64],
-        bytes: &[u8],
-    ) -> Result<DeviceBuffer> {
+    pub fn upload_bytes(&self, element_type: ElementType, dims: &[i64], bytes: &[u8]) -> Result<DeviceBuffer> {
         self.upload_strided(element_type, dims, None, bytes)
     }
 
@@ -478,14 +414,7 @@ impl Client {
         byte_strides: Option<&[i64]>,
         bytes: &[u8],
     ) -> Result<DeviceBuffer> {
-        let ptr = self.raw.buffer_from_host(
-            self.raw_client,
-            self.device(device)?,
-            element_type,
-            dims,
-            byte_strides,
-            bytes,
-        )?;
+        let ptr = self.raw.buffer_from_host(self.raw_client, self.device(device)?, element_type, dims, byte_strides, bytes)?;
         Ok(self.wrap(ptr, element_type, dims.to_vec()))
     }
 }
@@ -503,15 +432,7 @@ fn upload_raw(
     view: &HostView<'_>,
 ) -> Result<*mut pjrt_sys::PJRT_Buffer> {
     if host && crate::gather::worth_gathering(view) {
-        return crate::gather::gather(view)
-            .and_then(|lent| raw.view_of_memory(client, device, lent));
+        return crate::gather::gather(view).and_then(|lent| raw.view_of_memory(client, device, lent));
     }
-    raw.buffer_from_host(
-        client,
-        device,
-        view.element_type,
-        &view.dims,
-        view.byte_strides.as_deref(),
-        &view.bytes,
-    )
+    raw.buffer_from_host(client, device, view.element_type, &view.dims, view.byte_strides.as_deref(), &view.bytes)
 }

@@ -45,10 +45,7 @@ impl TargetName {
 
 impl From<DeviceKind> for TargetName {
     fn from(device: DeviceKind) -> TargetName {
-        TargetName {
-            device,
-            topology: None,
-        }
+        TargetName { device, topology: None }
     }
 }
 
@@ -68,20 +65,11 @@ impl FromStr for TargetName {
             Some((d, t)) => (d, Some(t.trim())),
             None => (s.trim(), None),
         };
-        let device: DeviceKind = device
-            .parse()
-            .map_err(|_| Error::UnknownDevice(s.to_string()))?;
+        let device: DeviceKind = device.parse().map_err(|_| Error::UnknownDevice(s.to_string()))?;
         match topology {
             None => Ok(device.into()),
-            Some(t)
-                if device == DeviceKind::Tpu
-                    && !t.is_empty()
-                    && !t.chars().any(char::is_whitespace) =>
-            {
-                Ok(TargetName {
-                    device,
-                    topology: Some(t.to_string()),
-                })
+            Some(t) if device == DeviceKind::Tpu && !t.is_empty() && !t.chars().any(char::is_whitespace) => {
+                Ok(TargetName { device, topology: Some(t.to_string()) })
             }
             Some(_) => Err(Error::UnknownDevice(s.to_string())),
         }
@@ -145,11 +133,7 @@ impl Target {
     /// is created for it).
     pub fn resolve_ahead_of_time(name: &TargetName, env: &EnvConfig) -> Result<Target> {
         let plugin = plugin::discover(name.device, env)?;
-        Ok(Target {
-            device: name.device,
-            plugin,
-            topology: name.topology.clone(),
-        })
+        Ok(Target { device: name.device, plugin, topology: name.topology.clone() })
     }
 
     /// [`Target::resolve`] with explicit settings instead of the process environment.
@@ -318,10 +302,7 @@ mod tests {
             ..EnvConfig::default()
         };
         let err = tpu_preflight(&env).err();
-        assert!(
-            matches!(&err, Some(Error::NoTpu { dev: d }) if d == dev.path()),
-            "{err:?}"
-        );
+        assert!(matches!(&err, Some(Error::NoTpu { dev: d }) if d == dev.path()), "{err:?}");
         std::fs::write(dev.path().join("accel0"), b"").ok();
         assert!(tpu_preflight(&env).is_ok());
     }

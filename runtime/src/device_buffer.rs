@@ -69,14 +69,7 @@ impl DeviceBuffer {
         let ptr = buffer_ptr(&buffer).ok_or_else(no_pointer)?;
         let element_type = ElementType::from_pjrt(raw.buffer_element_type(ptr)?)?;
         let dims = buffer.dims();
-        Ok(DeviceBuffer::new(
-            buffer,
-            ptr,
-            element_type,
-            dims,
-            *raw,
-            client_id,
-        ))
+        Ok(DeviceBuffer::new(buffer, ptr, element_type, dims, *raw, client_id))
     }
 
     /// The dense byte size of the buffer's contents on the host.

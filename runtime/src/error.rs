@@ -16,10 +16,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A device name that is not one of [`DeviceKind::ALL`].
-    #[error(
-        "unknown device `{0}`: valid devices are cpu, cuda, tpu, and tpu:<topology> (such as \
-             tpu:v6e:2x2) to compile ahead of time for TPU chips this machine does not have"
-    )]
+    #[error("unknown device `{0}`: valid devices are cpu, cuda, tpu, and tpu:<topology> (such as \
+             tpu:v6e:2x2) to compile ahead of time for TPU chips this machine does not have")]
     UnknownDevice(String),
 
     /// The plugin path does not exist (or is not a file).

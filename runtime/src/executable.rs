@@ -69,10 +69,7 @@ impl CompileOptions {
             let mut set = |name: &str, value: Value| {
                 overrides.insert(name.to_string(), OptionOverrideProto { value: Some(value) });
             };
-            set(
-                "xla_dump_to",
-                Value::StringField(dir.to_string_lossy().into_owned()),
-            );
+            set("xla_dump_to", Value::StringField(dir.to_string_lossy().into_owned()));
             set("xla_dump_hlo_as_text", Value::BoolField(true));
         }
         options
@@ -124,10 +121,7 @@ pub enum ProgramSignature<'a> {
 impl<'a> Program<'a> {
     /// Bytecode (or text) whose parameter types the caller gives.
     pub fn typed(code: &'a [u8], signature: &'a Signature) -> Program<'a> {
-        Program {
-            code,
-            signature: ProgramSignature::Typed(signature),
-        }
+        Program { code, signature: ProgramSignature::Typed(signature) }
     }
 
     /// The signature to check runs against, when known.
@@ -143,10 +137,7 @@ impl<'a> Program<'a> {
 impl<'a> From<&'a str> for Program<'a> {
     /// A program of MLIR text (its `@main` signature read from it).
     fn from(text: &'a str) -> Program<'a> {
-        Program {
-            code: text.as_bytes(),
-            signature: ProgramSignature::FromText(text),
-        }
+        Program { code: text.as_bytes(), signature: ProgramSignature::FromText(text) }
     }
 }
 
@@ -176,10 +167,7 @@ impl RawApi {
         mlir: &[u8],
         options: &[u8],
     ) -> std::result::Result<*mut PJRT_LoadedExecutable, String> {
-        let f = self
-            .table()
-            .PJRT_Client_Compile
-            .ok_or("the plugin does not implement PJRT_Client_Compile")?;
+        let f = self.table().PJRT_Client_Compile.ok_or("the plugin does not implement PJRT_Client_Compile")?;
         let program = mlir_program(mlir);
         let mut args = pjrt_sys::PJRT_Client_Compile_Args::new();
         args.client = client;
@@ -239,29 +227,22 @@ impl RawApi {
         let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
         options.non_donatable_input_indices = keep.as_ptr();
         options.num_non_donatable_input_indices = keep.len();
-        let mut outputs: Vec<*mut PJRT_Buffer> =
-            vec![std::ptr::null_mut(); num_outputs * args.len()];
+        let mut outputs: Vec<*mut PJRT_Buffer> = vec![std::ptr::null_mut(); num_outputs * args.len()];
         // Per-device lists: on the stack for one device, else in vectors.
         let (one_arg, one_out, mut one_done);
         let (many_args, many_outs, mut many_done): (Vec<_>, Vec<_>, Vec<_>);
-        let (argument_lists, output_lists, done): (
-            &[*const *mut PJRT_Buffer],
-            &[*mut *mut PJRT_Buffer],
-            &mut [*mut pjrt_sys::PJRT_Event],
-        ) = if args.len() == 1 {
-            one_arg = [args[0].as_ptr()];
-            one_out = [outputs.as_mut_ptr()];
-            one_done = [std::ptr::null_mut()];
-            (&one_arg, &one_out, &mut one_done)
-        } else {
-            many_args = args.iter().map(|a| a.as_ptr()).collect();
-            many_outs = outputs
-                .chunks_mut(num_outputs.max(1))
-                .map(|o| o.as_mut_ptr())
-                .collect();
-            many_done = vec![std::ptr::null_mut(); args.len()];
-            (&many_args, &many_outs, &mut many_done)
-        };
+        let (argument_lists, output_lists, done): (&[*const *mut PJRT_Buffer], &[*mut *mut PJRT_Buffer], &mut [*mut pjrt_sys::PJRT_Event]) =
+            if args.len() == 1 {
+                one_arg = [args[0].as_ptr()];
+                one_out = [outputs.as_mut_ptr()];
+                one_done = [std::ptr::null_mut()];
+                (&one_arg, &one_out, &mut one_done)
+            } else {
+                many_args = args.iter().map(|a| a.as_ptr()).collect();
+                many_outs = outputs.chunks_mut(num_outputs.max(1)).map(|o| o.as_mut_ptr()).collect();
+                many_done = vec![std::ptr::null_mut(); args.len()];
+                (&many_args, &many_outs, &mut many_done)
+            };
         let mut call = pjrt_sys::PJRT_LoadedExecutable_Execute_Args::new();
         call.executable = exe;
         call.options = &mut options;
@@ -351,19 +332,14 @@ impl Executable {
     /// shard of a split parameter, or the whole of a replicated one), one list per partition,
     /// uploaded to that device. Returns each device's results.
     pub fn run_partitioned(&self, args: &[Vec<&DeviceBuffer>]) -> Result<Vec<Vec<DeviceBuffer>>> {
-        let ptrs = args
-            .iter()
-            .map(|list| self.raw_args(list))
-            .collect::<Result<Vec<_>>>()?;
+        let ptrs = args.iter().map(|list| self.raw_args(list)).collect::<Result<Vec<_>>>()?;
         let lists: Vec<&[*mut PJRT_Buffer]> = ptrs.iter().map(Vec::as_slice).collect();
         let outputs = self
             .raw
             .execute(self.ptr, &lists, self.num_outputs)
             .map_err(|message| Error::Execute { message })?;
         let mut results = self.wrap_outputs(outputs)?.into_iter();
-        Ok((0..args.len())
-            .map(|_| results.by_ref().take(self.num_outputs).collect())
-            .collect())
+        Ok((0..args.len()).map(|_| results.by_ref().take(self.num_outputs).collect()).collect())
     }
 
     /// The raw buffers of `args`, which must belong to this executable's client.
@@ -383,10 +359,7 @@ impl Executable {
     /// fail, so none leaks.
     fn wrap_outputs(&self, outputs: Vec<*mut PJRT_Buffer>) -> Result<Vec<DeviceBuffer>> {
         let client = self.loaded.client();
-        let owned: Vec<pjrt::Buffer> = outputs
-            .into_iter()
-            .map(|p| pjrt::Buffer::wrap(client, p))
-            .collect();
+        let owned: Vec<pjrt::Buffer> = outputs.into_iter().map(|p| pjrt::Buffer::wrap(client, p)).collect();
         owned
             .into_iter()
             .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))

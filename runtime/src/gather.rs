@@ -30,9 +30,7 @@ struct Aligned {
 
 impl Aligned {
     fn zeroed(len: usize) -> Aligned {
-        Aligned {
-            lines: vec![Line([0; SHARE_ALIGNMENT]); len.div_ceil(SHARE_ALIGNMENT)],
-        }
+        Aligned { lines: vec![Line([0; SHARE_ALIGNMENT]); len.div_ceil(SHARE_ALIGNMENT)] }
     }
 
     fn as_mut_ptr(&mut self) -> *mut u8 {
@@ -44,10 +42,7 @@ impl Aligned {
 /// as it is) and large enough that the plugin's own copy would show.
 pub(crate) fn worth_gathering(view: &HostView<'_>) -> bool {
     const MIN_BYTES: usize = 64 * 1024;
-    view.byte_strides
-        .as_ref()
-        .is_some_and(|s| *s != view.dense_strides())
-        && view.bytes.len() >= MIN_BYTES
+    view.byte_strides.as_ref().is_some_and(|s| *s != view.dense_strides()) && view.bytes.len() >= MIN_BYTES
 }
 
 /// `view` made dense (row-major in its own dims) in a new aligned allocation, lent as host
@@ -95,12 +90,7 @@ unsafe fn copy<T: Copy>(src: *const u8, dst: *mut u8, dims: &[usize], strides: &
     let (rows, cols, row_stride, col_stride) = match rank {
         0 => (1, 1, 0, 0),
         1 => (1, dims[0], 0, strides[0]),
-        _ => (
-            dims[rank - 2],
-            dims[rank - 1],
-            strides[rank - 2],
-            strides[rank - 1],
-        ),
+        _ => (dims[rank - 2], dims[rank - 1], strides[rank - 2], strides[rank - 1]),
     };
     let outer_dims = &dims[..rank.saturating_sub(2)];
     let outer_strides = &strides[..rank.saturating_sub(2)];
@@ -117,10 +107,7 @@ unsafe fn copy<T: Copy>(src: *const u8, dst: *mut u8, dims: &[usize], strides: &
                     let line = unsafe { src.add(base + r * row_stride) };
                     let out = unsafe { plane.add(r * cols) };
                     for c in c0..(c0 + TILE).min(cols) {
-                        unsafe {
-                            *out.add(c) =
-                                std::ptr::read_unaligned(line.add(c * col_stride) as *const T)
-                        };
+                        unsafe { *out.add(c) = std::ptr::read_unaligned(line.add(c * col_stride) as *const T) };
                     }
                 }
             }
@@ -150,11 +137,7 @@ mod tests {
     fn a_gathered_view_equals_the_permuted_tensor_and_is_aligned() {
         // Sizes the tiles do not divide; rank 2 (a linear weight), rank 4 (a convolution
         // kernel in XLA's layout) and rank 1 (a strided slice).
-        for (dims, perm) in [
-            (vec![37i64, 70], vec![1usize, 0]),
-            (vec![5, 3, 33, 34], vec![2, 3, 1, 0]),
-            (vec![100], vec![0]),
-        ] {
+        for (dims, perm) in [(vec![37i64, 70], vec![1usize, 0]), (vec![5, 3, 33, 34], vec![2, 3, 1, 0]), (vec![100], vec![0])] {
             let n: i64 = dims.iter().product();
             let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
             let t = HostTensor::from_f32(dims.clone(), &values).expect("tensor");
@@ -163,20 +146,12 @@ mod tests {
             let lent = gather(&view).expect("gather");
             assert_eq!(lent.ptr as usize % SHARE_ALIGNMENT, 0);
             assert_eq!(lent.dims, view.dims);
-            assert_eq!(
-                dense_values(&lent, n as usize),
-                want,
-                "dims {dims:?} perm {perm:?}"
-            );
+            assert_eq!(dense_values(&lent, n as usize), want, "dims {dims:?} perm {perm:?}");
         }
-        let t = HostTensor::from_f32([6, 4], &(0..24).map(|i| i as f32).collect::<Vec<_>>())
-            .expect("tensor");
+        let t = HostTensor::from_f32([6, 4], &(0..24).map(|i| i as f32).collect::<Vec<_>>()).expect("tensor");
         let shard = t.view().and_then(|v| v.shard(1, 2, 1)).expect("shard");
         let lent = gather(&shard).expect("gather");
-        assert_eq!(
-            dense_values(&lent, 12),
-            vec![2.0, 3.0, 6.0, 7.0, 10.0, 11.0, 14.0, 15.0, 18.0, 19.0, 22.0, 23.0]
-        );
+        assert_eq!(dense_values(&lent, 12), vec![2.0, 3.0, 6.0, 7.0, 10.0, 11.0, 14.0, 15.0, 18.0, 19.0, 22.0, 23.0]);
     }
 
     #[test]

@@ -12,9 +12,7 @@
 use std::fmt;
 
 /// The kind of accelerator a PJRT plugin drives (serialized as its lowercase name).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     /// The XLA CPU plugin (`xla-cpu-pjrt`).
@@ -146,11 +144,7 @@ mod tests {
     fn kinds_and_error_use_no_other_module_but_kinds() {
         for (file, text, allowed) in [
             ("kinds.rs", include_str!("kinds.rs"), &[][..]),
-            (
-                "error.rs",
-                include_str!("error.rs"),
-                &["crate::kinds::"][..],
-            ),
+            ("error.rs", include_str!("error.rs"), &["crate::kinds::"][..]),
         ] {
             let code = text.split("#[cfg(test)]").next().unwrap_or(text);
             for (n, line) in code.lines().enumerate() {

@@ -48,10 +48,10 @@ pub use element::{Element, ElementType};
 pub use env::EnvConfig;
 pub use error::{Error, Result};
 pub use executable::{CompileOptions, Executable, Program, ProgramSignature};
+pub use signature::Signature;
 /// The half-precision types [`HostTensor::from_f16`] / [`HostTensor::from_bf16`] take.
 pub use half::{bf16, f16};
 pub use share::{Lent, MemoryKind};
-pub use signature::Signature;
 pub use transfer::SharedBuffer;
 pub use view::HostView;
 

@@ -201,9 +201,7 @@ pub(crate) fn load(path: &Path) -> Result<Plugin> {
     let table = unsafe { pjrt_sys::fxhlo_pjrt_guard_api(raw) };
     let api = {
         // One `pjrt::Api` per plugin file: `wrap` initializes the plugin, which must happen once.
-        let mut loaded = LOADED
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match loaded.iter().find(|(p, _)| *p == path) {
             Some((_, api)) => api.clone(),
             None => {
@@ -266,13 +264,10 @@ impl RawApi {
     /// The element type of a buffer, as the raw `PJRT_Buffer_Type` code (`pjrt`'s
     /// `Buffer::primitive_type` panics on codes it does not know, such as newer f8/f4 types).
     pub(crate) fn buffer_element_type(&self, buffer: *mut PJRT_Buffer) -> Result<PJRT_Buffer_Type> {
-        let f = self
-            .table()
-            .PJRT_Buffer_ElementType
-            .ok_or_else(|| Error::Pjrt {
-                operation: "PJRT_Buffer_ElementType",
-                message: "the plugin does not implement it".to_string(),
-            })?;
+        let f = self.table().PJRT_Buffer_ElementType.ok_or_else(|| Error::Pjrt {
+            operation: "PJRT_Buffer_ElementType",
+            message: "the plugin does not implement it".to_string(),
+        })?;
         let mut args = PJRT_Buffer_ElementType_Args::new();
         args.buffer = buffer;
         // SAFETY: `buffer` is a live buffer of this plugin; `args` is fully initialized.

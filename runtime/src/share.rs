@@ -66,30 +66,13 @@ impl RawApi {
     /// A buffer on `device` that is a view of `lent`'s memory (no copy); `lent.owner` lives
     /// until the plugin is done with it. An error when the plugin cannot view memory (the owner
     /// is dropped at once then).
-    pub(crate) fn view_of_memory(
-        &self,
-        client: *mut PJRT_Client,
-        device: *mut PJRT_Device,
-        lent: Lent,
-    ) -> Result<*mut PJRT_Buffer> {
-        let fail = |message: String| Error::Pjrt {
-            operation: "view of device memory",
-            message,
-        };
+    pub(crate) fn view_of_memory(&self, client: *mut PJRT_Client, device: *mut PJRT_Device, lent: Lent) -> Result<*mut PJRT_Buffer> {
+        let fail = |message: String| Error::Pjrt { operation: "view of device memory", message };
         let f = self
             .table()
             .PJRT_Client_CreateViewOfDeviceBuffer
-            .ok_or_else(|| {
-                fail("the plugin does not implement PJRT_Client_CreateViewOfDeviceBuffer".into())
-            })?;
-        let Lent {
-            element_type,
-            dims,
-            ptr,
-            stream,
-            owner,
-            ..
-        } = lent;
+            .ok_or_else(|| fail("the plugin does not implement PJRT_Client_CreateViewOfDeviceBuffer".into()))?;
+        let Lent { element_type, dims, ptr, stream, owner, .. } = lent;
         let user_arg = Box::into_raw(Box::new(owner));
         let mut args = pjrt_sys::PJRT_Client_CreateViewOfDeviceBuffer_Args::new();
         args.client = client;
@@ -108,11 +91,7 @@ impl RawApi {
             // The plugin made no buffer, so it will not call back: drop the owner here.
             // SAFETY: `user_arg` is ours again (see above).
             drop(unsafe { Box::from_raw(user_arg) });
-            return Err(fail(
-                result
-                    .err()
-                    .unwrap_or_else(|| "the plugin returned no buffer".into()),
-            ));
+            return Err(fail(result.err().unwrap_or_else(|| "the plugin returned no buffer".into())));
         }
         Ok(args.buffer)
     }
@@ -130,10 +109,7 @@ impl RawApi {
     /// The address of `buffer`'s memory on its device (after waiting until it is ready), for
     /// lending it to another library.
     pub(crate) fn device_pointer(&self, buffer: *mut PJRT_Buffer) -> Result<*mut u8> {
-        let fail = |message: String| Error::Pjrt {
-            operation: "device memory pointer",
-            message,
-        };
+        let fail = |message: String| Error::Pjrt { operation: "device memory pointer", message };
         let api = self.table();
         if let Some(ready) = api.PJRT_Buffer_ReadyEvent {
             let mut args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
@@ -144,12 +120,7 @@ impl RawApi {
         }
         let f = api
             .PJRT_Buffer_OpaqueDeviceMemoryDataPointer
-            .ok_or_else(|| {
-                fail(
-                    "the plugin does not implement PJRT_Buffer_OpaqueDeviceMemoryDataPointer"
-                        .into(),
-                )
-            })?;
+            .ok_or_else(|| fail("the plugin does not implement PJRT_Buffer_OpaqueDeviceMemoryDataPointer".into()))?;
         let mut args = pjrt_sys::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
         args.buffer = buffer;
         // SAFETY: a live buffer of this plugin.

@@ -37,10 +37,7 @@ impl Signature {
     pub fn of_tensors(params: impl IntoIterator<Item = (ElementType, Vec<i64>)>) -> Signature {
         let params = params
             .into_iter()
-            .map(|(element, dims)| Param::Tensor {
-                element: element.mlir_name().to_string(),
-                dims: dims.into_iter().map(Some).collect(),
-            })
+            .map(|(element, dims)| Param::Tensor { element: element.mlir_name().to_string(), dims: dims.into_iter().map(Some).collect() })
             .collect();
         Signature { params }
     }

@@ -39,11 +39,7 @@ pub(crate) fn check_strided(
         ))
     };
     if byte_strides.len() != dims.len() {
-        return Err(bad(format!(
-            "{} strides for {} dims",
-            byte_strides.len(),
-            dims.len()
-        )));
+        return Err(bad(format!("{} strides for {} dims", byte_strides.len(), dims.len())));
     }
     if dims.contains(&0) {
         return Ok(());
@@ -53,14 +49,9 @@ pub(crate) fn check_strided(
         if d < 0 || s < 0 {
             return Err(bad("negative dimension or stride".into()));
         }
-        last = (d - 1)
-            .checked_mul(s)
-            .and_then(|x| last.checked_add(x))
-            .ok_or_else(|| bad("offset overflows".into()))?;
+        last = (d - 1).checked_mul(s).and_then(|x| last.checked_add(x)).ok_or_else(|| bad("offset overflows".into()))?;
     }
-    let end = last
-        .checked_add(element_type.byte_size() as i64)
-        .ok_or_else(|| bad("offset overflows".into()))?;
+    let end = last.checked_add(element_type.byte_size() as i64).ok_or_else(|| bad("offset overflows".into()))?;
     if end as u64 > len as u64 {
         return Err(bad(format!("reaches byte {end} of {len}")));
     }
@@ -83,14 +74,9 @@ impl RawApi {
 
     /// Creates a client with the plugin-specific integer `options` (name, value), and keeps the
     /// raw pointer `pjrt` 0.2.0 does not expose.
-    pub(crate) fn create_client(
-        &self,
-        options: &[(&str, i64)],
-    ) -> std::result::Result<*mut PJRT_Client, String> {
+    pub(crate) fn create_client(&self, options: &[(&str, i64)]) -> std::result::Result<*mut PJRT_Client, String> {
         let api = self.table();
-        let f = api
-            .PJRT_Client_Create
-            .ok_or("the plugin does not implement PJRT_Client_Create")?;
+        let f = api.PJRT_Client_Create.ok_or("the plugin does not implement PJRT_Client_Create")?;
         let named: Vec<pjrt_sys::PJRT_NamedValue> = options
             .iter()
             .map(|&(name, value)| {
@@ -188,12 +174,9 @@ impl RawApi {
             Some(strides) => check_strided(element_type, dims, strides, bytes.len())?,
         }
         let up = |m: String| transfer_error("host-to-device", m);
-        let f = self
-            .table()
-            .PJRT_Client_BufferFromHostBuffer
-            .ok_or_else(|| {
-                up("the plugin does not implement PJRT_Client_BufferFromHostBuffer".into())
-            })?;
+        let f = self.table().PJRT_Client_BufferFromHostBuffer.ok_or_else(|| {
+            up("the plugin does not implement PJRT_Client_BufferFromHostBuffer".into())
+        })?;
         let mut args = pjrt_sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = client;
         args.data = bytes.as_ptr() as *const c_void;
@@ -238,16 +221,11 @@ impl RawApi {
     /// Where `buffer`'s contents are in this process's memory, if they are in host memory
     /// (the CPU plugin), after waiting until the buffer is ready; `None` on other devices.
     pub(crate) fn host_pointer(&self, buffer: *mut PJRT_Buffer) -> Result<Option<*mut u8>> {
-        let fail = |m: String| Error::Pjrt {
-            operation: "host pointer",
-            message: m,
-        };
+        let fail = |m: String| Error::Pjrt { operation: "host pointer", message: m };
         let api = self.table();
-        let (Some(on_cpu), Some(unsafe_ptr), Some(ready)) = (
-            api.PJRT_Buffer_IsOnCpu,
-            api.PJRT_Buffer_UnsafePointer,
-            api.PJRT_Buffer_ReadyEvent,
-        ) else {
+        let (Some(on_cpu), Some(unsafe_ptr), Some(ready)) =
+            (api.PJRT_Buffer_IsOnCpu, api.PJRT_Buffer_UnsafePointer, api.PJRT_Buffer_ReadyEvent)
+        else {
             return Ok(None);
         };
         let mut cpu = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
@@ -260,13 +238,11 @@ impl RawApi {
         }
         let mut ready_args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
         ready_args.buffer = buffer;
-        self.check(unsafe { ready(&mut ready_args) })
-            .map_err(fail)?;
+        self.check(unsafe { ready(&mut ready_args) }).map_err(fail)?;
         self.await_event(ready_args.event).map_err(fail)?;
         let mut pointer = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
         pointer.buffer = buffer;
-        self.check(unsafe { unsafe_ptr(&mut pointer) })
-            .map_err(fail)?;
+        self.check(unsafe { unsafe_ptr(&mut pointer) }).map_err(fail)?;
         Ok(Some(pointer.buffer_pointer as *mut u8))
     }
 
@@ -337,10 +313,7 @@ impl crate::DeviceBuffer {
     ///
     /// The client stays alive for as long as the process: the detached buffer keeps no
     /// reference to it, and PJRT requires the client to outlive its buffers.
-    pub fn into_shared(
-        self,
-        memory: Option<MemoryKind>,
-    ) -> Result<std::result::Result<SharedBuffer, Self>> {
+    pub fn into_shared(self, memory: Option<MemoryKind>) -> Result<std::result::Result<SharedBuffer, Self>> {
         let len = self.byte_size()?;
         let ptr = self.raw_ptr();
         let raw = self.raw();
@@ -355,12 +328,6 @@ impl crate::DeviceBuffer {
         // The wrapper would destroy the buffer and release its client reference on drop: keep
         // both (the client reference is what keeps the client alive, see above).
         std::mem::forget(self.into_pjrt());
-        Ok(Ok(SharedBuffer {
-            buffer: ptr,
-            data,
-            len,
-            memory: memory.unwrap_or(MemoryKind::Host),
-            raw,
-        }))
+        Ok(Ok(SharedBuffer { buffer: ptr, data, len, memory: memory.unwrap_or(MemoryKind::Host), raw }))
     }
 }

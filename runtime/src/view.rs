@@ -25,24 +25,13 @@ pub struct HostView<'a> {
 
 impl<'a> HostView<'a> {
     /// A dense row-major view of `bytes`.
-    pub fn dense(
-        element_type: ElementType,
-        dims: Vec<i64>,
-        bytes: impl Into<Cow<'a, [u8]>>,
-    ) -> HostView<'a> {
-        HostView {
-            element_type,
-            dims,
-            byte_strides: None,
-            bytes: bytes.into(),
-        }
+    pub fn dense(element_type: ElementType, dims: Vec<i64>, bytes: impl Into<Cow<'a, [u8]>>) -> HostView<'a> {
+        HostView { element_type, dims, byte_strides: None, bytes: bytes.into() }
     }
 
     /// The byte strides, made explicit.
     pub fn strides(&self) -> Vec<i64> {
-        self.byte_strides
-            .clone()
-            .unwrap_or_else(|| row_major_byte_strides(self.element_type, &self.dims))
+        self.byte_strides.clone().unwrap_or_else(|| row_major_byte_strides(self.element_type, &self.dims))
     }
 
     /// The byte strides of a dense row-major tensor of the view's dims.
@@ -83,24 +72,15 @@ impl<'a> HostView<'a> {
         }
         let strides = self.strides();
         let part = size / parts as i64;
-        let start = usize::try_from(index as i64 * part * strides[dim]).map_err(|_| {
-            Error::InvalidTensor(format!(
-                "negative stride along dim {dim} of {:?}",
-                self.dims
-            ))
-        })?;
+        let start = usize::try_from(index as i64 * part * strides[dim])
+            .map_err(|_| Error::InvalidTensor(format!("negative stride along dim {dim} of {:?}", self.dims)))?;
         let mut dims = self.dims;
         dims[dim] = part;
         let bytes = match self.bytes {
             Cow::Borrowed(b) => Cow::Borrowed(b.get(start..).unwrap_or_default()),
             Cow::Owned(b) => Cow::Owned(b.get(start..).unwrap_or_default().to_vec()),
         };
-        Ok(HostView {
-            element_type: self.element_type,
-            dims,
-            byte_strides: Some(strides),
-            bytes,
-        })
+        Ok(HostView { element_type: self.element_type, dims, byte_strides: Some(strides), bytes })
     }
 }
 
@@ -109,16 +89,11 @@ impl HostTensor {
     /// (any non-zero byte means true), the rest as they are.
     pub fn view(&self) -> Result<HostView<'_>> {
         self.validate()?;
-        let bytes: Cow<'_, [u8]> =
-            if self.element_type == ElementType::Bool && self.bytes.iter().any(|&b| b > 1) {
-                self.bytes
-                    .iter()
-                    .map(|&b| u8::from(b != 0))
-                    .collect::<Vec<u8>>()
-                    .into()
-            } else {
-                (&self.bytes[..]).into()
-            };
+        let bytes: Cow<'_, [u8]> = if self.element_type == ElementType::Bool && self.bytes.iter().any(|&b| b > 1) {
+            self.bytes.iter().map(|&b| u8::from(b != 0)).collect::<Vec<u8>>().into()
+        } else {
+            (&self.bytes[..]).into()
+        };
         Ok(HostView::dense(self.element_type, self.dims.clone(), bytes))
     }
 }
@@ -129,29 +104,14 @@ mod tests {
 
     #[test]
     fn permuting_and_sharding_change_only_dims_strides_and_start() {
-        let t = HostTensor::from_f32([2, 3], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
-            .unwrap_or_else(|_| HostTensor::scalar(0f32));
+        let t = HostTensor::from_f32([2, 3], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap_or_else(|_| HostTensor::scalar(0f32));
         let v = t.view().and_then(|v| v.permuted(&[1, 0])).ok();
-        assert_eq!(
-            v.as_ref().map(|v| (v.dims.clone(), v.strides())),
-            Some((vec![3, 2], vec![4, 12]))
-        );
+        assert_eq!(v.as_ref().map(|v| (v.dims.clone(), v.strides())), Some((vec![3, 2], vec![4, 12])));
         let s = t.view().and_then(|v| v.shard(1, 3, 2)).ok();
-        assert_eq!(
-            s.as_ref()
-                .map(|s| (s.dims.clone(), s.strides(), s.bytes.len())),
-            Some((vec![2, 1], vec![12, 4], 16))
-        );
-        assert!(
-            t.view().and_then(|v| v.shard(1, 2, 0)).is_err(),
-            "3 does not split in 2"
-        );
+        assert_eq!(s.as_ref().map(|s| (s.dims.clone(), s.strides(), s.bytes.len())), Some((vec![2, 1], vec![12, 4], 16)));
+        assert!(t.view().and_then(|v| v.shard(1, 2, 0)).is_err(), "3 does not split in 2");
         assert!(t.view().and_then(|v| v.permuted(&[0, 0])).is_err());
-        let b = HostTensor {
-            element_type: ElementType::Bool,
-            dims: vec![2],
-            bytes: vec![0, 7],
-        };
+        let b = HostTensor { element_type: ElementType::Bool, dims: vec![2], bytes: vec![0, 7] };
         assert_eq!(b.view().map(|v| v.bytes.to_vec()).ok(), Some(vec![0, 1]));
     }
 }

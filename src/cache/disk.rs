@@ -52,8 +52,7 @@ pub fn encode(key: &CacheKey, payload: &[u8]) -> Vec<u8> {
         payload_blake3: *blake3::hash(payload).as_bytes(),
     };
     // Serializing plain strings and numbers cannot fail.
-    let head =
-        bincode::serde::encode_to_vec(&header, bincode::config::standard()).unwrap_or_default();
+    let head = bincode::serde::encode_to_vec(&header, bincode::config::standard()).unwrap_or_default();
     let mut out = Vec::with_capacity(MAGIC.len() + 4 + head.len() + payload.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(head.len() as u32).to_le_bytes());
@@ -65,29 +64,16 @@ pub fn encode(key: &CacheKey, payload: &[u8]) -> Vec<u8> {
 /// The header of an entry's bytes (enough of them to hold it), checked for magic and format.
 pub fn decode_header(bytes: &[u8]) -> Result<(Header, usize), Corrupt> {
     if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(Corrupt(
-            "not an fxhlo cache entry (no FXHLOCE header)".into(),
-        ));
+        return Err(Corrupt("not an fxhlo cache entry (no FXHLOCE header)".into()));
     }
     let len_at = MAGIC.len();
-    let head_len = u32::from_le_bytes([
-        bytes[len_at],
-        bytes[len_at + 1],
-        bytes[len_at + 2],
-        bytes[len_at + 3],
-    ]) as usize;
+    let head_len = u32::from_le_bytes([bytes[len_at], bytes[len_at + 1], bytes[len_at + 2], bytes[len_at + 3]]) as usize;
     let start = len_at + 4;
-    let head = bytes
-        .get(start..start.saturating_add(head_len))
-        .ok_or_else(|| Corrupt(format!("truncated in its header ({} bytes)", bytes.len())))?;
-    let (header, _): (Header, usize) =
-        bincode::serde::decode_from_slice(head, bincode::config::standard())
-            .map_err(|e| Corrupt(format!("unreadable header ({e})")))?;
+    let head = bytes.get(start..start.saturating_add(head_len)).ok_or_else(|| Corrupt(format!("truncated in its header ({} bytes)", bytes.len())))?;
+    let (header, _): (Header, usize) = bincode::serde::decode_from_slice(head, bincode::config::standard())
+        .map_err(|e| Corrupt(format!("unreadable header ({e})")))?;
     if header.format != FORMAT {
-        return Err(Corrupt(format!(
-            "entry format {} (this fxhlo reads {FORMAT})",
-            header.format
-        )));
+        return Err(Corrupt(format!("entry format {} (this fxhlo reads {FORMAT})", header.format)));
     }
     Ok((header, start + head_len))
 }
@@ -100,20 +86,10 @@ pub fn read_header(path: &Path) -> Result<Header, Corrupt> {
     let mut file = fs::File::open(path).map_err(|e| Corrupt(format!("cannot open it ({e})")))?;
     let prefix = MAGIC.len() + 4;
     let mut bytes = Vec::with_capacity(prefix);
-    (&mut file)
-        .take(prefix as u64)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+    (&mut file).take(prefix as u64).read_to_end(&mut bytes).map_err(unreadable)?;
     if bytes.len() == prefix && bytes.starts_with(MAGIC) {
-        let len = u32::from_le_bytes([
-            bytes[prefix - 4],
-            bytes[prefix - 3],
-            bytes[prefix - 2],
-            bytes[prefix - 1],
-        ]);
-        file.take(u64::from(len))
-            .read_to_end(&mut bytes)
-            .map_err(unreadable)?;
+        let len = u32::from_le_bytes([bytes[prefix - 4], bytes[prefix - 3], bytes[prefix - 2], bytes[prefix - 1]]);
+        file.take(u64::from(len)).read_to_end(&mut bytes).map_err(unreadable)?;
     }
     decode_header(&bytes).map(|(header, _)| header)
 }
@@ -127,16 +103,10 @@ pub fn decode(bytes: &[u8], key: &CacheKey) -> Result<Vec<u8>, Corrupt> {
     }
     let payload = &bytes[at..];
     if payload.len() as u64 != header.payload_len {
-        return Err(Corrupt(format!(
-            "payload is {} bytes, its header says {}",
-            payload.len(),
-            header.payload_len
-        )));
+        return Err(Corrupt(format!("payload is {} bytes, its header says {}", payload.len(), header.payload_len)));
     }
     if blake3::hash(payload).as_bytes() != &header.payload_blake3 {
-        return Err(Corrupt(
-            "payload checksum does not match (the file was changed or damaged)".into(),
-        ));
+        return Err(Corrupt("payload checksum does not match (the file was changed or damaged)".into()));
     }
     Ok(payload.to_vec())
 }
@@ -166,11 +136,7 @@ pub fn list(dir: &Path) -> io::Result<Vec<EntryFile>> {
         if !meta.is_file() {
             continue;
         }
-        out.push(EntryFile {
-            path,
-            size: meta.len(),
-            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-        });
+        out.push(EntryFile { path, size: meta.len(), modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)

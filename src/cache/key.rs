@@ -119,16 +119,8 @@ impl CacheKey {
             ("graph".to_string(), self.graph.clone()),
             ("inputs".to_string(), self.inputs.len().to_string()),
         ];
-        out.extend(
-            self.inputs
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (format!("input {i}"), s.clone())),
-        );
-        out.push((
-            "frozen".to_string(),
-            self.frozen.clone().unwrap_or_else(|| "none".to_string()),
-        ));
+        out.extend(self.inputs.iter().enumerate().map(|(i, s)| (format!("input {i}"), s.clone())));
+        out.push(("frozen".to_string(), self.frozen.clone().unwrap_or_else(|| "none".to_string())));
         out.push(("options".to_string(), self.options.clone()));
         out.push(("target".to_string(), self.target.clone()));
         out.push(("xla_flags".to_string(), self.xla_flags.clone()));
@@ -143,26 +135,14 @@ impl CacheKey {
         let theirs: Vec<(String, String)> = other.fields();
         let mut out = Vec::new();
         for (name, value) in &mine {
-            let there = theirs
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.as_str())
-                .unwrap_or("(absent)");
+            let there = theirs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("(absent)");
             if there != value {
-                out.push(FieldDiff {
-                    field: name.clone(),
-                    cached: there.to_string(),
-                    wanted: value.clone(),
-                });
+                out.push(FieldDiff { field: name.clone(), cached: there.to_string(), wanted: value.clone() });
             }
         }
         for (name, value) in &theirs {
             if !mine.iter().any(|(n, _)| n == name) {
-                out.push(FieldDiff {
-                    field: name.clone(),
-                    cached: value.clone(),
-                    wanted: "(absent)".to_string(),
-                });
+                out.push(FieldDiff { field: name.clone(), cached: value.clone(), wanted: "(absent)".to_string() });
             }
         }
         if out.iter().any(|d| d.field.starts_with("input")) {
@@ -174,10 +154,7 @@ impl CacheKey {
     /// [`CacheKey::field_differences`] as text, each `name: other's vs self's`
     /// (`input 0: user_input f32[1,3,224,224] vs user_input f32[1,3,256,256]`).
     pub fn differences(&self, other: &CacheKey) -> Vec<String> {
-        self.field_differences(other)
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        self.field_differences(other).iter().map(ToString::to_string).collect()
     }
 
     /// The key as pretty JSON (`cache-key.json` in a dump folder), with its digest.
@@ -195,31 +172,18 @@ impl CacheKey {
 /// A graph's structure without types or attributes: one line per node with its op and
 /// operand positions. Two image sizes of one model print the same.
 fn structure(graph: &Graph) -> String {
-    let order = graph
-        .topo_order()
-        .unwrap_or_else(|_| graph.node_ids().collect());
-    let position: std::collections::HashMap<_, _> =
-        order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let order = graph.topo_order().unwrap_or_else(|_| graph.node_ids().collect());
+    let position: std::collections::HashMap<_, _> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
     let mut out = String::new();
     for &id in &order {
         let _ = write!(out, "{}", graph.node(id).op.name());
         for v in graph.operands(id) {
-            let _ = write!(
-                out,
-                " {}#{}",
-                position.get(&v.node).copied().unwrap_or(usize::MAX),
-                v.result
-            );
+            let _ = write!(out, " {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
         }
         out.push('\n');
     }
     for v in graph.outputs() {
-        let _ = writeln!(
-            out,
-            "return {}#{}",
-            position.get(&v.node).copied().unwrap_or(usize::MAX),
-            v.result
-        );
+        let _ = writeln!(out, "return {}#{}", position.get(&v.node).copied().unwrap_or(usize::MAX), v.result);
     }
     out
 }
@@ -249,18 +213,10 @@ pub fn target_id(platform: &str, version: &str, devices: usize, topology: Option
 /// (`v6e:2x2`: a client does not know it; the kinds and layout say the same) and nothing of
 /// this machine: what one machine compiles, another with that slice finds.
 /// `tpu: tpu TFRT TPU v6 lite (4 devices: TPU v6 lite, layout 2x2x1); plugin libtpu.so (libtpu 0.0.52, 137 bytes)`.
-pub fn topology_target_id(
-    device: fxhlo_runtime::DeviceKind,
-    plugin: &str,
-    t: &fxhlo_runtime::TopologyInfo,
-) -> String {
+pub fn topology_target_id(device: fxhlo_runtime::DeviceKind, plugin: &str, t: &fxhlo_runtime::TopologyInfo) -> String {
     let plural = if t.device_count == 1 { "" } else { "s" };
     // libtpu's version has its build on a second line: one line reads better in listings.
-    let version = t
-        .platform_version
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let version = t.platform_version.split_whitespace().collect::<Vec<_>>().join(" ");
     format!(
         "{device}: {} {version} ({} device{plural}: {}, layout {}); plugin {plugin}",
         t.platform_name,
@@ -278,10 +234,7 @@ pub fn topology_target_id(
 pub fn plugin_identity(plugin: &std::path::Path) -> String {
     let meta = std::fs::metadata(plugin).ok();
     let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
-    let file = plugin
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file = plugin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     if let Some(package) = package_version(plugin) {
         return format!("{file} ({package}, {size} bytes)");
     }
@@ -304,10 +257,7 @@ fn package_version(plugin: &std::path::Path) -> Option<String> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let rest = name
-                .strip_suffix(".dist-info")?
-                .strip_prefix(&format!("{pkg}-"))?
-                .to_string();
+            let rest = name.strip_suffix(".dist-info")?.strip_prefix(&format!("{pkg}-"))?.to_string();
             Some(format!("{pkg} {rest}"))
         })
         .collect();

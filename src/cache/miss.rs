@@ -64,16 +64,8 @@ impl Miss {
         match &self.nearest {
             None => "new graph".to_string(),
             Some((_, diffs)) => {
-                let mut fields: Vec<&str> = diffs
-                    .iter()
-                    .map(|d| {
-                        if d.field.starts_with("input") {
-                            "inputs"
-                        } else {
-                            d.field.as_str()
-                        }
-                    })
-                    .collect();
+                let mut fields: Vec<&str> =
+                    diffs.iter().map(|d| if d.field.starts_with("input") { "inputs" } else { d.field.as_str() }).collect();
                 fields.dedup();
                 if fields.is_empty() {
                     "unknown".to_string()
@@ -91,10 +83,7 @@ impl Miss {
             None => "no entry for this graph".to_string(),
             Some((_, diffs)) => {
                 let diffs: Vec<String> = diffs.iter().map(ToString::to_string).collect();
-                format!(
-                    "the nearest entry of this graph differs in {}",
-                    diffs.join("; ")
-                )
+                format!("the nearest entry of this graph differs in {}", diffs.join("; "))
             }
         }
     }
@@ -106,11 +95,6 @@ pub fn disk_candidates(dir: &Path) -> Vec<Candidate> {
     disk::list(dir)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|f| {
-            disk::read_header(&f.path).ok().map(|h| Candidate {
-                key: h.key,
-                entry: Some(f.path),
-            })
-        })
+        .filter_map(|f| disk::read_header(&f.path).ok().map(|h| Candidate { key: h.key, entry: Some(f.path) }))
         .collect()
 }

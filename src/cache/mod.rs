@@ -41,10 +41,7 @@ impl std::str::FromStr for CacheMode {
             "read-write" | "rw" | "on" | "1" => Ok(CacheMode::ReadWrite),
             "read-only" | "ro" => Ok(CacheMode::ReadOnly),
             "off" | "0" => Ok(CacheMode::Off),
-            other => Err(format!(
-                "{}={other:?}: valid values are read-write, read-only, off",
-                env::FXHLO_CACHE
-            )),
+            other => Err(format!("{}={other:?}: valid values are read-write, read-only, off", env::FXHLO_CACHE)),
         }
     }
 }
@@ -71,36 +68,23 @@ impl CacheConfig {
                 CacheMode::ReadWrite
             })
         });
-        let max_bytes =
-            env::var(env::FXHLO_CACHE_MAX_BYTES).map_or(env::DEFAULT_CACHE_MAX_BYTES, |v| {
-                v.parse().unwrap_or_else(|_| {
-                    tracing::warn!(
-                        "{}={v:?} is not a number of bytes; using {}",
-                        env::FXHLO_CACHE_MAX_BYTES,
-                        env::DEFAULT_CACHE_MAX_BYTES
-                    );
-                    env::DEFAULT_CACHE_MAX_BYTES
-                })
-            });
+        let max_bytes = env::var(env::FXHLO_CACHE_MAX_BYTES).map_or(env::DEFAULT_CACHE_MAX_BYTES, |v| {
+            v.parse().unwrap_or_else(|_| {
+                tracing::warn!("{}={v:?} is not a number of bytes; using {}", env::FXHLO_CACHE_MAX_BYTES, env::DEFAULT_CACHE_MAX_BYTES);
+                env::DEFAULT_CACHE_MAX_BYTES
+            })
+        });
         CacheConfig {
             mode,
-            dir: env::var(env::FXHLO_CACHE_DIR)
-                .map(PathBuf::from)
-                .or_else(env::default_cache_dir),
+            dir: env::var(env::FXHLO_CACHE_DIR).map(PathBuf::from).or_else(env::default_cache_dir),
             max_bytes,
-            error_on_compile: env::var(env::FXHLO_ERROR_ON_COMPILE)
-                .is_some_and(|v| env::is_truthy(&v)),
+            error_on_compile: env::var(env::FXHLO_ERROR_ON_COMPILE).is_some_and(|v| env::is_truthy(&v)),
         }
     }
 
     /// A cache in `dir`, read-write, 4 GiB, compiles allowed (tests, embedders).
     pub fn in_dir(dir: impl Into<PathBuf>) -> CacheConfig {
-        CacheConfig {
-            mode: CacheMode::ReadWrite,
-            dir: Some(dir.into()),
-            max_bytes: env::DEFAULT_CACHE_MAX_BYTES,
-            error_on_compile: false,
-        }
+        CacheConfig { mode: CacheMode::ReadWrite, dir: Some(dir.into()), max_bytes: env::DEFAULT_CACHE_MAX_BYTES, error_on_compile: false }
     }
 
     fn disk_dir(&self) -> Option<&Path> {
@@ -176,9 +160,7 @@ impl CompileCache {
     /// The process's cache, configured from the environment on first use.
     pub fn global() -> Arc<CompileCache> {
         static GLOBAL: OnceLock<Arc<CompileCache>> = OnceLock::new();
-        GLOBAL
-            .get_or_init(|| Arc::new(CompileCache::new(CacheConfig::from_env())))
-            .clone()
+        GLOBAL.get_or_init(|| Arc::new(CompileCache::new(CacheConfig::from_env()))).clone()
     }
 
     /// The settings.
@@ -216,9 +198,7 @@ impl CompileCache {
                     }
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    tracing::warn!(entry = %path.display(), "fxhlo cache: cannot read entry ({e})")
-                }
+                Err(e) => tracing::warn!(entry = %path.display(), "fxhlo cache: cannot read entry ({e})"),
             }
         }
         let (reason, detail) = self.explain_miss(key);
@@ -240,10 +220,7 @@ impl CompileCache {
         let mut candidates: Vec<Candidate> = lock(&self.seen)
             .iter()
             .filter(|k| k.structure == key.structure)
-            .map(|k| Candidate {
-                key: k.clone(),
-                entry: None,
-            })
+            .map(|k| Candidate { key: k.clone(), entry: None })
             .collect();
         if let Some(dir) = self.config.disk_dir() {
             candidates.extend(miss::disk_candidates(dir));
@@ -260,12 +237,9 @@ impl CompileCache {
         if self.config.mode != CacheMode::ReadWrite {
             return;
         }
-        let Some(dir) = self.config.dir.as_deref() else {
-            return;
-        };
+        let Some(dir) = self.config.dir.as_deref() else { return };
         let path = disk::entry_path(dir, key);
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|()| fxhlo_frontend::write_atomic(&path, &disk::encode(key, &payload)));
+        let written = std::fs::create_dir_all(dir).and_then(|()| fxhlo_frontend::write_atomic(&path, &disk::encode(key, &payload)));
         match written {
             Ok(()) => {
                 if let Err(e) = disk::evict(dir, self.config.max_bytes, &path) {
@@ -300,11 +274,7 @@ impl CompileCache {
 
     /// The counters, and the folder's size now.
     pub fn stats(&self) -> CacheStats {
-        let files = self
-            .config
-            .disk_dir()
-            .map(|d| disk::list(d).unwrap_or_default())
-            .unwrap_or_default();
+        let files = self.config.disk_dir().map(|d| disk::list(d).unwrap_or_default()).unwrap_or_default();
         CacheStats {
             compiles: self.compiles.load(Ordering::Relaxed),
             memory_hits: self.memory_hits.load(Ordering::Relaxed),

@@ -23,10 +23,9 @@ pub fn stage_of(error: &Error) -> &'static str {
         Error::Frontend(_) | Error::Ir(_) | Error::Schema { .. } => "import",
         Error::Passes(_) => "passes",
         Error::Codegen(_) => "codegen",
-        Error::Runtime(_)
-        | Error::AotCompile { .. }
-        | Error::TargetCompilerCrashed { .. }
-        | Error::AotWorker { .. } => "PJRT compile",
+        Error::Runtime(_) | Error::AotCompile { .. } | Error::TargetCompilerCrashed { .. } | Error::AotWorker { .. } => {
+            "PJRT compile"
+        }
         _ => "compile",
     }
 }
@@ -46,10 +45,7 @@ pub fn import_failed(config: &DumpConfig, trace: &[u8], origin: &Path, error: Er
         return error;
     }
     match write_import_failure(config, trace, origin, &error) {
-        Ok(repro) => Error::Reproducible {
-            source: Box::new(error),
-            repro: Box::new(repro),
-        },
+        Ok(repro) => Error::Reproducible { source: Box::new(error), repro: Box::new(repro) },
         Err(e) => {
             tracing::warn!("cannot write the dump of a trace that failed to import: {e}");
             error
@@ -57,69 +53,35 @@ pub fn import_failed(config: &DumpConfig, trace: &[u8], origin: &Path, error: Er
     }
 }
 
-fn write_import_failure(
-    config: &DumpConfig,
-    trace: &[u8],
-    origin: &Path,
-    error: &Error,
-) -> Result<Repro> {
+fn write_import_failure(config: &DumpConfig, trace: &[u8], origin: &Path, error: &Error) -> Result<Repro> {
     let binary = trace.starts_with(fxhlo_frontend::encoding::MAGIC);
     // A bincode trace is dumped as its JSON (for reading) when it decodes, else as it came.
-    let decoded = binary
-        .then(|| fxhlo_frontend::parse_bin(trace, origin).ok())
-        .flatten();
+    let decoded = binary.then(|| fxhlo_frontend::parse_bin(trace, origin).ok()).flatten();
     let (name, contents, file) = match &decoded {
-        Some(t) => (
-            t.name.clone(),
-            fxhlo_frontend::to_json(t).into_bytes(),
-            "00-trace.json",
-        ),
+        Some(t) => (t.name.clone(), fxhlo_frontend::to_json(t).into_bytes(), "00-trace.json"),
         None if binary => (fallback_name(origin), trace.to_vec(), "00-trace.bin"),
-        None => (
-            json_name(trace).unwrap_or_else(|| fallback_name(origin)),
-            trace.to_vec(),
-            "00-trace.json",
-        ),
+        None => (json_name(trace).unwrap_or_else(|| fallback_name(origin)), trace.to_vec(), "00-trace.json"),
     };
     let digest = blake3::hash(trace).to_hex();
-    let dir = config
-        .dir
-        .join(format!("{}-{}", file_safe(&name), &digest[..8]));
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        path: dir.clone(),
-        source,
-    })?;
+    let dir = config.dir.join(format!("{}-{}", file_safe(&name), &digest[..8]));
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let path = write(&dir, file, &contents)?;
     write(&dir, "error.txt", error_text(error).as_bytes())?;
-    let command = format!(
-        "fxhlo compile {}",
-        crate::repro::quote(&path.to_string_lossy())
-    );
+    let command = format!("fxhlo compile {}", crate::repro::quote(&path.to_string_lossy()));
     write(&dir, "command.txt", format!("{command}\n").as_bytes())?;
     let report = Report {
         key: "none: the trace did not import".to_string(),
-        stages: vec![super::StageRecord {
-            file: Some(file.to_string()),
-            ..super::StageRecord::named("import")
-        }],
+        stages: vec![super::StageRecord { file: Some(file.to_string()), ..super::StageRecord::named("import") }],
         graph: name,
         filter: config.filter.to_string(),
-        folder: dir
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        folder: dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
         error: Some(format!("{}: {error}", stage_of(error))),
         ..Report::default()
     };
     write(&dir, "report.txt", report.to_text().as_bytes())?;
     write(&dir, "report.json", report.to_json().as_bytes())?;
     tracing::info!(dir = %dir.display(), "dumped a trace that failed to import");
-    Ok(Repro {
-        dir,
-        command,
-        note: None,
-        dumped: true,
-    })
+    Ok(Repro { dir, command, note: None, dumped: true })
 }
 
 /// Writes the dump of a graph that failed before there was a trace (the Python exporter
@@ -128,18 +90,11 @@ fn write_import_failure(
 /// raised), with the report, into `<graph>-<digest8>/` under `config`'s folder, `digest` the
 /// blake3 of `files`. Returns the folder. A file name that is not a plain name (empty, `.`,
 /// `..`, a path separator) is refused.
-pub fn export_failed(
-    config: &DumpConfig,
-    graph: &str,
-    files: &[(&str, &[u8])],
-    error: &str,
-) -> Result<PathBuf> {
+pub fn export_failed(config: &DumpConfig, graph: &str, files: &[(&str, &[u8])], error: &str) -> Result<PathBuf> {
     let mut hasher = blake3::Hasher::new();
     for (name, contents) in files {
         if name.is_empty() || *name == "." || *name == ".." || name.contains(['/', '\\', '\0']) {
-            return Err(Error::Input(format!(
-                "dump file name {name:?} is not a plain file name"
-            )));
+            return Err(Error::Input(format!("dump file name {name:?} is not a plain file name")));
         }
         hasher.update(&(name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
@@ -148,31 +103,19 @@ pub fn export_failed(
     }
     let digest = hasher.finalize().to_hex();
     let name = if graph.is_empty() { "graph" } else { graph };
-    let dir = config
-        .dir
-        .join(format!("{}-{}", file_safe(name), &digest[..8]));
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        path: dir.clone(),
-        source,
-    })?;
+    let dir = config.dir.join(format!("{}-{}", file_safe(name), &digest[..8]));
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     for (file, contents) in files {
         write(&dir, file, contents)?;
     }
     let error = error.trim_end();
-    write(
-        &dir,
-        "error.txt",
-        format!("failed at: export\n{error}\n").as_bytes(),
-    )?;
+    write(&dir, "error.txt", format!("failed at: export\n{error}\n").as_bytes())?;
     let first_line = error.lines().next().unwrap_or_default();
     let report = Report {
         key: "none: the exporter refused the graph (no trace)".to_string(),
         graph: name.to_string(),
         filter: config.filter.to_string(),
-        folder: dir
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        folder: dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
         error: Some(format!("export: {first_line}")),
         ..Report::default()
     };
@@ -185,31 +128,16 @@ pub fn export_failed(
 /// The `name` of a JSON trace that parses as JSON (whatever else is wrong with it).
 fn json_name(trace: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(trace).ok()?;
-    value
-        .get("name")?
-        .as_str()
-        .map(str::to_string)
-        .filter(|n| !n.is_empty())
+    value.get("name")?.as_str().map(str::to_string).filter(|n| !n.is_empty())
 }
 
 /// A name for a trace whose own cannot be read: its bundle folder's or file's stem
 /// (`mlp` of `mlp.fxt/graph.json`, `fxhlo_0_0` of Python's `<fxhlo_0_0>`).
 fn fallback_name(origin: &Path) -> String {
-    let stem = |p: &Path| {
-        p.file_stem()
-            .map(|s| s.to_string_lossy().trim_matches(['<', '>']).to_string())
-    };
+    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().trim_matches(['<', '>']).to_string());
     let file = stem(origin).unwrap_or_default();
-    let name = if file == "graph" {
-        origin.parent().and_then(stem).unwrap_or(file)
-    } else {
-        file
-    };
-    if name.is_empty() {
-        "trace".to_string()
-    } else {
-        name
-    }
+    let name = if file == "graph" { origin.parent().and_then(stem).unwrap_or(file) } else { file };
+    if name.is_empty() { "trace".to_string() } else { name }
 }
 
 /// The trace file of a bundle path that failed to open, and its bytes, for

@@ -45,14 +45,10 @@ pub(crate) fn identities(graph: &Graph) -> HashSet<u64> {
 /// saying why there is no SVG (the same note for every stage, so it is listed once).
 pub(crate) fn render_svg(dot: &Path, svg: &Path, nodes: usize) -> Option<String> {
     if nodes > MAX_SVG_NODES {
-        return Some(format!(
-            "no .svg for graphs over {MAX_SVG_NODES} nodes (render the .dot yourself: dot -Tsvg)"
-        ));
+        return Some(format!("no .svg for graphs over {MAX_SVG_NODES} nodes (render the .dot yourself: dot -Tsvg)"));
     }
     if DOT_MISSING.load(Ordering::Relaxed) {
-        return Some(
-            "no .svg: Graphviz's `dot` is not installed (apt-get install graphviz)".into(),
-        );
+        return Some("no .svg: Graphviz's `dot` is not installed (apt-get install graphviz)".into());
     }
     let child = Command::new("dot")
         .arg("-Tsvg")
@@ -67,9 +63,7 @@ pub(crate) fn render_svg(dot: &Path, svg: &Path, nodes: usize) -> Option<String>
         Ok(child) => child,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             DOT_MISSING.store(true, Ordering::Relaxed);
-            return Some(
-                "no .svg: Graphviz's `dot` is not installed (apt-get install graphviz)".into(),
-            );
+            return Some("no .svg: Graphviz's `dot` is not installed (apt-get install graphviz)".into());
         }
         Err(e) => return Some(format!("no .svg: cannot run Graphviz's `dot`: {e}")),
     };
@@ -77,21 +71,12 @@ pub(crate) fn render_svg(dot: &Path, svg: &Path, nodes: usize) -> Option<String>
     loop {
         match child.try_wait() {
             Ok(Some(status)) if status.success() => return None,
-            Ok(Some(status)) => {
-                return Some(format!(
-                    "no .svg for {}: `dot` failed ({status})",
-                    file_name(dot)
-                ))
-            }
+            Ok(Some(status)) => return Some(format!("no .svg for {}: `dot` failed ({status})", file_name(dot))),
             Ok(None) if start.elapsed() > DOT_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = std::fs::remove_file(svg);
-                return Some(format!(
-                    "no .svg for {}: `dot` ran over {} s",
-                    file_name(dot),
-                    DOT_TIMEOUT.as_secs()
-                ));
+                return Some(format!("no .svg for {}: `dot` ran over {} s", file_name(dot), DOT_TIMEOUT.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
             Err(e) => return Some(format!("no .svg: waiting for `dot`: {e}")),
@@ -100,7 +85,5 @@ pub(crate) fn render_svg(dot: &Path, svg: &Path, nodes: usize) -> Option<String>
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
 }

@@ -42,8 +42,8 @@ use fxhlo_passes::PassRun;
 use crate::cache::CacheKey;
 use crate::env;
 use crate::{Error, Result};
-pub(crate) use failed::trace_of_bundle;
 pub use failed::{export_failed, import_failed, stage_of};
+pub(crate) use failed::trace_of_bundle;
 pub use report::{Report, StageRecord};
 
 /// Stage names a filter may name besides pass names (`passes` names every pass).
@@ -52,15 +52,7 @@ pub const STAGES: [&str; 6] = ["trace", "import", "passes", "stablehlo", "xla", 
 /// `name` (a graph's, from the user's model) kept to characters every file system takes in a
 /// file name: the others become `_`.
 pub(crate) fn file_safe(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' }).collect()
 }
 
 /// Which stages a dump writes: `all`, or a comma list of [`STAGES`] and pass names
@@ -76,10 +68,7 @@ pub struct DumpFilter {
 impl DumpFilter {
     /// Every stage.
     pub fn all() -> DumpFilter {
-        DumpFilter {
-            all: true,
-            names: BTreeSet::new(),
-        }
+        DumpFilter { all: true, names: BTreeSet::new() }
     }
 
     /// Parses `all` or a comma list of names; an unknown name is an error listing the valid
@@ -101,9 +90,7 @@ impl DumpFilter {
             names.insert(name.to_string());
         }
         if names.is_empty() {
-            return Err(Error::Options(format!(
-                "dump filter `{text}` names no stage: give `all` or stage names"
-            )));
+            return Err(Error::Options(format!("dump filter `{text}` names no stage: give `all` or stage names")));
         }
         Ok(DumpFilter { all: false, names })
     }
@@ -141,26 +128,19 @@ impl DumpConfig {
     /// `filter` (see [`DumpFilter::parse`]) into `dir`, else `FXHLO_DUMP_DIR`, else
     /// `./fxhlo-dump`.
     pub fn new(filter: &str, dir: Option<PathBuf>) -> Result<DumpConfig> {
-        Ok(DumpConfig {
-            filter: DumpFilter::parse(filter)?,
-            dir: dir.unwrap_or_else(default_dir),
-        })
+        Ok(DumpConfig { filter: DumpFilter::parse(filter)?, dir: dir.unwrap_or_else(default_dir) })
     }
 
     /// `FXHLO_DUMP` with `FXHLO_DUMP_DIR`: `None` when `FXHLO_DUMP` is unset; a bad filter
     /// is an error.
     pub fn from_env() -> Result<Option<DumpConfig>> {
-        env::var(env::FXHLO_DUMP)
-            .map(|filter| DumpConfig::new(&filter, None))
-            .transpose()
+        env::var(env::FXHLO_DUMP).map(|filter| DumpConfig::new(&filter, None)).transpose()
     }
 }
 
 /// `FXHLO_DUMP_DIR`, else `./fxhlo-dump`.
 pub fn default_dir() -> PathBuf {
-    env::var(env::FXHLO_DUMP_DIR)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env::DEFAULT_DUMP_DIR))
+    env::var(env::FXHLO_DUMP_DIR).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env::DEFAULT_DUMP_DIR))
 }
 
 /// The dump of one graph's compile. The caller makes it (with the trace, when there is one);
@@ -192,21 +172,9 @@ struct State {
 impl Dump {
     /// A dump of the graph named `graph` with `config`.
     pub fn new(config: DumpConfig, graph: &str) -> Dump {
-        let report = Report {
-            graph: graph.to_string(),
-            filter: config.filter.to_string(),
-            ..Report::default()
-        };
-        let state = State {
-            report,
-            ..State::default()
-        };
-        Dump {
-            config,
-            graph: graph.to_string(),
-            trace: None,
-            state: Mutex::new(state),
-        }
+        let report = Report { graph: graph.to_string(), filter: config.filter.to_string(), ..Report::default() };
+        let state = State { report, ..State::default() };
+        Dump { config, graph: graph.to_string(), trace: None, state: Mutex::new(state) }
     }
 
     /// With the trace the graph was imported from (`00-trace.json`), and the import's time.
@@ -238,14 +206,8 @@ impl Dump {
     /// Creates `<dir>/<graph>-<key8>/` and writes `cache-key.json` and the trace.
     pub fn open(&self, key: &CacheKey) -> Result<PathBuf> {
         let hex = key.hex();
-        let dir = self
-            .config
-            .dir
-            .join(format!("{}-{}", file_safe(&self.graph), &hex[..8]));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        let dir = self.config.dir.join(format!("{}-{}", file_safe(&self.graph), &hex[..8]));
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         write(&dir, "cache-key.json", key.to_json().as_bytes())?;
         if let (Some(json), true) = (&self.trace, self.config.filter.wants("trace")) {
             write(&dir, "00-trace.json", json)?;
@@ -255,10 +217,7 @@ impl Dump {
         state.dir = Some(dir.clone());
         state.next = 1;
         state.report.key = hex;
-        state.report.folder = dir
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        state.report.folder = dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         Ok(dir)
     }
 
@@ -267,21 +226,13 @@ impl Dump {
         let mut state = self.lock();
         let wanted = self.config.filter.wants("import");
         let file = self.write_ir(&mut state, "import", wanted, graph)?;
-        state.import_file = state
-            .dir
-            .as_ref()
-            .zip(file.as_ref())
-            .map(|(dir, f)| dir.join(f));
+        state.import_file = state.dir.as_ref().zip(file.as_ref()).map(|(dir, f)| dir.join(f));
         state.report.imported_nodes = graph.node_count();
         let record = match state.import_time {
             Some(time) => StageRecord::timed("import", time),
             None => StageRecord::named("import"),
         };
-        state.report.stages.push(StageRecord {
-            file,
-            nodes_after: Some(graph.node_count()),
-            ..record
-        });
+        state.report.stages.push(StageRecord { file, nodes_after: Some(graph.node_count()), ..record });
         Ok(())
     }
 
@@ -308,31 +259,19 @@ impl Dump {
 
     /// The IR stage `stage`: numbered, and written (with its DOT and SVG) when `wanted`;
     /// remembers the graph's nodes to mark the next stage's changes. The file's name.
-    fn write_ir(
-        &self,
-        state: &mut State,
-        stage: &str,
-        wanted: bool,
-        graph: &Graph,
-    ) -> Result<Option<String>> {
+    fn write_ir(&self, state: &mut State, stage: &str, wanted: bool, graph: &Graph) -> Result<Option<String>> {
         let index = state.next;
         state.next += 1;
         let now = graphviz::identities(graph);
         let mut file = None;
         if let (Some(dir), true) = (state.dir.clone(), wanted) {
             let name = format!("{index:02}-{stage}");
-            write(
-                &dir,
-                &format!("{name}.gir"),
-                fxhlo_ir::print(graph).as_bytes(),
-            )?;
+            write(&dir, &format!("{name}.gir"), fxhlo_ir::print(graph).as_bytes())?;
             if self.config.filter.wants("dot") {
                 // Imported: nothing is marked; after a pass: what it created or changed.
                 let first = index == 1;
                 let previous = &state.previous;
-                let dot = fxhlo_ir::to_dot_marked(graph, |id| {
-                    !first && !previous.contains(&graphviz::identity(graph, id))
-                });
+                let dot = fxhlo_ir::to_dot_marked(graph, |id| !first && !previous.contains(&graphviz::identity(graph, id)));
                 let dot_path = write(&dir, &format!("{name}.dot"), dot.as_bytes())?;
                 let svg = dir.join(format!("{name}.svg"));
                 if let Some(note) = graphviz::render_svg(&dot_path, &svg, graph.node_count()) {
@@ -365,19 +304,14 @@ impl Dump {
     /// The folder XLA dumps into (`NN-xla/`, created), when the filter wants it.
     pub fn xla_dir(&self) -> Result<Option<PathBuf>> {
         let mut state = self.lock();
-        let Some(dir) = state.dir.clone() else {
-            return Ok(None);
-        };
+        let Some(dir) = state.dir.clone() else { return Ok(None) };
         if !self.config.filter.wants("xla") {
             return Ok(None);
         }
         let index = state.next;
         state.next += 1;
         let xla = dir.join(format!("{index:02}-xla"));
-        std::fs::create_dir_all(&xla).map_err(|source| Error::Io {
-            path: xla.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&xla).map_err(|source| Error::Io { path: xla.clone(), source })?;
         // XLA wants an absolute folder (it may run with another working directory).
         Ok(Some(std::path::absolute(&xla).unwrap_or(xla)))
     }
@@ -446,10 +380,7 @@ pub(crate) fn finish<T>(dump: Option<&Dump>, result: &Result<T>) -> Result<()> {
 /// or the new one, never half of one.
 pub(crate) fn write(dir: &Path, name: &str, contents: &[u8]) -> Result<PathBuf> {
     let path = dir.join(name);
-    fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
+    fxhlo_frontend::write_atomic(&path, contents).map_err(|source| Error::Io { path: path.clone(), source })?;
     tracing::debug!(path = %path.display(), "dumped");
     Ok(path)
 }

@@ -51,18 +51,12 @@ pub struct StageRecord {
 impl StageRecord {
     /// A stage with no time.
     pub fn named(stage: &str) -> StageRecord {
-        StageRecord {
-            stage: stage.to_string(),
-            ..StageRecord::default()
-        }
+        StageRecord { stage: stage.to_string(), ..StageRecord::default() }
     }
 
     /// A stage that took `time`.
     pub fn timed(stage: &str, time: Duration) -> StageRecord {
-        StageRecord {
-            ms: Some(time.as_secs_f64() * 1e3),
-            ..StageRecord::named(stage)
-        }
+        StageRecord { ms: Some(time.as_secs_f64() * 1e3), ..StageRecord::named(stage) }
     }
 }
 
@@ -77,16 +71,8 @@ impl Report {
     /// The table people read.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "graph {} (cache key {}), dump filter: {}",
-            self.graph, self.key, self.filter
-        );
-        let _ = writeln!(
-            out,
-            "{:<28} {:>10} {:>8} {:>13}  file",
-            "stage", "ms", "changed", "nodes"
-        );
+        let _ = writeln!(out, "graph {} (cache key {}), dump filter: {}", self.graph, self.key, self.filter);
+        let _ = writeln!(out, "{:<28} {:>10} {:>8} {:>13}  file", "stage", "ms", "changed", "nodes");
         for s in &self.stages {
             let ms = s.ms.map(|ms| format!("{ms:.2}")).unwrap_or_default();
             let changed = match s.changed {
@@ -99,12 +85,7 @@ impl Report {
                 (None, Some(a)) => a.to_string(),
                 _ => String::new(),
             };
-            let _ = writeln!(
-                out,
-                "{:<28} {ms:>10} {changed:>8} {nodes:>13}  {}",
-                s.stage,
-                s.file.as_deref().unwrap_or("")
-            );
+            let _ = writeln!(out, "{:<28} {ms:>10} {changed:>8} {nodes:>13}  {}", s.stage, s.file.as_deref().unwrap_or(""));
             if let Some(detail) = &s.detail {
                 let _ = writeln!(out, "    {detail}");
             }

@@ -14,21 +14,14 @@ impl TempTree {
     fn new() -> TempTree {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let root =
-            std::env::temp_dir().join(format!("fxhlo-build-identity-{}-{n}", std::process::id()));
+        let root = std::env::temp_dir().join(format!("fxhlo-build-identity-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         let tree = TempTree(root);
         for (path, text) in [
             ("src/lib.rs", "pub mod pipeline;"),
             ("codegen/src/lower/mod.rs", "fn lower() {}"),
-            (
-                "runtime/src/executable.rs",
-                "fn to_pjrt() { num_replicas = 1; }",
-            ),
-            (
-                "runtime/pjrt-sys/protos/compile_options.proto",
-                "message CompileOptionsProto {}",
-            ),
+            ("runtime/src/executable.rs", "fn to_pjrt() { num_replicas = 1; }"),
+            ("runtime/pjrt-sys/protos/compile_options.proto", "message CompileOptionsProto {}"),
             ("runtime/pjrt-sys/build.rs", "fn main() {}"),
             ("Cargo.lock", "version = 4"),
             ("README.md", "# fxhlo"),
@@ -72,22 +65,11 @@ fn identity_changes_with_the_runtime_sources() {
     let tree = TempTree::new();
     let before = tree.identity();
     // A changed compile option must never be served the executables the old one compiled.
-    tree.write(
-        "runtime/src/executable.rs",
-        "fn to_pjrt() { num_replicas = 2; }",
-    );
-    assert_ne!(
-        tree.identity(),
-        before,
-        "a change under runtime/src left the build identity as it was"
-    );
+    tree.write("runtime/src/executable.rs", "fn to_pjrt() { num_replicas = 2; }");
+    assert_ne!(tree.identity(), before, "a change under runtime/src left the build identity as it was");
     let before = tree.identity();
     tree.write("runtime/src/aot.rs", "fn compile() {}");
-    assert_ne!(
-        tree.identity(),
-        before,
-        "a new file under runtime/src left the build identity as it was"
-    );
+    assert_ne!(tree.identity(), before, "a new file under runtime/src left the build identity as it was");
 }
 
 #[test]
@@ -96,21 +78,14 @@ fn identity_changes_with_the_compiler_sources_and_the_compile_options_proto() {
         ("src/lib.rs", "pub mod pipeline; pub mod cache;"),
         ("codegen/src/lower/mod.rs", "fn lower() { emit(); }"),
         ("passes/src/dce.rs", "fn run() {}"),
-        (
-            "runtime/pjrt-sys/protos/compile_options.proto",
-            "message CompileOptionsProto { int64 x = 1; }",
-        ),
+        ("runtime/pjrt-sys/protos/compile_options.proto", "message CompileOptionsProto { int64 x = 1; }"),
         ("runtime/pjrt-sys/build.rs", "fn main() { btree_map(); }"),
         ("Cargo.lock", "version = 4\n[[package]]"),
     ] {
         let tree = TempTree::new();
         let before = tree.identity();
         tree.write(rel, text);
-        assert_ne!(
-            tree.identity(),
-            before,
-            "changing {rel} left the build identity as it was"
-        );
+        assert_ne!(tree.identity(), before, "changing {rel} left the build identity as it was");
     }
 }
 
@@ -127,11 +102,7 @@ fn identity_ignores_files_that_do_not_change_what_is_compiled() {
         ("cli/src/main.rs", "fn main() {}"),
     ] {
         tree.write(rel, text);
-        assert_eq!(
-            tree.identity(),
-            before,
-            "changing {rel} changed the build identity"
-        );
+        assert_eq!(tree.identity(), before, "changing {rel} changed the build identity");
     }
 }
 
@@ -143,20 +114,14 @@ fn identity_is_deterministic_and_depends_on_file_names() {
     assert_eq!(first.len(), 16);
     assert!(first.chars().all(|c| c.is_ascii_hexdigit()), "{first}");
     // The same bytes under another name are another tree.
-    fs::rename(
-        tree.path().join("codegen/src/lower/mod.rs"),
-        tree.path().join("codegen/src/lower/emit.rs"),
-    )
-    .unwrap_or_else(|e| panic!("rename: {e}"));
+    fs::rename(tree.path().join("codegen/src/lower/mod.rs"), tree.path().join("codegen/src/lower/emit.rs"))
+        .unwrap_or_else(|e| panic!("rename: {e}"));
     assert_ne!(tree.identity(), first);
 }
 
 #[test]
 fn sources_name_the_runtime() {
-    assert!(
-        SOURCES.contains(&"runtime/src"),
-        "SOURCES leaves out runtime/src: {SOURCES:?}"
-    );
+    assert!(SOURCES.contains(&"runtime/src"), "SOURCES leaves out runtime/src: {SOURCES:?}");
 }
 
 /// Every workspace crate the fxhlo library depends on decides what it emits or compiles, so
@@ -165,8 +130,7 @@ fn sources_name_the_runtime() {
 #[test]
 fn sources_cover_every_crate_fxhlo_depends_on() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    let text = fs::read_to_string(&manifest)
-        .unwrap_or_else(|e| panic!("read {}: {e}", manifest.display()));
+    let text = fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("read {}: {e}", manifest.display()));
     let section = |name: &str| -> Vec<String> {
         let header = format!("[{name}]");
         text.lines()
@@ -188,23 +152,13 @@ fn sources_cover_every_crate_fxhlo_depends_on() {
     let dependencies = section("dependencies");
     let mut checked = 0;
     for (name, folder) in &folders {
-        if !dependencies
-            .iter()
-            .any(|l| l.trim_start().starts_with(&format!("{name}.")))
-        {
+        if !dependencies.iter().any(|l| l.trim_start().starts_with(&format!("{name}."))) {
             continue;
         }
         let src = format!("{folder}/src");
-        assert!(
-            SOURCES.contains(&src.as_str()),
-            "fxhlo depends on {name}, but SOURCES leaves out {src}: {SOURCES:?}"
-        );
+        assert!(SOURCES.contains(&src.as_str()), "fxhlo depends on {name}, but SOURCES leaves out {src}: {SOURCES:?}");
         checked += 1;
     }
     // ir, frontend, passes, codegen, runtime: a parser that found none would prove nothing.
-    assert!(
-        checked >= 5,
-        "found only {checked} workspace dependencies in {}",
-        manifest.display()
-    );
+    assert!(checked >= 5, "found only {checked} workspace dependencies in {}", manifest.display());
 }

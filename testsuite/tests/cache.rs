@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fxhlo::cache::disk;
 use fxhlo::runtime::{EnvConfig, HostTensor};
-use fxhlo::{CacheConfig, CacheKey, CacheMode, CompileCache, Frozen, Options, Session, Tier};
+use fxhlo::{CacheConfig, CacheKey, CacheMode, CompileCache, Session, Frozen, Options, Tier};
 use fxhlo_ir::{DType, Graph, Op, UnaryOp, ValueRef};
 
 use crate::support::Builder;
@@ -36,26 +36,17 @@ fn graph(n: i64, prefix: &str) -> Graph {
 }
 
 fn key(g: &Graph) -> CacheKey {
-    CacheKey::new(
-        g,
-        &Options::default(),
-        &Frozen::new(),
-        "cpu 0.81 (1 device)".to_string(),
-    )
+    CacheKey::new(g, &Options::default(), &Frozen::new(), "cpu 0.81 (1 device)".to_string())
 }
 
 fn session(cache: &Arc<CompileCache>) -> Session {
-    Session::with_cache(Options::default(), &EnvConfig::from_env(), cache.clone())
-        .expect("CPU PJRT client")
+    Session::with_cache(Options::default(), &EnvConfig::from_env(), cache.clone()).expect("CPU PJRT client")
 }
 
 fn args(n: i64) -> Vec<HostTensor> {
     let x: Vec<f32> = (0..n * 4).map(|i| (i as f32 - 5.0) * 0.25).collect();
     let w: Vec<f32> = (0..12).map(|i| 1.0 - i as f32 * 0.2).collect();
-    vec![
-        HostTensor::from_f32([n, 4], &x).unwrap(),
-        HostTensor::from_f32([4, 3], &w).unwrap(),
-    ]
+    vec![HostTensor::from_f32([n, 4], &x).unwrap(), HostTensor::from_f32([4, 3], &w).unwrap()]
 }
 
 #[test]
@@ -82,46 +73,15 @@ fn every_key_field_changes_the_key() {
     variants.push(("structure", key(&b.finish(&[r]))));
     let mut frozen = Frozen::new();
     frozen.insert("w".into(), fxhlo::ir::TensorData::new(vec![0u8; 48]));
-    variants.push((
-        "frozen",
-        CacheKey::new(
-            &graph(2, ""),
-            &Options::default(),
-            &frozen,
-            "cpu 0.81 (1 device)".into(),
-        ),
-    ));
+    variants.push(("frozen", CacheKey::new(&graph(2, ""), &Options::default(), &frozen, "cpu 0.81 (1 device)".into())));
     let mut frozen2 = Frozen::new();
     frozen2.insert("w".into(), fxhlo::ir::TensorData::new(vec![1u8; 48]));
     let f1 = CacheKey::new(&graph(2, ""), &Options::default(), &frozen, "t".into());
     let f2 = CacheKey::new(&graph(2, ""), &Options::default(), &frozen2, "t".into());
-    assert_ne!(
-        f1.hex(),
-        f2.hex(),
-        "changed frozen weights must change the key"
-    );
-    let checked = Options {
-        check_indices: true,
-        ..Options::default()
-    };
-    variants.push((
-        "options",
-        CacheKey::new(
-            &graph(2, ""),
-            &checked,
-            &Frozen::new(),
-            "cpu 0.81 (1 device)".into(),
-        ),
-    ));
-    variants.push((
-        "target",
-        CacheKey::new(
-            &graph(2, ""),
-            &Options::default(),
-            &Frozen::new(),
-            "cpu 0.115 (1 device)".into(),
-        ),
-    ));
+    assert_ne!(f1.hex(), f2.hex(), "changed frozen weights must change the key");
+    let checked = Options { check_indices: true, ..Options::default() };
+    variants.push(("options", CacheKey::new(&graph(2, ""), &checked, &Frozen::new(), "cpu 0.81 (1 device)".into())));
+    variants.push(("target", CacheKey::new(&graph(2, ""), &Options::default(), &Frozen::new(), "cpu 0.115 (1 device)".into())));
     let mut k = base.clone();
     k.xla_flags = "--xla_cpu_enable_fast_math=true".into();
     variants.push(("xla_flags", k));
@@ -132,10 +92,7 @@ fn every_key_field_changes_the_key() {
         assert_ne!(k.hex(), base.hex(), "{field} did not change the key");
         let diffs = base.differences(&k);
         println!("{field}: {diffs:?}");
-        assert!(
-            diffs.iter().any(|d| d.starts_with(field)),
-            "{field}: {diffs:?}"
-        );
+        assert!(diffs.iter().any(|d| d.starts_with(field)), "{field}: {diffs:?}");
     }
 }
 
@@ -158,16 +115,10 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     let first = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
     assert_eq!(first.cached, None);
     let want = first.run(&c, &args(2)).unwrap();
-    let second = c
-        .compile(&graph(2, "renamed_"), &fxhlo::Frozen::new(), None)
-        .unwrap();
+    let second = c.compile(&graph(2, "renamed_"), &fxhlo::Frozen::new(), None).unwrap();
     assert_eq!(second.cached, Some(Tier::Memory));
     let s = cache.stats();
-    assert_eq!(
-        (s.compiles, s.memory_hits, s.entries_on_disk),
-        (1, 1, 1),
-        "{s:?}"
-    );
+    assert_eq!((s.compiles, s.memory_hits, s.entries_on_disk), (1, 1, 1), "{s:?}");
 
     let fresh = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
     let c2 = session(&fresh);
@@ -176,18 +127,14 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     assert_eq!(third.run(&c2, &args(2)).unwrap(), want);
     assert_eq!(fresh.stats().compiles, 0);
     // Another shape misses, and says which field differs from the entry of the same graph.
-    c2.compile(&graph(3, ""), &fxhlo::Frozen::new(), None)
-        .unwrap();
+    c2.compile(&graph(3, ""), &fxhlo::Frozen::new(), None).unwrap();
     let s = fresh.stats();
     println!("{s:?}");
     assert_eq!(s.compiles, 1);
     assert_eq!(s.misses_by_reason.get("inputs"), Some(&1), "{s:?}");
     let (_, detail) = fresh.explain_miss(&key(&graph(5, "")));
     println!("{detail}");
-    assert!(
-        detail.contains("input 0: user_input f32[") && detail.contains("vs user_input f32[5,4]"),
-        "{detail}"
-    );
+    assert!(detail.contains("input 0: user_input f32[") && detail.contains("vs user_input f32[5,4]"), "{detail}");
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -199,16 +146,8 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
 fn entries_of_an_older_key_make_up_miss_and_say_why() {
     let dir = scratch("older");
     let g = graph(2, "");
-    let aot: Options = Options {
-        device: "tpu:v6e:2x2".parse().unwrap(),
-        ..Options::default()
-    };
-    let mut old = CacheKey::new(
-        &g,
-        &aot,
-        &Frozen::new(),
-        "tpu:v6e:2x2 ahead of time, plugin libtpu.so (libtpu 0.0.52) 1 bytes modified 2".into(),
-    );
+    let aot: Options = Options { device: "tpu:v6e:2x2".parse().unwrap(), ..Options::default() };
+    let mut old = CacheKey::new(&g, &aot, &Frozen::new(), "tpu:v6e:2x2 ahead of time, plugin libtpu.so (libtpu 0.0.52) 1 bytes modified 2".into());
     old.options = old.options.replacen("device=tpu", "device=tpu:v6e:2x2", 1);
     CompileCache::new(CacheConfig::in_dir(&dir)).put(&old, vec![7; 64]);
 
@@ -219,28 +158,15 @@ fn entries_of_an_older_key_make_up_miss_and_say_why() {
         device_kinds: vec!["TPU v6 lite".into()],
         bounds: vec![2, 2, 1],
     };
-    let target = fxhlo::cache::topology_target_id(
-        fxhlo::runtime::DeviceKind::Tpu,
-        "libtpu.so (libtpu 0.0.52, 1 bytes)",
-        &topology,
-    );
-    let vm = Options {
-        device: fxhlo::runtime::DeviceKind::Tpu.into(),
-        ..Options::default()
-    };
+    let target = fxhlo::cache::topology_target_id(fxhlo::runtime::DeviceKind::Tpu, "libtpu.so (libtpu 0.0.52, 1 bytes)", &topology);
+    let vm = Options { device: fxhlo::runtime::DeviceKind::Tpu.into(), ..Options::default() };
     let new = CacheKey::new(&g, &vm, &Frozen::new(), target);
     // The topology lives in the target field: the options of both spellings agree.
-    assert_eq!(
-        new.options,
-        CacheKey::new(&g, &aot, &Frozen::new(), String::new()).options
-    );
+    assert_eq!(new.options, CacheKey::new(&g, &aot, &Frozen::new(), String::new()).options);
     let fresh = CompileCache::new(CacheConfig::in_dir(&dir));
     assert!(fresh.get(&new).is_none());
     let (_, detail) = fresh.explain_miss(&new);
-    assert!(
-        detail.contains("target") && detail.contains("options"),
-        "{detail}"
-    );
+    assert!(detail.contains("target") && detail.contains("options"), "{detail}");
     assert_eq!(fresh.get(&old).map(|(bytes, _)| bytes.len()), Some(64));
     let _ = fs::remove_dir_all(&dir);
 }
@@ -251,64 +177,43 @@ fn entries_of_an_older_key_make_up_miss_and_say_why() {
 fn damaged_entries_are_detected_removed_and_recompiled() {
     let g = graph(2, "");
     let damages: Vec<(&str, Box<dyn Fn(Vec<u8>) -> Vec<u8>>)> = vec![
-        (
-            "truncated",
-            Box::new(|b: Vec<u8>| b[..b.len() / 2].to_vec()),
-        ),
-        (
-            "flipped byte",
-            Box::new(|mut b: Vec<u8>| {
-                let last = b.len() - 1;
-                b[last] ^= 0x40;
-                b
-            }),
-        ),
+        ("truncated", Box::new(|b: Vec<u8>| b[..b.len() / 2].to_vec())),
+        ("flipped byte", Box::new(|mut b: Vec<u8>| {
+            let last = b.len() - 1;
+            b[last] ^= 0x40;
+            b
+        })),
         ("garbage", Box::new(|_| b"garbage, not an entry".to_vec())),
-        (
-            "format",
-            Box::new(|b: Vec<u8>| {
-                let (mut header, at) = disk::decode_header(&b).unwrap();
-                header.format = 99;
-                let head =
-                    bincode::serde::encode_to_vec(&header, bincode::config::standard()).unwrap();
-                let mut out = disk::MAGIC.to_vec();
-                out.extend_from_slice(&(head.len() as u32).to_le_bytes());
-                out.extend_from_slice(&head);
-                out.extend_from_slice(&b[at..]);
-                out
-            }),
-        ),
+        ("format", Box::new(|b: Vec<u8>| {
+            let (mut header, at) = disk::decode_header(&b).unwrap();
+            header.format = 99;
+            let head = bincode::serde::encode_to_vec(&header, bincode::config::standard()).unwrap();
+            let mut out = disk::MAGIC.to_vec();
+            out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+            out.extend_from_slice(&head);
+            out.extend_from_slice(&b[at..]);
+            out
+        })),
     ];
     for (what, damage) in damages {
         let dir = scratch(&format!("damage-{}", what.replace(' ', "-")));
         let warm = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
         let c = session(&warm);
-        let want = c
-            .compile(&g, &fxhlo::Frozen::new(), None)
-            .unwrap()
-            .run(&c, &args(2))
-            .unwrap();
+        let want = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(&c, &args(2)).unwrap();
         let k = c.key(&g, &Frozen::new());
         let path = disk::entry_path(&dir, &k);
         let original = fs::read(&path).unwrap();
         fs::write(&path, damage(original)).unwrap();
 
         let cache = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
-        assert!(
-            cache.get(&k).is_none(),
-            "{what}: a damaged entry was served"
-        );
+        assert!(cache.get(&k).is_none(), "{what}: a damaged entry was served");
         assert!(!path.exists(), "{what}: the damaged entry was not removed");
         let c = session(&cache);
         let again = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
         assert_eq!(again.cached, None, "{what}");
         assert_eq!(again.run(&c, &args(2)).unwrap(), want, "{what}");
         let s = cache.stats();
-        assert_eq!(
-            (s.misses_by_reason.get("corrupt"), s.entries_on_disk),
-            (Some(&1), 1),
-            "{what}: {s:?}"
-        );
+        assert_eq!((s.misses_by_reason.get("corrupt"), s.entries_on_disk), (Some(&1), 1), "{what}: {s:?}");
         let _ = fs::remove_dir_all(&dir);
     }
 }
@@ -319,26 +224,14 @@ fn eviction_removes_the_least_recently_used_entries() {
     let dir = scratch("evict");
     let keys: Vec<CacheKey> = (1..=4).map(|n| key(&graph(n, ""))).collect();
     let entry = disk::encode(&keys[0], &[7u8; 1000]).len() as u64;
-    let cache = CompileCache::new(CacheConfig {
-        max_bytes: entry * 2 + entry / 2,
-        ..CacheConfig::in_dir(&dir)
-    });
+    let cache = CompileCache::new(CacheConfig { max_bytes: entry * 2 + entry / 2, ..CacheConfig::in_dir(&dir) });
     for (i, k) in keys.iter().enumerate() {
         cache.put(k, vec![7u8; 1000]);
         // mtimes order the entries; make them distinct on coarse file systems.
-        let t = std::time::SystemTime::UNIX_EPOCH
-            + std::time::Duration::from_secs(1_000_000 + i as u64 * 10);
-        fs::File::options()
-            .append(true)
-            .open(disk::entry_path(&dir, k))
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + i as u64 * 10);
+        fs::File::options().append(true).open(disk::entry_path(&dir, k)).unwrap().set_modified(t).unwrap();
     }
-    let left: Vec<bool> = keys
-        .iter()
-        .map(|k| disk::entry_path(&dir, k).exists())
-        .collect();
+    let left: Vec<bool> = keys.iter().map(|k| disk::entry_path(&dir, k).exists()).collect();
     println!("entries left: {left:?}");
     assert_eq!(left, vec![false, false, true, true]);
     let _ = fs::remove_dir_all(&dir);
@@ -348,16 +241,10 @@ fn eviction_removes_the_least_recently_used_entries() {
 fn read_only_never_writes_and_an_unwritable_folder_degrades_to_memory() {
     let dir = scratch("ro");
     let k = key(&graph(2, ""));
-    let ro = CompileCache::new(CacheConfig {
-        mode: CacheMode::ReadOnly,
-        ..CacheConfig::in_dir(&dir)
-    });
+    let ro = CompileCache::new(CacheConfig { mode: CacheMode::ReadOnly, ..CacheConfig::in_dir(&dir) });
     ro.put(&k, vec![1, 2, 3]);
     assert!(!dir.exists(), "read-only created the cache folder");
-    assert_eq!(
-        ro.get(&k).map(|(b, t)| (b.to_vec(), t)),
-        Some((vec![1, 2, 3], Tier::Memory))
-    );
+    assert_eq!(ro.get(&k).map(|(b, t)| (b.to_vec(), t)), Some((vec![1, 2, 3], Tier::Memory)));
 
     // A folder path that is a file: nothing can be written under it.
     let file = scratch("not-a-dir");
@@ -374,28 +261,12 @@ fn read_only_never_writes_and_an_unwritable_folder_degrades_to_memory() {
 fn error_on_compile_refuses_a_miss_and_says_why() {
     let dir = scratch("refuse");
     let c = session(&Arc::new(CompileCache::new(CacheConfig::in_dir(&dir))));
-    c.compile(&graph(2, ""), &fxhlo::Frozen::new(), None)
-        .unwrap();
-    let strict = Arc::new(CompileCache::new(CacheConfig {
-        error_on_compile: true,
-        ..CacheConfig::in_dir(&dir)
-    }));
+    c.compile(&graph(2, ""), &fxhlo::Frozen::new(), None).unwrap();
+    let strict = Arc::new(CompileCache::new(CacheConfig { error_on_compile: true, ..CacheConfig::in_dir(&dir) }));
     let c = session(&strict);
-    assert_eq!(
-        c.compile(&graph(2, ""), &fxhlo::Frozen::new(), None)
-            .unwrap()
-            .cached,
-        Some(Tier::Disk)
-    );
-    let err = c
-        .compile(&graph(6, ""), &fxhlo::Frozen::new(), None)
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    assert_eq!(c.compile(&graph(2, ""), &fxhlo::Frozen::new(), None).unwrap().cached, Some(Tier::Disk));
+    let err = c.compile(&graph(6, ""), &fxhlo::Frozen::new(), None).err().map(|e| e.to_string()).unwrap_or_default();
     println!("{err}");
-    assert!(
-        err.contains("FXHLO_ERROR_ON_COMPILE") && err.contains("vs user_input f32[6,4]"),
-        "{err}"
-    );
+    assert!(err.contains("FXHLO_ERROR_ON_COMPILE") && err.contains("vs user_input f32[6,4]"), "{err}");
     let _ = fs::remove_dir_all(&dir);
 }

@@ -16,22 +16,10 @@ fn mlp_like_graph_matches_hand_computation() {
     let bias = b.input("bias", DType::F32, &[2]);
     let c = b.input("c", DType::F32, &[2]);
     let mm = b.op(Op::Mm, &[x, w], None);
-    let be = b.op(
-        Op::Expand {
-            sizes: vec![2, -1].into(),
-        },
-        &[bias],
-        None,
-    );
+    let be = b.op(Op::Expand { sizes: vec![2, -1].into() }, &[bias], None);
     let add = b.op(Op::Binary(BinaryOp::Add), &[mm, be], None);
     let relu = b.op(Op::Unary(UnaryOp::Relu), &[add], None);
-    let two = b.op(
-        Op::Full {
-            value: Scalar::float(2.0),
-        },
-        &[],
-        Some(TensorType::new(DType::F32, vec![])),
-    );
+    let two = b.op(Op::Full { value: Scalar::float(2.0) }, &[], Some(TensorType::new(DType::F32, vec![])));
     let mul = b.op(Op::Binary(BinaryOp::Mul), &[relu, two], None);
     let out = b.op(Op::Binary(BinaryOp::Add), &[mul, c], None);
     let g = b.finish(&[out]);
@@ -73,23 +61,14 @@ fn integer_and_half_precision_elementwise() {
     let xv = [1i64, -2, 3_000_000_000];
     let yv = [4i64, 5, 6, -7, 8, 9];
     let want: Vec<i64> = (0..6).map(|i| (xv[i % 3] + yv[i]) * yv[i]).collect();
-    let out = run(
-        &g,
-        &[
-            HostTensor::from_i64([3], &xv).unwrap(),
-            HostTensor::from_i64([2, 3], &yv).unwrap(),
-        ],
-    );
+    let out = run(&g, &[HostTensor::from_i64([3], &xv).unwrap(), HostTensor::from_i64([2, 3], &yv).unwrap()]);
     assert_eq!(out[0].to_vec::<i64>().unwrap(), want);
 
     let mut b = Builder::new("bf16");
     let x = b.input("x", DType::BF16, &[4]);
     let r = b.op(Op::Unary(UnaryOp::Relu), &[x], None);
     let g = b.finish(&[r]);
-    let xv: Vec<half::bf16> = [-1.5f32, 0.0, 2.25, -0.0]
-        .iter()
-        .map(|&v| half::bf16::from_f32(v))
-        .collect();
+    let xv: Vec<half::bf16> = [-1.5f32, 0.0, 2.25, -0.0].iter().map(|&v| half::bf16::from_f32(v)).collect();
     let out = run(&g, &[HostTensor::from_bf16([4], &xv).unwrap()]);
     assert_eq!(out[0].to_f32_vec(), vec![0.0, 0.0, 2.25, 0.0]);
 }
@@ -99,25 +78,13 @@ fn integer_and_half_precision_elementwise() {
 fn non_finite_constants_and_nan_propagation() {
     let mut b = Builder::new("nonfinite");
     let x = b.input("x", DType::F32, &[3]);
-    let ninf = b.op(
-        Op::Full {
-            value: Scalar::float(f64::NEG_INFINITY),
-        },
-        &[],
-        Some(TensorType::new(DType::F32, vec![3])),
-    );
+    let ninf = b.op(Op::Full { value: Scalar::float(f64::NEG_INFINITY) }, &[], Some(TensorType::new(DType::F32, vec![3])));
     let sum = b.op(Op::Binary(BinaryOp::Add), &[x, ninf], None);
     let r = b.op(Op::Unary(UnaryOp::Relu), &[x], None);
     let g = b.finish(&[sum, r]);
-    let out = run(
-        &g,
-        &[HostTensor::from_f32([3], &[1.0, f32::NAN, -2.0]).unwrap()],
-    );
+    let out = run(&g, &[HostTensor::from_f32([3], &[1.0, f32::NAN, -2.0]).unwrap()]);
     let s = out[0].to_f32_vec();
-    assert!(
-        s[0] == f32::NEG_INFINITY && s[1].is_nan() && s[2] == f32::NEG_INFINITY,
-        "{s:?}"
-    );
+    assert!(s[0] == f32::NEG_INFINITY && s[1].is_nan() && s[2] == f32::NEG_INFINITY, "{s:?}");
     let r = out[1].to_f32_vec();
     assert!(r[0] == 1.0 && r[1].is_nan() && r[2] == 0.0, "{r:?}");
 }
@@ -128,35 +95,15 @@ fn unsupported_ops_are_reported_all_at_once() {
     let mut b = Builder::new("unknowns");
     let x = b.input("x", DType::F32, &[3]);
     let t = TensorType::new(DType::F32, vec![3]);
-    let s = b.op(
-        Op::Unknown {
-            target: "aten.sin.default".into(),
-            reason: None,
-        },
-        &[x],
-        Some(t.clone()),
-    );
-    let c = b.op(
-        Op::Unknown {
-            target: "aten.cos.default".into(),
-            reason: None,
-        },
-        &[s],
-        Some(t),
-    );
+    let s = b.op(Op::Unknown { target: "aten.sin.default".into(), reason: None }, &[x], Some(t.clone()));
+    let c = b.op(Op::Unknown { target: "aten.cos.default".into(), reason: None }, &[s], Some(t));
     let g = b.finish(&[c]);
     let err = fxhlo::codegen::lower(&g).unwrap_err().to_string();
     println!("{err}");
     assert!(err.contains("2 op(s) fxhlo cannot lower"), "{err}");
     // `<target> at node `<node>``, then the reason: the form users and the Python tests read.
-    assert!(
-        err.contains("aten.sin.default at node `n1`: fxhlo has no lowering for aten.sin.default"),
-        "{err}"
-    );
-    assert!(
-        err.contains("aten.cos.default at node `n2`: fxhlo has no lowering for aten.cos.default"),
-        "{err}"
-    );
+    assert!(err.contains("aten.sin.default at node `n1`: fxhlo has no lowering for aten.sin.default"), "{err}");
+    assert!(err.contains("aten.cos.default at node `n2`: fxhlo has no lowering for aten.cos.default"), "{err}");
 }
 
 /// Each unsupported op says why: the importer's reason (kept on the node, here from IR text)
@@ -175,32 +122,13 @@ fn unsupported_ops_carry_their_reason() {
     )
     .unwrap();
     let ops = fxhlo::codegen::unsupported_ops(&g).unwrap();
-    let got: Vec<(&str, &str, Option<&str>, &str)> = ops
-        .iter()
-        .map(|o| {
-            (
-                o.target.as_str(),
-                o.node.as_str(),
-                o.source.as_deref(),
-                o.reason.as_str(),
-            )
-        })
-        .collect();
+    let got: Vec<(&str, &str, Option<&str>, &str)> =
+        ops.iter().map(|o| (o.target.as_str(), o.node.as_str(), o.source.as_deref(), o.reason.as_str())).collect();
     assert_eq!(
         got,
         [
-            (
-                "aten.frobnicate.default",
-                "a",
-                Some("model.py:3"),
-                "fxhlo has no lowering for aten.frobnicate.default"
-            ),
-            (
-                "aten.gelu.default",
-                "b",
-                None,
-                "argument `approximate` is `erf`; fxhlo lowers only `none` and `tanh`"
-            ),
+            ("aten.frobnicate.default", "a", Some("model.py:3"), "fxhlo has no lowering for aten.frobnicate.default"),
+            ("aten.gelu.default", "b", None, "argument `approximate` is `erf`; fxhlo lowers only `none` and `tanh`"),
         ]
     );
     let err = fxhlo::codegen::lower(&g).unwrap_err().to_string();
@@ -224,47 +152,21 @@ fn unsupported_ops_carry_their_reason() {
     .unwrap();
     let ops = fxhlo::codegen::unsupported_ops(&bag).unwrap();
     assert_eq!(ops.len(), 1);
-    assert_eq!(
-        (ops[0].target.as_str(), ops[0].node.as_str()),
-        ("aten._embedding_bag", "e")
-    );
-    assert!(
-        ops[0]
-            .reason
-            .starts_with("its bookkeeping results (offset2bag, bag_size, max_indices) are used"),
-        "{}",
-        ops[0].reason
-    );
+    assert_eq!((ops[0].target.as_str(), ops[0].node.as_str()), ("aten._embedding_bag", "e"));
+    assert!(ops[0].reason.starts_with("its bookkeeping results (offset2bag, bag_size, max_indices) are used"), "{}", ops[0].reason);
 }
 
 /// `while i < n: acc = acc + acc` then `sin(acc)` if `sum(acc) > 0.5` else `acc`: regions
 /// lowered to `stablehlo.while` (with a loop-invariant operand) and `stablehlo.case`.
 #[test]
 fn while_loop_and_cond_run_their_regions() {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/ir/control_flow.gir"),
-    )
-    .unwrap();
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/ir/control_flow.gir")).unwrap();
     let g = fxhlo_ir::parse(&text).unwrap();
-    for (xv, n) in [
-        ([0.1f32, 0.05, -0.02], 3i64),
-        ([0.1, -0.3, 0.1], 2),
-        ([1.0, 2.0, 3.0], 0),
-    ] {
+    for (xv, n) in [([0.1f32, 0.05, -0.02], 3i64), ([0.1, -0.3, 0.1], 2), ([1.0, 2.0, 3.0], 0)] {
         let scale = 2f32.powi(n as i32);
         let acc: Vec<f32> = xv.iter().map(|v| v * scale).collect();
-        let want: Vec<f32> = if acc.iter().sum::<f32>() > 0.5 {
-            acc.iter().map(|v| v.sin()).collect()
-        } else {
-            acc
-        };
-        let out = run(
-            &g,
-            &[
-                HostTensor::from_f32([3], &xv).unwrap(),
-                HostTensor::from_i64(Vec::<i64>::new(), &[n]).unwrap(),
-            ],
-        );
+        let want: Vec<f32> = if acc.iter().sum::<f32>() > 0.5 { acc.iter().map(|v| v.sin()).collect() } else { acc };
+        let out = run(&g, &[HostTensor::from_f32([3], &xv).unwrap(), HostTensor::from_i64(Vec::<i64>::new(), &[n]).unwrap()]);
         assert!(max_abs_diff("while + cond", &out[0].to_f32_vec(), &want) <= 1e-6);
         assert_eq!(out[1].to_vec::<i64>().unwrap(), vec![n], "iterations");
     }
@@ -283,24 +185,14 @@ fn random_bits_depend_only_on_the_state() {
     let g = fxhlo_ir::parse(text).unwrap();
     let draw = |key: i64, counter: i64| {
         let out = run(&g, &[HostTensor::from_i64([2], &[key, counter]).unwrap()]);
-        (
-            out[0].to_vec::<i64>().unwrap(),
-            out[1].to_vec::<i32>().unwrap(),
-        )
+        (out[0].to_vec::<i64>().unwrap(), out[1].to_vec::<i32>().unwrap())
     };
     let (next, bits) = draw(42, 0);
-    assert_eq!(
-        draw(42, 0),
-        (next.clone(), bits.clone()),
-        "the same state gives the same bits"
-    );
+    assert_eq!(draw(42, 0), (next.clone(), bits.clone()), "the same state gives the same bits");
     assert_ne!(next, vec![42, 0], "the state advances");
     let (_, other) = draw(43, 0);
     let same = bits.iter().zip(&other).filter(|(a, b)| a == b).count();
-    assert!(
-        same < 5,
-        "another key gives other bits ({same} of 1000 equal)"
-    );
+    assert!(same < 5, "another key gives other bits ({same} of 1000 equal)");
     // Uniform bits: each of the 32 bit positions set about half the time (1000 draws: within
     // 6 standard deviations, 6 * sqrt(250) = 95, of 500).
     for k in 0..32 {
@@ -320,21 +212,12 @@ fn deterministic_args(g: &fxhlo_ir::Graph) -> Vec<HostTensor> {
             let mut state = 12345u64 + k as u64;
             let values: Vec<f32> = (0..t.num_elements())
                 .map(|_| {
-                    state = state
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
                 })
                 .collect();
             match t.dtype {
-                DType::BF16 => HostTensor::from_bf16(
-                    t.shape.to_vec(),
-                    &values
-                        .iter()
-                        .map(|v| half::bf16::from_f32(*v))
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap(),
+                DType::BF16 => HostTensor::from_bf16(t.shape.to_vec(), &values.iter().map(|v| half::bf16::from_f32(*v)).collect::<Vec<_>>()).unwrap(),
                 _ => HostTensor::from_f32(t.shape.to_vec(), &values).unwrap(),
             }
         })
@@ -359,25 +242,13 @@ fn cpu_convolution_rewrites_match_the_convolution() {
     ];
     let (o0, o1) = (crate::support::cpu_at(0), crate::support::cpu());
     for (pass, name) in files {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("filetests/passes")
-            .join(pass)
-            .join(name);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass).join(name);
         let g = fxhlo_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
         let args = deterministic_args(&g);
-        let run_at = |s: &fxhlo::Session| {
-            s.compile(&g, &fxhlo::Frozen::new(), None)
-                .unwrap()
-                .run(s, &args)
-                .unwrap()[0]
-                .to_f32_vec()
-        };
+        let run_at = |s: &fxhlo::Session| s.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(s, &args).unwrap()[0].to_f32_vec();
         let (conv, rewritten) = (run_at(&o0), run_at(&o1));
         let tol = if name.contains("bf16") { 2e-2 } else { 1e-5 };
-        assert!(
-            max_abs_diff(name, &rewritten, &conv) <= tol,
-            "{pass}: {name}"
-        );
+        assert!(max_abs_diff(name, &rewritten, &conv) <= tol, "{pass}: {name}");
     }
 }
 
@@ -388,55 +259,25 @@ fn cpu_convolution_rewrites_match_the_convolution() {
 /// runtime, attention in blocks of heads).
 #[test]
 fn rewriting_passes_keep_the_values() {
-    let none = fxhlo::Session::new(fxhlo::Options {
-        passes: Some(vec![]),
-        ..fxhlo::Options::default()
-    })
-    .unwrap();
-    for pass in [
-        "unused-results",
-        "channels-last",
-        "channels-last-pooling",
-        "device-layout",
-    ] {
-        let only = fxhlo::Session::new(fxhlo::Options {
-            passes: Some(vec![pass.to_string()]),
-            ..fxhlo::Options::default()
-        })
-        .unwrap();
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("filetests/passes")
-            .join(pass);
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
+    let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();
+    for pass in ["unused-results", "channels-last", "channels-last-pooling", "device-layout", "batch-blocks"] {
+        let only = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![pass.to_string()]), ..fxhlo::Options::default() }).unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass);
+        let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         assert!(!files.is_empty(), "{}", dir.display());
         for path in files {
             let g = fxhlo_ir::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
             let args = deterministic_args(&g);
-            let run_with = |s: &fxhlo::Session| {
-                s.compile(&g, &fxhlo::Frozen::new(), None)
-                    .unwrap()
-                    .run(s, &args)
-                    .unwrap()
-            };
+            let run_with = |s: &fxhlo::Session| s.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(s, &args).unwrap();
             let (before, after) = (run_with(&none), run_with(&only));
             assert_eq!(before.len(), after.len());
             for (k, (b, a)) in before.iter().zip(&after).enumerate() {
                 let what = format!("{pass}: {} output {k}", path.display());
-                assert_eq!(
-                    (a.element_type, &a.dims),
-                    (b.element_type, &b.dims),
-                    "{what}"
-                );
+                assert_eq!((a.element_type, &a.dims), (b.element_type, &b.dims), "{what}");
                 // Pooling and permutes move values exactly; a convolution over a permuted
                 // kernel may sum in another order.
-                assert!(
-                    max_abs_diff(&what, &a.to_f32_vec(), &b.to_f32_vec()) <= 1e-5,
-                    "{what}"
-                );
+                assert!(max_abs_diff(&what, &a.to_f32_vec(), &b.to_f32_vec()) <= 1e-5, "{what}");
             }
         }
     }

@@ -38,53 +38,30 @@ fn inputs(g: &Graph) -> Vec<HostTensor> {
 fn rewrite_and_compare(g: &Graph, rule: &str) -> f32 {
     let mut opt = g.clone();
     let report = optimize(&mut opt, &rules::all(), &Limits::default()).unwrap();
-    assert!(
-        report.applied.get(rule).copied().unwrap_or(0) >= 1,
-        "{}: {rule} did not fire: {report:?}",
-        g.name
-    );
+    assert!(report.applied.get(rule).copied().unwrap_or(0) >= 1, "{}: {rule} did not fire: {report:?}", g.name);
     assert!(report.changed, "{}: nothing changed: {report:?}", g.name);
     fxhlo_ir::verify(&opt).unwrap();
     let session = cpu_at(0);
     let args = inputs(g);
     let run = |graph: &Graph| {
-        let compiled = session
-            .compile(graph, &fxhlo::Frozen::new(), None)
-            .unwrap_or_else(|e| panic!("{}: {e}", graph.name));
+        let compiled = session.compile(graph, &fxhlo::Frozen::new(), None).unwrap_or_else(|e| panic!("{}: {e}", graph.name));
         compiled.run(&session, &args).unwrap()
     };
     let (want, got) = (run(g), run(&opt));
     assert_eq!(want.len(), got.len());
-    want.iter()
-        .zip(&got)
-        .map(|(w, o)| {
-            max_abs_diff(
-                &format!("{} {rule}", g.name),
-                &o.to_f32_vec(),
-                &w.to_f32_vec(),
-            )
-        })
-        .fold(0.0, f32::max)
+    want.iter().zip(&got).map(|(w, o)| max_abs_diff(&format!("{} {rule}", g.name), &o.to_f32_vec(), &w.to_f32_vec())).fold(0.0, f32::max)
 }
 
 #[test]
 fn mm_chains_reassociate_and_keep_their_values() {
     let mut b = Builder::new("mm_chain");
-    let (x, y, z) = (
-        b.input("a", DType::F32, &[48, 64]),
-        b.input("b", DType::F32, &[64, 64]),
-        b.input("c", DType::F32, &[64, 3]),
-    );
+    let (x, y, z) = (b.input("a", DType::F32, &[48, 64]), b.input("b", DType::F32, &[64, 64]), b.input("c", DType::F32, &[64, 3]));
     let xy = b.op(Op::Mm, &[x, y], None);
     let out = b.op(Op::Mm, &[xy, z], None);
     assert!(rewrite_and_compare(&b.finish(&[out]), "mm-assoc") < 1e-4);
 
     let mut b = Builder::new("bmm_chain");
-    let (x, y, z) = (
-        b.input("a", DType::F32, &[2, 3, 32]),
-        b.input("b", DType::F32, &[2, 32, 32]),
-        b.input("c", DType::F32, &[2, 32, 32]),
-    );
+    let (x, y, z) = (b.input("a", DType::F32, &[2, 3, 32]), b.input("b", DType::F32, &[2, 32, 32]), b.input("c", DType::F32, &[2, 32, 32]));
     let yz = b.op(Op::Bmm, &[y, z], None);
     let out = b.op(Op::Bmm, &[x, yz], None);
     assert!(rewrite_and_compare(&b.finish(&[out]), "bmm-assoc-rev") < 1e-4);
@@ -94,26 +71,12 @@ fn mm_chains_reassociate_and_keep_their_values() {
 /// smaller factor (a scale of 1/sqrt(8), not a power of two, so the rounding does change).
 #[test]
 fn scaled_products_move_the_scale_and_keep_their_values() {
+    let scalar = |b: &mut Builder, v: f64| b.op(Op::Full { value: fxhlo_ir::Scalar::float(v) }, &[], Some(fxhlo_ir::TensorType::new(DType::F32, vec![])));
     let mut b = Builder::new("scaled_scores");
-    let (q, kt) = (
-        b.input("q", DType::F32, &[4, 64, 8]),
-        b.input("kt", DType::F32, &[4, 8, 64]),
-    );
+    let (q, kt) = (b.input("q", DType::F32, &[4, 64, 8]), b.input("kt", DType::F32, &[4, 8, 64]));
     let s = b.op(Op::Bmm, &[q, kt], None);
-    let s4 = b.op(
-        Op::View {
-            shape: [1, 4, 64, 64].into(),
-        },
-        &[s],
-        None,
-    );
-    let scale = b.op(
-        Op::Full {
-            value: fxhlo_ir::Scalar::float(8f64.powf(-0.5)),
-        },
-        &[],
-        Some(fxhlo_ir::TensorType::new(DType::F32, vec![])),
-    );
+    let s4 = b.op(Op::View { shape: [1, 4, 64, 64].into() }, &[s], None);
+    let scale = scalar(&mut b, 8f64.powf(-0.5));
     let scaled = b.op(Op::Binary(BinaryOp::Mul), &[s4, scale], None);
     let p = b.op(Op::Unary(UnaryOp::Exp), &[scaled], None);
     let err = rewrite_and_compare(&b.finish(&[p]), "bmm-scalar-lhs");
@@ -121,18 +84,9 @@ fn scaled_products_move_the_scale_and_keep_their_values() {
     assert!(err < 1e-5, "{err}");
 
     let mut b = Builder::new("scaled_mm");
-    let (x, w) = (
-        b.input("x", DType::F32, &[128, 4]),
-        b.input("w", DType::F32, &[4, 96]),
-    );
+    let (x, w) = (b.input("x", DType::F32, &[128, 4]), b.input("w", DType::F32, &[4, 96]));
     let y = b.op(Op::Mm, &[x, w], None);
-    let scale = b.op(
-        Op::Full {
-            value: fxhlo_ir::Scalar::float(0.3),
-        },
-        &[],
-        Some(fxhlo_ir::TensorType::new(DType::F32, vec![])),
-    );
+    let scale = scalar(&mut b, 0.3);
     let out = b.op(Op::Binary(BinaryOp::Mul), &[y, scale], None);
     let err = rewrite_and_compare(&b.finish(&[out]), "mm-scalar-lhs");
     println!("scaled_mm: max abs error {err:e}");
@@ -143,60 +97,18 @@ fn scaled_products_move_the_scale_and_keep_their_values() {
 fn permutes_and_views_collapse_and_keep_their_values() {
     let mut b = Builder::new("permute_chain");
     let x = b.input("x", DType::F32, &[2, 3, 4]);
-    let p1 = b.op(
-        Op::Permute {
-            dims: [1, 2, 0].into(),
-        },
-        &[x],
-        None,
-    );
-    let p2 = b.op(
-        Op::Permute {
-            dims: [0, 2, 1].into(),
-        },
-        &[p1],
-        None,
-    );
+    let p1 = b.op(Op::Permute { dims: [1, 2, 0].into() }, &[x], None);
+    let p2 = b.op(Op::Permute { dims: [0, 2, 1].into() }, &[p1], None);
     let e = b.op(Op::Unary(UnaryOp::Exp), &[p2], None);
-    let p3 = b.op(
-        Op::Permute {
-            dims: [2, 0, 1].into(),
-        },
-        &[e],
-        None,
-    );
-    let p4 = b.op(
-        Op::Permute {
-            dims: [1, 2, 0].into(),
-        },
-        &[p3],
-        None,
-    );
+    let p3 = b.op(Op::Permute { dims: [2, 0, 1].into() }, &[e], None);
+    let p4 = b.op(Op::Permute { dims: [1, 2, 0].into() }, &[p3], None);
     assert!(rewrite_and_compare(&b.finish(&[p4]), "permute-permute") == 0.0);
 
     let mut b = Builder::new("view_chain");
     let x = b.input("x", DType::F32, &[2, 12]);
-    let v1 = b.op(
-        Op::View {
-            shape: [4, 6].into(),
-        },
-        &[x],
-        None,
-    );
-    let v2 = b.op(
-        Op::View {
-            shape: [-1, 3].into(),
-        },
-        &[v1],
-        None,
-    );
-    let v3 = b.op(
-        Op::View {
-            shape: [3, 8].into(),
-        },
-        &[v2],
-        None,
-    );
+    let v1 = b.op(Op::View { shape: [4, 6].into() }, &[x], None);
+    let v2 = b.op(Op::View { shape: [-1, 3].into() }, &[v1], None);
+    let v3 = b.op(Op::View { shape: [3, 8].into() }, &[v2], None);
     let y = b.op(Op::Binary(BinaryOp::Mul), &[v3, v3], None);
     assert!(rewrite_and_compare(&b.finish(&[y]), "view-view") == 0.0);
 }
@@ -206,13 +118,7 @@ fn permutes_and_views_collapse_and_keep_their_values() {
 fn the_value_check_can_fail() {
     let mut b = Builder::new("a");
     let x = b.input("x", DType::F32, &[4, 4]);
-    let t = b.op(
-        Op::Permute {
-            dims: [1, 0].into(),
-        },
-        &[x],
-        None,
-    );
+    let t = b.op(Op::Permute { dims: [1, 0].into() }, &[x], None);
     let g = b.finish(&[t]);
     let session = cpu_at(0);
     let args = inputs(&g);
@@ -220,14 +126,7 @@ fn the_value_check_can_fail() {
     let x = b.input("x", DType::F32, &[4, 4]);
     let not_t = b.op(Op::Unary(UnaryOp::Neg), &[x], None);
     let h = b.finish(&[not_t]);
-    let run = |graph: &Graph| {
-        session
-            .compile(graph, &fxhlo::Frozen::new(), None)
-            .unwrap()
-            .run(&session, &args)
-            .unwrap()[0]
-            .to_f32_vec()
-    };
+    let run = |graph: &Graph| session.compile(graph, &fxhlo::Frozen::new(), None).unwrap().run(&session, &args).unwrap()[0].to_f32_vec();
     assert!(max_abs_diff("transpose vs neg", &run(&g), &run(&h)) > 1e-3);
 }
 
@@ -235,36 +134,21 @@ fn the_value_check_can_fail() {
 /// report are printed, and a changed graph still matches PyTorch at `-O0`.
 #[test]
 fn fixtures_round_trip_and_keep_their_references() {
-    let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     let session = cpu_at(0);
     let mut count = 0;
-    for dir in entries
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|x| x == "fxt"))
-    {
+    for dir in entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "fxt")) {
         let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
         let before = fxhlo_ir::print(&bundle.graph);
         let mut g = bundle.graph.clone();
         let report = optimize(&mut g, &[], &Limits::default()).unwrap();
-        assert!(
-            !report.changed && fxhlo_ir::print(&g) == before,
-            "{}: changed without rules: {report:?}",
-            dir.display()
-        );
+        assert!(!report.changed && fxhlo_ir::print(&g) == before, "{}: changed without rules: {report:?}", dir.display());
         let mut g = bundle.graph.clone();
         let start = Instant::now();
         let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        let fired: Vec<String> = report
-            .applied
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(r, n)| format!("{r}:{n}"))
-            .collect();
+        let fired: Vec<String> = report.applied.iter().filter(|(_, n)| **n > 0).map(|(r, n)| format!("{r}:{n}")).collect();
         println!(
             "eqsat {:<24} nodes {:>4} | {:>7.2} ms | {} | {} e-nodes, {} classes, {} iters | fired [{}] | cost {:.3e} -> {:?} | changed {} ({})",
             bundle.graph.name, bundle.graph.node_count(), ms, report.stop_reason, report.enodes, report.eclasses, report.iterations,
@@ -319,13 +203,8 @@ fn random_graph(seed: u64) -> Graph {
     }
     for _ in 0..(6 + rng.below(8)) {
         // Mostly the newest value, so that chains form.
-        let (v, shape) = if rng.below(3) > 0 {
-            pool.last().unwrap().clone()
-        } else {
-            pool[rng.below(pool.len())].clone()
-        };
-        let (op, operands, shape): (Op, Vec<ValueRef>, Vec<i64>) = match (rng.below(7), shape.len())
-        {
+        let (v, shape) = if rng.below(3) > 0 { pool.last().unwrap().clone() } else { pool[rng.below(pool.len())].clone() };
+        let (op, operands, shape): (Op, Vec<ValueRef>, Vec<i64>) = match (rng.below(7), shape.len()) {
             (0 | 1 | 2, 2) => {
                 let n = rng.pick(&widths);
                 let w = fresh(&mut b, &[shape[1], n]);
@@ -348,33 +227,11 @@ fn random_graph(seed: u64) -> Graph {
                 // Another factorization of the same elements, back to rank 2 or 3.
                 // Rank 2: all elements; rank 3: the last two dims (the batch stays).
                 let n: i64 = shape.iter().skip(shape.len() - 2).product();
-                let d = *[1i64, 2, 3, 4, 8]
-                    .iter()
-                    .filter(|&&d| n % d == 0)
-                    .last()
-                    .unwrap();
-                let shape = if shape.len() == 2 {
-                    vec![d, n / d]
-                } else {
-                    vec![shape[0], n / d, d]
-                };
-                (
-                    Op::View {
-                        shape: shape.clone().into(),
-                    },
-                    vec![v],
-                    shape,
-                )
+                let d = *[1i64, 2, 3, 4, 8].iter().filter(|&&d| n % d == 0).last().unwrap();
+                let shape = if shape.len() == 2 { vec![d, n / d] } else { vec![shape[0], n / d, d] };
+                (Op::View { shape: shape.clone().into() }, vec![v], shape)
             }
-            (5, _) => (
-                Op::Binary(if rng.below(2) == 0 {
-                    BinaryOp::Add
-                } else {
-                    BinaryOp::Mul
-                }),
-                vec![v, v],
-                shape,
-            ),
+            (5, _) => (Op::Binary(if rng.below(2) == 0 { BinaryOp::Add } else { BinaryOp::Mul }), vec![v, v], shape),
             _ => (Op::Unary(UnaryOp::Exp), vec![v], shape),
         };
         let out = b.op(op, &operands, None);
@@ -397,8 +254,7 @@ fn random_graphs_keep_their_values() {
     for seed in 1..=40u64 {
         let g = random_graph(seed);
         let mut opt = g.clone();
-        let report = optimize(&mut opt, &rules::all(), &Limits::default())
-            .unwrap_or_else(|e| panic!("{}: {e}\n{}", g.name, fxhlo_ir::print(&g)));
+        let report = optimize(&mut opt, &rules::all(), &Limits::default()).unwrap_or_else(|e| panic!("{}: {e}\n{}", g.name, fxhlo_ir::print(&g)));
         fxhlo_ir::verify(&opt).unwrap_or_else(|e| panic!("{}: {e}", g.name));
         if !report.changed {
             continue;
@@ -406,9 +262,7 @@ fn random_graphs_keep_their_values() {
         changed += 1;
         let args = inputs(&g);
         let run = |graph: &Graph| {
-            let compiled = session
-                .compile(graph, &fxhlo::Frozen::new(), None)
-                .unwrap_or_else(|e| panic!("{}: {e}", graph.name));
+            let compiled = session.compile(graph, &fxhlo::Frozen::new(), None).unwrap_or_else(|e| panic!("{}: {e}", graph.name));
             compiled.run(&session, &args).unwrap()
         };
         let (want, got) = (run(&g), run(&opt));
@@ -417,20 +271,11 @@ fn random_graphs_keep_their_values() {
             let (w, o) = (w.to_f32_vec(), o.to_f32_vec());
             let scale = w.iter().fold(1.0f32, |m, x| m.max(x.abs()));
             let err = max_abs_diff(&g.name, &o, &w) / scale;
-            assert!(
-                err < 1e-4,
-                "{}: relative error {err:.2e} after {:?}\n{}",
-                g.name,
-                report.applied,
-                fxhlo_ir::print(&g)
-            );
+            assert!(err < 1e-4, "{}: relative error {err:.2e} after {:?}\n{}", g.name, report.applied, fxhlo_ir::print(&g));
             worst = worst.max(err);
         }
     }
     println!("random graphs: {changed} of 40 rewritten, worst relative error {worst:.2e}");
     // Not vacuous: the generator makes graphs the rules improve.
-    assert!(
-        changed >= 10,
-        "only {changed} of 40 random graphs were rewritten"
-    );
+    assert!(changed >= 10, "only {changed} of 40 random graphs were rewritten");
 }

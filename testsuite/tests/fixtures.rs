@@ -3,6 +3,7 @@
 
 use std::fs;
 
+
 use fxhlo::frontend::Bundle;
 use fxhlo::runtime::HostTensor;
 
@@ -14,21 +15,13 @@ use crate::support::{cpu, cpu_at};
 fn every_fixture_matches_pytorch() {
     let sessions = [cpu_at(0), cpu()];
     let mut names = Vec::new();
-    let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut entries: Vec<_> = fs::read_dir(fxhlo_testsuite::fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
-    for dir in entries
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|x| x == "fxt"))
-    {
+    for dir in entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "fxt")) {
         let bundle = Bundle::open(&dir).unwrap_or_else(|e| panic!("{e}"));
         for session in &sessions {
             let level = session.options().opt_level;
-            let compiled = session
-                .compile(&bundle.graph, &fxhlo::Frozen::new(), None)
-                .unwrap_or_else(|e| panic!("{} -O{level}: {e}", dir.display()));
+            let compiled = session.compile(&bundle.graph, &fxhlo::Frozen::new(), None).unwrap_or_else(|e| panic!("{} -O{level}: {e}", dir.display()));
             let outputs = compiled.run_bundle(session, &bundle).unwrap();
             let report = fxhlo::check(&outputs, &bundle).unwrap();
             println!("{} -O{level}: {report}", bundle.graph.name);
@@ -36,18 +29,8 @@ fn every_fixture_matches_pytorch() {
         }
         names.push(bundle.graph.name.clone());
     }
-    for required in [
-        "mlp",
-        "cnn",
-        "resnet_block",
-        "transformer_encoder",
-        "gpt_block",
-        "unet_block",
-    ] {
-        assert!(
-            names.iter().any(|n| n == required),
-            "fixture {required} missing: {names:?}"
-        );
+    for required in ["mlp", "cnn", "resnet_block", "transformer_encoder", "gpt_block", "unet_block"] {
+        assert!(names.iter().any(|n| n == required), "fixture {required} missing: {names:?}");
     }
 }
 
@@ -74,35 +57,18 @@ fn a_reference_that_does_not_match_fails_the_check() {
     }
     let views: Vec<_> = tensors
         .iter()
-        .map(|(n, shape, data)| {
-            (
-                n.clone(),
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), data)
-                    .unwrap(),
-            )
-        })
+        .map(|(n, shape, data)| (n.clone(), safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), data).unwrap()))
         .collect();
-    fs::write(
-        dir.join("reference.safetensors"),
-        safetensors::serialize(views, None).unwrap(),
-    )
-    .unwrap();
+    fs::write(dir.join("reference.safetensors"), safetensors::serialize(views, None).unwrap()).unwrap();
 
     let bundle = Bundle::open(&dir).unwrap();
     let session = cpu();
-    let outputs = session
-        .compile(&bundle.graph, &fxhlo::Frozen::new(), None)
-        .unwrap()
-        .run_bundle(&session, &bundle)
-        .unwrap();
+    let outputs = session.compile(&bundle.graph, &fxhlo::Frozen::new(), None).unwrap().run_bundle(&session, &bundle).unwrap();
     let report = fxhlo::check(&outputs, &bundle).unwrap();
     println!("{report}");
     assert!(!report.passed());
     let err = report.into_result().unwrap_err().to_string();
-    assert!(
-        err.contains("output 0 (f32): FAIL") && err.contains("1 of 8 elements differ"),
-        "{err}"
-    );
+    assert!(err.contains("output 0 (f32): FAIL") && err.contains("1 of 8 elements differ"), "{err}");
     fs::remove_dir_all(&dir).ok();
 }
 
@@ -122,10 +88,7 @@ fn int64_off_by_one_fails_the_check() {
     let want = HostTensor::from_slice([2], &[3_298_534_883_329i64, 7]).unwrap();
     let c = fxhlo::compare(0, &got, &want, None);
     println!("{c}");
-    assert!(
-        !c.passed && c.mismatched == 1 && c.max_abs_err == 1.0 && c.rule == fxhlo::Rule::Exact,
-        "{c:?}"
-    );
+    assert!(!c.passed && c.mismatched == 1 && c.max_abs_err == 1.0 && c.rule == fxhlo::Rule::Exact, "{c:?}");
     assert!(fxhlo::compare(0, &want, &want, None).passed);
     // The extremes of i64: their difference overflows an i64 and must not wrap to a pass.
     let lo = HostTensor::from_slice([1], &[i64::MIN]).unwrap();
@@ -167,11 +130,7 @@ fn nan_and_inf_match_only_themselves() {
         assert_eq!(c.passed, pass, "{got:?} vs {want:?}: {c:?}");
         // The float64 rule applies the same NaN/Inf matching.
         let r: Vec<f64> = want.iter().map(|&w| f64::from(w)).collect();
-        assert_eq!(
-            fxhlo::compare(0, &f32s(got), &f32s(want), Some(&f64s(&r))).passed,
-            pass,
-            "{got:?} vs {want:?} (float64)"
-        );
+        assert_eq!(fxhlo::compare(0, &f32s(got), &f32s(want), Some(&f64s(&r))).passed, pass, "{got:?} vs {want:?} (float64)");
     }
 }
 
@@ -181,10 +140,7 @@ fn scale_aware_tolerance_grows_with_the_outputs_scale() {
     // Scale 50: atol 1e-5 * 50 = 5e-4, so 1.4e-4 (ResNet-50's error at that scale) passes.
     let c = fxhlo::compare(0, &f32s(&[50.0, 0.01 + 1.4e-4]), &f32s(&[50.0, 0.01]), None);
     println!("{c}");
-    assert!(
-        c.passed && matches!(c.rule, fxhlo::Rule::ScaleAware { scale, .. } if scale == 50.0),
-        "{c:?}"
-    );
+    assert!(c.passed && matches!(c.rule, fxhlo::Rule::ScaleAware { scale, .. } if scale == 50.0), "{c:?}");
     // Scale 1: the same error fails (1.4e-4 > 1e-5 + 1e-5 * 0.01).
     let c = fxhlo::compare(0, &f32s(&[1.0, 0.01 + 1.4e-4]), &f32s(&[1.0, 0.01]), None);
     assert!(!c.passed && c.mismatched == 1, "{c:?}");

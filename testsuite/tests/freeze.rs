@@ -3,8 +3,8 @@
 //! large ones back to XLA as bound parameters at -O1, and every module reaches PJRT as MLIR
 //! bytecode. Checked against products computed in the test.
 
-use fxhlo::passes::Pass;
 use fxhlo::runtime::HostTensor;
+use fxhlo::passes::Pass;
 use fxhlo::{Frozen, Options, Pipeline};
 use fxhlo_ir::{DType, InputKind, Op, TensorData, TensorType, ValueRef};
 
@@ -29,20 +29,8 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 fn graph(k: i64, n: i64) -> fxhlo_ir::Graph {
     let mut b = Builder::new("frozen_mm");
     let x = b.input("x", DType::F32, &[2, k]);
-    let w = ValueRef::first(b.g.add_input(
-        "w",
-        InputKind::Parameter,
-        Some("w".into()),
-        TensorType::new(DType::F32, vec![k, n]),
-        None,
-    ));
-    let m = ValueRef::first(b.g.add_input(
-        "m",
-        InputKind::Buffer,
-        Some("m".into()),
-        TensorType::new(DType::Bool, vec![n]),
-        None,
-    ));
+    let w = ValueRef::first(b.g.add_input("w", InputKind::Parameter, Some("w".into()), TensorType::new(DType::F32, vec![k, n]), None));
+    let m = ValueRef::first(b.g.add_input("m", InputKind::Buffer, Some("m".into()), TensorType::new(DType::Bool, vec![n]), None));
     let y = b.op(Op::Mm, &[x, w], None);
     let mf = b.op(Op::Convert { dtype: DType::F32 }, &[m], None);
     let z = b.op(Op::Binary(fxhlo_ir::BinaryOp::Add), &[y, mf], None);
@@ -63,55 +51,29 @@ fn frozen_weights_become_constants_and_large_ones_bound_parameters() {
             let mut frozen = Frozen::new();
             frozen.insert("w".into(), TensorData::new(bytes(&ws)));
             frozen.insert("m".into(), TensorData::new(mask.clone()));
-            let options = Options {
-                opt_level,
-                ..Options::default()
-            };
+            let options = Options { opt_level, ..Options::default() };
             let case = format!("-O{opt_level} {k}x{n}");
 
-            let lowered = Pipeline::new(options.clone())
-                .lower(&g, &frozen, None, "cpu")
-                .unwrap();
+            let lowered = Pipeline::new(options.clone()).lower(&g, &frozen, None, "cpu").unwrap();
             let large = k * n > fxhlo::codegen::ELIDE_ELEMENTS;
             let hoisted = large && opt_level > 0;
-            let names: Vec<(&str, bool)> = lowered
-                .inputs
-                .iter()
-                .map(|i| (i.name.as_str(), i.value.is_some()))
-                .collect();
-            let want: &[(&str, bool)] = if hoisted {
-                &[("x", false), ("w", true)]
-            } else {
-                &[("x", false)]
-            };
-            assert_eq!(
-                names, want,
-                "{case}: frozen inputs leave the signature; large ones come back bound"
-            );
+            let names: Vec<(&str, bool)> = lowered.inputs.iter().map(|i| (i.name.as_str(), i.value.is_some())).collect();
+            let want: &[(&str, bool)] = if hoisted { &[("x", false), ("w", true)] } else { &[("x", false)] };
+            assert_eq!(names, want, "{case}: frozen inputs leave the signature; large ones come back bound");
             assert!(lowered.bytecode.is_some(), "{case}: PJRT gets bytecode");
-            assert_eq!(
-                lowered.mlir.contains("__elided__"),
-                large && !hoisted,
-                "{case}: the text elides a large constant"
-            );
+            assert_eq!(lowered.mlir.contains("__elided__"), large && !hoisted, "{case}: the text elides a large constant");
 
             let session = cpu_at(opt_level);
             let compiled = session.compile(&g, &frozen, None).unwrap();
             let callers: Vec<&str> = compiled.inputs.iter().map(|i| i.name.as_str()).collect();
             assert_eq!(callers, ["x"], "{case}: the caller passes only x");
             assert_eq!(compiled.bound.len(), hoisted as usize, "{case}");
-            let out = compiled
-                .run(
-                    &session,
-                    &[HostTensor::from_f32([2, k as i64], &xs).unwrap()],
-                )
-                .unwrap();
+            let out = compiled.run(&session, &[HostTensor::from_f32([2, k as i64], &xs).unwrap()]).unwrap();
             let got = out[0].to_vec::<f32>().unwrap();
             let mut worst = 0f32;
             for i in 0..2 {
                 for j in 0..n {
-                    let want: f32 =
-                        (0..k).map(|p| xs[i * k + p] * ws[p * n + j]).sum::<f32>() + mask[j] as f32;
+                    let want: f32 = (0..k).map(|p| xs[i * k + p] * ws[p * n + j]).sum::<f32>() + mask[j] as f32;
                     worst = worst.max((got[i * n + j] - want).abs());
                 }
             }
@@ -128,22 +90,13 @@ fn the_freeze_pass_prints_constants_by_digest_and_refuses_missing_bytes() {
     let data = TensorData::new(bytes(&[1.0, 2.0, 3.0, 4.0]));
     g.bind_input(w, data.clone());
     let text = fxhlo_ir::print(&g);
-    assert!(
-        text.contains(&format!("value = \"{}\"", data.digest_hex())),
-        "{text}"
-    );
+    assert!(text.contains(&format!("value = \"{}\"", data.digest_hex())), "{text}");
     // The bound value survives a print/parse round trip by digest (no bytes).
     let back = fxhlo_ir::parse(&text).unwrap();
     assert_eq!(fxhlo_ir::print(&back), text);
     assert!(fxhlo::passes::Freeze.run(&mut g).unwrap());
     let text = fxhlo_ir::print(&g);
-    assert!(
-        text.contains(&format!(
-            "%w = constant {{data = \"{}\"}} : f32[2,2]",
-            data.digest_hex()
-        )),
-        "{text}"
-    );
+    assert!(text.contains(&format!("%w = constant {{data = \"{}\"}} : f32[2,2]", data.digest_hex())), "{text}");
     assert_eq!(g.inputs().len(), 2, "x and m stay inputs");
     // Parsed from text, the constant has no bytes: codegen says so by name.
     let parsed = fxhlo_ir::parse(&text).unwrap();
@@ -152,32 +105,17 @@ fn the_freeze_pass_prints_constants_by_digest_and_refuses_missing_bytes() {
     // A value of the wrong size is refused, naming the input.
     let mut frozen = Frozen::new();
     frozen.insert("w".into(), TensorData::new(vec![0u8; 3]));
-    let err = Pipeline::new(Options::default())
-        .lower(&graph(2, 2), &frozen, None, "cpu")
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("frozen input `w`") && err.contains("3 bytes"),
-        "{err}"
-    );
+    let err = Pipeline::new(Options::default()).lower(&graph(2, 2), &frozen, None, "cpu").unwrap_err().to_string();
+    assert!(err.contains("frozen input `w`") && err.contains("3 bytes"), "{err}");
 }
 
 /// Options built in Rust (not through `from_json`) are checked too: a misspelt pass is an
 /// error listing the valid names, not silently dropped.
 #[test]
 fn a_pipeline_refuses_an_unknown_pass_name() {
-    let options = Options {
-        passes: Some(vec!["fold-everything".into()]),
-        ..Options::default()
-    };
-    let err = Pipeline::new(options)
-        .lower(&graph(2, 2), &Frozen::new(), None, "cpu")
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("unknown pass `fold-everything`") && err.contains("freeze"),
-        "{err}"
-    );
+    let options = Options { passes: Some(vec!["fold-everything".into()]), ..Options::default() };
+    let err = Pipeline::new(options).lower(&graph(2, 2), &Frozen::new(), None, "cpu").unwrap_err().to_string();
+    assert!(err.contains("unknown pass `fold-everything`") && err.contains("freeze"), "{err}");
 }
 
 /// A frozen convolution weight over the limit comes back at -O1 as a bound parameter that
@@ -189,13 +127,7 @@ fn a_hoisted_convolution_weight_gets_the_device_layout_and_still_computes_the_co
     let (c, o, h) = (8usize, 16usize, 6usize);
     let mut b = Builder::new("frozen_conv");
     let x = b.input("x", DType::F32, &[1, c as i64, h as i64, h as i64]);
-    let w = ValueRef::first(b.g.add_input(
-        "w",
-        InputKind::Parameter,
-        Some("w".into()),
-        TensorType::new(DType::F32, vec![o as i64, c as i64, 3, 3]),
-        None,
-    ));
+    let w = ValueRef::first(b.g.add_input("w", InputKind::Parameter, Some("w".into()), TensorType::new(DType::F32, vec![o as i64, c as i64, 3, 3]), None));
     let conv = Op::Convolution {
         stride: vec![1, 1].into(),
         padding: vec![1, 1].into(),
@@ -212,27 +144,13 @@ fn a_hoisted_convolution_weight_gets_the_device_layout_and_still_computes_the_co
     let mut frozen = Frozen::new();
     frozen.insert("w".into(), TensorData::new(bytes(&ws)));
 
-    let lowered = Pipeline::new(Options::default())
-        .lower(&g, &frozen, None, "cpu")
-        .unwrap();
-    let w_sig = lowered
-        .inputs
-        .iter()
-        .find(|s| s.name == "w")
-        .expect("w is a bound parameter");
-    assert!(
-        w_sig.value.is_some() && w_sig.layout.is_some(),
-        "bound and laid out: {w_sig:?}"
-    );
+    let lowered = Pipeline::new(Options::default()).lower(&g, &frozen, None, "cpu").unwrap();
+    let w_sig = lowered.inputs.iter().find(|s| s.name == "w").expect("w is a bound parameter");
+    assert!(w_sig.value.is_some() && w_sig.layout.is_some(), "bound and laid out: {w_sig:?}");
 
     let session = cpu_at(1);
     let compiled = session.compile(&g, &frozen, None).unwrap();
-    let out = compiled
-        .run(
-            &session,
-            &[HostTensor::from_f32([1, c as i64, h as i64, h as i64], &xs).unwrap()],
-        )
-        .unwrap();
+    let out = compiled.run(&session, &[HostTensor::from_f32([1, c as i64, h as i64, h as i64], &xs).unwrap()]).unwrap();
     let got = out[0].to_vec::<f32>().unwrap();
     let mut worst = 0f32;
     for oc in 0..o {
@@ -244,8 +162,7 @@ fn a_hoisted_convolution_weight_gets_the_device_layout_and_still_computes_the_co
                         for dj in 0..3 {
                             let (yi, xj) = (i as i64 + di as i64 - 1, j as i64 + dj as i64 - 1);
                             if (0..h as i64).contains(&yi) && (0..h as i64).contains(&xj) {
-                                want += xs[(ic * h + yi as usize) * h + xj as usize]
-                                    * ws[((oc * c + ic) * 3 + di) * 3 + dj];
+                                want += xs[(ic * h + yi as usize) * h + xj as usize] * ws[((oc * c + ic) * 3 + di) * 3 + dj];
                             }
                         }
                     }

@@ -14,8 +14,7 @@ fn fixtures_import_print_and_round_trip() {
         let bundle = Bundle::open(path.parent().unwrap()).unwrap_or_else(|e| panic!("{e}"));
         let printed = fxhlo::ir::print(&bundle.graph);
         insta::assert_snapshot!(printed);
-        let reparsed = fxhlo::ir::parse(&printed)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{printed}", path.display()));
+        let reparsed = fxhlo::ir::parse(&printed).unwrap_or_else(|e| panic!("{}: {e}\n{printed}", path.display()));
         assert_eq!(fxhlo::ir::print(&reparsed), printed, "{}", path.display());
         let bin = frontend::to_bin(&bundle.trace);
         let trace = frontend::parse_bin(&bin, path).unwrap();
@@ -36,9 +35,7 @@ fn fixtures_lower_to_stablehlo_as_snapshotted() {
     insta::glob!("..", "fixtures/*.fxt/graph.json", |path| {
         let bundle = Bundle::open(path.parent().unwrap()).unwrap_or_else(|e| panic!("{e}"));
         let pipeline = fxhlo::Pipeline::new(fxhlo::Options::default());
-        let lowered = pipeline
-            .lower(&bundle.graph, &fxhlo::Frozen::new(), None, "cpu")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let lowered = pipeline.lower(&bundle.graph, &fxhlo::Frozen::new(), None, "cpu").unwrap_or_else(|e| panic!("{e}"));
         insta::assert_snapshot!(lowered.mlir);
         count += 1;
     });
@@ -51,11 +48,7 @@ fn ir_files_round_trip() {
     let mut count = 0;
     insta::glob!("..", "filetests/ir/*.gir", |path| {
         let text = fs::read_to_string(path).unwrap();
-        let body: String = text
-            .lines()
-            .filter(|l| !l.starts_with("//"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let body: String = text.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect();
         let g = fxhlo::ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(fxhlo::ir::print(&g), body, "{}", path.display());
         count += 1;
@@ -76,18 +69,11 @@ fn invalid_ir_files_are_rejected() {
             .and_then(|l| l.strip_prefix("// error: "))
             .unwrap_or_else(|| panic!("{}: first line must be `// error: <text>`", path.display()));
         let err = match fxhlo::ir::parse(&text) {
-            Ok(_) => panic!(
-                "{}: accepted, expected an error containing `{want}`",
-                path.display()
-            ),
+            Ok(_) => panic!("{}: accepted, expected an error containing `{want}`", path.display()),
             Err(e) => e.to_string(),
         };
         println!("{}: {err}", path.display());
-        assert!(
-            err.contains(want),
-            "{}: got `{err}`, want `{want}`",
-            path.display()
-        );
+        assert!(err.contains(want), "{}: got `{err}`, want `{want}`", path.display());
         count += 1;
     });
     assert!(count >= 5);
@@ -100,39 +86,18 @@ fn invalid_ir_files_are_rejected() {
 fn pass_files_rewrite_as_snapshotted() {
     let mut count = 0;
     insta::glob!("..", "filetests/passes/*/*.gir", |path| {
-        let pass_name = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .and_then(|n| n.to_str())
-            .unwrap();
-        let pass =
-            fxhlo::passes::lookup(pass_name).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let pass_name = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap();
+        let pass = fxhlo::passes::lookup(pass_name).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let text = fs::read_to_string(path).unwrap();
         let mut g = fxhlo::ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let before = fxhlo::ir::print(&g);
-        let changed = fxhlo::passes::PassManager::new(vec![pass])
-            .run(&mut g)
-            .unwrap()[0]
-            .changed;
+        let changed = fxhlo::passes::PassManager::new(vec![pass]).run(&mut g).unwrap()[0].changed;
         let after = fxhlo::ir::print(&g);
-        assert_eq!(
-            changed,
-            after != before,
-            "{}: the pass's `changed` is wrong",
-            path.display()
-        );
+        assert_eq!(changed, after != before, "{}: the pass's `changed` is wrong", path.display());
         insta::assert_snapshot!(after);
-        fxhlo::ir::parse(&after)
-            .unwrap_or_else(|e| panic!("{}: the output does not parse: {e}", path.display()));
-        let again = fxhlo::passes::PassManager::new(vec![pass])
-            .run(&mut g)
-            .unwrap()[0]
-            .changed;
-        assert!(
-            !again && fxhlo::ir::print(&g) == after,
-            "{}: a second run changed the graph",
-            path.display()
-        );
+        fxhlo::ir::parse(&after).unwrap_or_else(|e| panic!("{}: the output does not parse: {e}", path.display()));
+        let again = fxhlo::passes::PassManager::new(vec![pass]).run(&mut g).unwrap()[0].changed;
+        assert!(!again && fxhlo::ir::print(&g) == after, "{}: a second run changed the graph", path.display());
         count += 1;
     });
     assert!(count >= 4, "only {count} pass files");

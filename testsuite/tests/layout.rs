@@ -11,19 +11,13 @@ use fxhlo_ir::InputKind;
 
 fn lower(fixture: &str, options: Options) -> (Bundle, Lowered) {
     let bundle = Bundle::open(&fxhlo_testsuite::fixtures_dir().join(fixture)).unwrap();
-    let lowered = Pipeline::new(options)
-        .lower(&bundle.graph, &Frozen::new(), None, "cpu")
-        .unwrap();
+    let lowered = Pipeline::new(options).lower(&bundle.graph, &Frozen::new(), None, "cpu").unwrap();
     (bundle, lowered)
 }
 
 /// Weight key -> the layout the signature gives it.
 fn layouts_by_weight(lowered: &Lowered) -> BTreeMap<String, Vec<usize>> {
-    lowered
-        .inputs
-        .iter()
-        .filter_map(|s| Some((s.weight.clone()?, s.layout.clone()?)))
-        .collect()
+    lowered.inputs.iter().filter_map(|s| Some((s.weight.clone()?, s.layout.clone()?))).collect()
 }
 
 #[test]
@@ -35,30 +29,15 @@ fn conv_kernels_and_linear_weights_get_the_kernel_layouts() {
     println!("{layouts:?}");
     let convs = layouts.values().filter(|p| **p == [2, 3, 1, 0]).count();
     let linears = layouts.values().filter(|p| **p == [1, 0]).count();
-    assert!(
-        convs >= 1 && linears >= 1 && convs + linears == layouts.len(),
-        "{layouts:?}"
-    );
+    assert!(convs >= 1 && linears >= 1 && convs + linears == layouts.len(), "{layouts:?}");
     assert!(layouts.keys().all(|k| k.ends_with("weight")), "{layouts:?}");
     // The signature gives the caller's (logical) types, the module the declared ones.
     for sig in &lowered.inputs {
-        let id = bundle
-            .graph
-            .inputs()
-            .iter()
-            .copied()
-            .find(|&id| bundle.graph.node(id).name == sig.name)
-            .unwrap();
+        let id = bundle.graph.inputs().iter().copied().find(|&id| bundle.graph.node(id).name == sig.name).unwrap();
         assert_eq!(sig.ty, bundle.graph.node(id).results[0], "{}", sig.name);
         if let Some(perm) = &sig.layout {
             let declared = fxhlo_ir::layout::permuted(&sig.ty, perm);
-            assert!(
-                lowered
-                    .mlir
-                    .contains(&fxhlo::codegen::mlir_type_text(&declared)),
-                "{}: {declared}",
-                sig.name
-            );
+            assert!(lowered.mlir.contains(&fxhlo::codegen::mlir_type_text(&declared)), "{}: {declared}", sig.name);
         }
     }
 }
@@ -67,65 +46,28 @@ fn conv_kernels_and_linear_weights_get_the_kernel_layouts() {
 fn user_inputs_are_never_permuted_and_o0_permutes_nothing() {
     let (_, lowered) = lower("cnn.fxt", Options::default());
     // The image feeds the convolution as its *input*, and is a user input anyway.
-    assert!(lowered
-        .inputs
-        .iter()
-        .filter(|s| s.kind == InputKind::UserInput)
-        .all(|s| s.layout.is_none()));
+    assert!(lowered.inputs.iter().filter(|s| s.kind == InputKind::UserInput).all(|s| s.layout.is_none()));
     let (_, o0) = lowered_o0();
-    assert!(
-        o0.inputs.iter().all(|s| s.layout.is_none()),
-        "-O0 is XLA alone: no layouts"
-    );
+    assert!(o0.inputs.iter().all(|s| s.layout.is_none()), "-O0 is XLA alone: no layouts");
 }
 
 fn lowered_o0() -> (Bundle, Lowered) {
-    lower(
-        "cnn.fxt",
-        Options {
-            opt_level: 0,
-            ..Options::default()
-        },
-    )
+    lower("cnn.fxt", Options { opt_level: 0, ..Options::default() })
 }
 
 #[test]
 fn weights_a_tensor_parallel_plan_splits_keep_their_layout() {
     let plan = TensorParallel::megatron(2);
-    let (_, lowered) = lower(
-        "gpt_block.fxt",
-        Options {
-            tensor_parallel: Some(plan),
-            ..Options::default()
-        },
-    );
-    let split: Vec<&str> = lowered
-        .inputs
-        .iter()
-        .filter(|s| s.split.is_some())
-        .filter_map(|s| s.weight.as_deref())
-        .collect();
-    assert!(
-        split.contains(&"qkv.weight") && split.contains(&"fc2.weight"),
-        "{split:?}"
-    );
-    assert!(lowered
-        .inputs
-        .iter()
-        .filter(|s| s.split.is_some())
-        .all(|s| s.layout.is_none()));
+    let (_, lowered) = lower("gpt_block.fxt", Options { tensor_parallel: Some(plan), ..Options::default() });
+    let split: Vec<&str> = lowered.inputs.iter().filter(|s| s.split.is_some()).filter_map(|s| s.weight.as_deref()).collect();
+    assert!(split.contains(&"qkv.weight") && split.contains(&"fc2.weight"), "{split:?}");
+    assert!(lowered.inputs.iter().filter(|s| s.split.is_some()).all(|s| s.layout.is_none()));
     // Without the plan the same weights are permuted; with it, the others still are.
     let (_, single) = lower("gpt_block.fxt", Options::default());
     let single = layouts_by_weight(&single);
-    assert!(
-        single.contains_key("qkv.weight") && single.contains_key("fc2.weight"),
-        "{single:?}"
-    );
+    assert!(single.contains_key("qkv.weight") && single.contains_key("fc2.weight"), "{single:?}");
     let kept = layouts_by_weight(&lowered);
-    assert!(
-        !kept.is_empty() && kept.keys().all(|k| !split.contains(&k.as_str())),
-        "{kept:?}"
-    );
+    assert!(!kept.is_empty() && kept.keys().all(|k| !split.contains(&k.as_str())), "{kept:?}");
 }
 
 #[test]
@@ -134,13 +76,8 @@ fn frozen_inputs_are_not_permuted() {
     let g = &bundle.graph;
     let frozen: Frozen = fxhlo::frozen_weights(&bundle);
     assert!(!frozen.is_empty());
-    let lowered = Pipeline::new(Options::default())
-        .lower(g, &frozen, None, "cpu")
-        .unwrap();
-    assert!(lowered
-        .inputs
-        .iter()
-        .all(|s| s.layout.is_none() && !frozen.contains_key(&s.name)));
+    let lowered = Pipeline::new(Options::default()).lower(g, &frozen, None, "cpu").unwrap();
+    assert!(lowered.inputs.iter().all(|s| s.layout.is_none() && !frozen.contains_key(&s.name)));
 }
 
 #[test]

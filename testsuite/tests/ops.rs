@@ -16,13 +16,8 @@ fn ops_dir() -> PathBuf {
 }
 
 fn manifest() -> Vec<Value> {
-    let text = fs::read_to_string(ops_dir().join("manifest.json"))
-        .expect("fixtures/ops/manifest.json (scripts/gen_op_tests.py)");
-    serde_json::from_str::<Value>(&text)
-        .expect("manifest is JSON")
-        .as_array()
-        .cloned()
-        .expect("manifest is a list")
+    let text = fs::read_to_string(ops_dir().join("manifest.json")).expect("fixtures/ops/manifest.json (scripts/gen_op_tests.py)");
+    serde_json::from_str::<Value>(&text).expect("manifest is JSON").as_array().cloned().expect("manifest is a list")
 }
 
 /// Every op bundle that fxhlo lowers matches PyTorch (all failures are listed at once); ops it
@@ -32,30 +27,18 @@ fn every_op_matches_pytorch() {
     let session = cpu();
     let (mut passed, mut failures, mut unsupported) = (0, Vec::new(), Vec::new());
     for entry in manifest() {
-        let Some(bundle) = entry["bundle"].as_str() else {
-            continue;
-        };
+        let Some(bundle) = entry["bundle"].as_str() else { continue };
         let op = entry["op"].as_str().unwrap_or("?");
         let result = (|| -> Result<String, String> {
             let b = Bundle::open(&ops_dir().join(bundle)).map_err(|e| e.to_string())?;
-            if !fxhlo::codegen::unsupported_ops(&b.graph)
-                .map_err(|e| e.to_string())?
-                .is_empty()
-            {
+            if !fxhlo::codegen::unsupported_ops(&b.graph).map_err(|e| e.to_string())?.is_empty() {
                 return Ok(String::new());
             }
-            let compiled = session
-                .compile(&b.graph, &fxhlo::Frozen::new(), None)
-                .map_err(|e| e.to_string())?;
-            let outputs = compiled
-                .run_bundle(&session, &b)
-                .map_err(|e| e.to_string())?;
+            let compiled = session.compile(&b.graph, &fxhlo::Frozen::new(), None).map_err(|e| e.to_string())?;
+            let outputs = compiled.run_bundle(&session, &b).map_err(|e| e.to_string())?;
             let report = fxhlo::check(&outputs, &b).map_err(|e| e.to_string())?;
             let line = report.to_string();
-            report
-                .into_result()
-                .map(|_| line)
-                .map_err(|e| e.to_string())
+            report.into_result().map(|_| line).map_err(|e| e.to_string())
         })();
         match result {
             Ok(line) if line.is_empty() => unsupported.push(op.to_string()),
@@ -69,22 +52,9 @@ fn every_op_matches_pytorch() {
             }
         }
     }
-    println!(
-        "ops: {passed} lowered and matching, {} failing, {} not lowered ({})",
-        failures.len(),
-        unsupported.len(),
-        unsupported.join(", ")
-    );
-    assert!(
-        passed >= 150,
-        "only {passed} Core ATen ops lowered and matching PyTorch"
-    );
-    assert!(
-        failures.is_empty(),
-        "{} op(s) failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    println!("ops: {passed} lowered and matching, {} failing, {} not lowered ({})", failures.len(), unsupported.len(), unsupported.join(", "));
+    assert!(passed >= 150, "only {passed} Core ATen ops lowered and matching PyTorch");
+    assert!(failures.is_empty(), "{} op(s) failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// The coverage table: one row per Core ATen op of the manifest.
@@ -94,10 +64,7 @@ fn coverage_table() -> String {
     for entry in manifest() {
         let op = entry["op"].as_str().unwrap_or("?").to_string();
         total += 1;
-        let dtypes: Vec<&str> = entry["dtypes"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_str()).collect())
-            .unwrap_or_default();
+        let dtypes: Vec<&str> = entry["dtypes"].as_array().map(|a| a.iter().filter_map(|d| d.as_str()).collect()).unwrap_or_default();
         let (status, test) = match (entry["bundle"].as_str(), entry["excluded"].as_str()) {
             (Some(bundle), _) => {
                 let status = match Bundle::open(&ops_dir().join(bundle)) {
@@ -107,8 +74,7 @@ fn coverage_table() -> String {
                             "lowered".to_string()
                         }
                         Ok(u) => {
-                            let mut targets: Vec<String> =
-                                u.iter().map(|o| o.target.clone()).collect();
+                            let mut targets: Vec<String> = u.iter().map(|o| o.target.clone()).collect();
                             targets.dedup();
                             format!("unsupported: {}", targets.join(", "))
                         }
@@ -121,14 +87,7 @@ fn coverage_table() -> String {
             (None, Some(reason)) => (format!("excluded: {reason}"), "-".to_string()),
             (None, None) => ("missing".to_string(), "-".to_string()),
         };
-        rows.push(format!(
-            "| `{op}` | {} | {status} | {test} |",
-            if dtypes.is_empty() {
-                "-".to_string()
-            } else {
-                dtypes.join(", ")
-            }
-        ));
+        rows.push(format!("| `{op}` | {} | {status} | {test} |", if dtypes.is_empty() { "-".to_string() } else { dtypes.join(", ") }));
     }
     format!(
         "# Core ATen op coverage\n\n\
@@ -149,13 +108,10 @@ fn coverage_table() -> String {
 fn opinfo_table() -> String {
     const DTYPES: [&str; 5] = ["float32", "float16", "bfloat16", "int64", "bool"];
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("opinfo");
-    let mut ops: std::collections::BTreeMap<String, serde_json::Map<String, Value>> =
-        Default::default();
+    let mut ops: std::collections::BTreeMap<String, serde_json::Map<String, Value>> = Default::default();
     for file in ["float32.json", "other_dtypes.json"] {
-        let text = fs::read_to_string(dir.join(file))
-            .unwrap_or_else(|e| panic!("testsuite/opinfo/{file}: {e}"));
-        let v: Value =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("testsuite/opinfo/{file}: {e}"));
+        let text = fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("testsuite/opinfo/{file}: {e}"));
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("testsuite/opinfo/{file}: {e}"));
         for (op, per_dtype) in v["ops"].as_object().into_iter().flatten() {
             let entry = ops.entry(op.clone()).or_default();
             for (dtype, r) in per_dtype.as_object().into_iter().flatten() {
@@ -163,11 +119,7 @@ fn opinfo_table() -> String {
             }
         }
     }
-    let status = |r: Option<&Value>| {
-        r.and_then(|r| r["status"].as_str())
-            .unwrap_or("-")
-            .to_string()
-    };
+    let status = |r: Option<&Value>| r.and_then(|r| r["status"].as_str()).unwrap_or("-").to_string();
     let mut counts = Vec::new();
     for dtype in DTYPES {
         let of = |s: &str| ops.values().filter(|m| status(m.get(dtype)) == s).count();
@@ -186,10 +138,7 @@ fn opinfo_table() -> String {
             let reason = DTYPES
                 .iter()
                 .filter_map(|d| m.get(*d))
-                .find(|r| {
-                    r["status"].as_str() != Some("pass")
-                        && r["status"].as_str() != Some("unsupported")
-                })
+                .find(|r| r["status"].as_str() != Some("pass") && r["status"].as_str() != Some("unsupported"))
                 .and_then(|r| r["reason"].as_str())
                 .unwrap_or("")
                 .replace('|', "\\|")
@@ -293,8 +242,5 @@ fn ops_doc_is_up_to_date() {
         fs::write(&path, &table).expect("write docs/ops.md");
     }
     let current = fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        current == table,
-        "docs/ops.md is stale: run FXHLO_UPDATE_DOCS=1 cargo test -p fxhlo-testsuite ops"
-    );
+    assert!(current == table, "docs/ops.md is stale: run FXHLO_UPDATE_DOCS=1 cargo test -p fxhlo-testsuite ops");
 }

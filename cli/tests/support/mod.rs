@@ -24,10 +24,6 @@ pub fn fxhlo(args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run fxhlo");
-    println!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    println!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     out
 }

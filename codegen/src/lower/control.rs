@@ -14,10 +14,7 @@ use crate::Result;
 
 /// Region `i` of `graph`.
 fn region<'g>(e: &Emitter<'_, '_>, graph: &'g Graph, i: u32) -> Result<&'g Graph> {
-    graph
-        .regions()
-        .get(i as usize)
-        .ok_or_else(|| e.internal(format!("region {i} does not exist")))
+    graph.regions().get(i as usize).ok_or_else(|| e.internal(format!("region {i} does not exist")))
 }
 
 /// `torch.cond`: `stablehlo.case` on index 0 (`then_region`) when the predicate holds, 1 when not.
@@ -31,14 +28,9 @@ pub fn cond<'c, 'a>(
     results: &[TensorType],
     loc: Location<'c>,
 ) -> Result<Vec<Value<'c, 'a>>> {
-    let (pred, args) = operands
-        .split_first()
-        .ok_or_else(|| e.internal("cond without a predicate"))?;
+    let (pred, args) = operands.split_first().ok_or_else(|| e.internal("cond without a predicate"))?;
     let index_t = TensorType::new(DType::I32, vec![]);
-    let (zero, one) = (
-        e.splat(Scalar::Int(0), &index_t, loc)?,
-        e.splat(Scalar::Int(1), &index_t, loc)?,
-    );
+    let (zero, one) = (e.splat(Scalar::Int(0), &index_t, loc)?, e.splat(Scalar::Int(1), &index_t, loc)?);
     let index = e.op("stablehlo.select", loc, &[pred.0, zero, one], &index_t, &[])?;
     let values: Vec<Value<'c, 'a>> = args.iter().map(|a| a.0).collect();
     let branches = vec![
@@ -71,18 +63,9 @@ pub fn while_loop<'c, 'a>(
 }
 
 /// A `stablehlo.case` branch: `graph` lowered with its inputs bound to `captured`.
-fn branch<'c>(
-    e: &Emitter<'c, '_>,
-    graph: &Graph,
-    captured: &[Value<'c, '_>],
-    loc: Location<'c>,
-) -> Result<Region<'c>> {
+fn branch<'c>(e: &Emitter<'c, '_>, graph: &Graph, captured: &[Value<'c, '_>], loc: Location<'c>) -> Result<Region<'c>> {
     if graph.inputs().len() != captured.len() {
-        return Err(e.internal(format!(
-            "a branch of {} inputs for {} operands",
-            graph.inputs().len(),
-            captured.len()
-        )));
+        return Err(e.internal(format!("a branch of {} inputs for {} operands", graph.inputs().len(), captured.len())));
     }
     let block = Block::new(&[]);
     {
@@ -100,19 +83,9 @@ fn branch<'c>(
 /// A `stablehlo.while` region over block arguments of `types`: the condition (`carried` 0:
 /// its one output) or the body (its outputs, then the arguments past the `carried` ones,
 /// passed through).
-fn loop_region<'c>(
-    e: &Emitter<'c, '_>,
-    graph: &Graph,
-    types: &[TensorType],
-    carried: usize,
-    loc: Location<'c>,
-) -> Result<Region<'c>> {
+fn loop_region<'c>(e: &Emitter<'c, '_>, graph: &Graph, types: &[TensorType], carried: usize, loc: Location<'c>) -> Result<Region<'c>> {
     if graph.inputs().len() != types.len() {
-        return Err(e.internal(format!(
-            "a loop region of {} inputs for {} operands",
-            graph.inputs().len(),
-            types.len()
-        )));
+        return Err(e.internal(format!("a loop region of {} inputs for {} operands", graph.inputs().len(), types.len())));
     }
     let args: Vec<_> = types.iter().map(|t| (e.tensor_type(t), loc)).collect();
     let block = Block::new(&args);
@@ -120,18 +93,11 @@ fn loop_region<'c>(
         let mut inner = Emitter::new(e.ctx, &block);
         let mut arguments = Vec::with_capacity(types.len());
         for (i, &id) in graph.inputs().iter().enumerate() {
-            let arg: Value = block
-                .argument(i)
-                .map_err(|err| e.internal(err.to_string()))?
-                .into();
+            let arg: Value = block.argument(i).map_err(|err| e.internal(err.to_string()))?.into();
             inner.bind(ValueRef::first(id), arg);
             arguments.push(arg);
         }
-        let passed = if carried == 0 {
-            &[][..]
-        } else {
-            &arguments[carried..]
-        };
+        let passed = if carried == 0 { &[][..] } else { &arguments[carried..] };
         finish(e, &mut inner, &block, graph, passed, loc)?;
     }
     let region = Region::new();
@@ -150,11 +116,7 @@ fn finish<'c, 'b>(
     loc: Location<'c>,
 ) -> Result<()> {
     crate::lower_nodes(e.ctx, inner, graph)?;
-    let mut returned = graph
-        .outputs()
-        .iter()
-        .map(|v| inner.value(*v))
-        .collect::<Result<Vec<_>>>()?;
+    let mut returned = graph.outputs().iter().map(|v| inner.value(*v)).collect::<Result<Vec<_>>>()?;
     returned.extend_from_slice(extra);
     inner.append_return(block, &returned, loc)
 }

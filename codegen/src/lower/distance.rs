@@ -16,24 +16,13 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 /// The p-norm of `d` over its last dim.
-fn pnorm<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    d: V<'c, 'a>,
-    t: &TensorType,
-    p: f64,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, TensorType)> {
+fn pnorm<'c, 'a>(e: &Emitter<'c, 'a>, d: V<'c, 'a>, t: &TensorType, p: f64, loc: Location<'c>) -> Result<(V<'c, 'a>, TensorType)> {
     let last = vec![t.rank() - 1];
     let abs = e.op("stablehlo.abs", loc, &[d], t, &[])?;
     if p == 0.0 {
         let zero = e.splat(Scalar::Int(0), t, loc)?;
         let nz = e.compare(ComparisonDirection::Ne, d, zero, &t.shape, loc)?;
-        let nz = e.convert(
-            nz,
-            &TensorType::new(DType::Bool, t.shape.clone()),
-            t.dtype,
-            loc,
-        )?;
+        let nz = e.convert(nz, &TensorType::new(DType::Bool, t.shape.clone()), t.dtype, loc)?;
         return reduce_to(e, (nz, t), &last, false, Combiner::Add, t.dtype, loc);
     }
     if p.is_infinite() {
@@ -42,37 +31,19 @@ fn pnorm<'c, 'a>(
     let powered = match p {
         1.0 => abs,
         2.0 => e.op("stablehlo.multiply", loc, &[d, d], t, &[])?,
-        _ => e.op(
-            "stablehlo.power",
-            loc,
-            &[abs, e.splat(Scalar::float(p), t, loc)?],
-            t,
-            &[],
-        )?,
+        _ => e.op("stablehlo.power", loc, &[abs, e.splat(Scalar::float(p), t, loc)?], t, &[])?,
     };
     let (s, st) = reduce_to(e, (powered, t), &last, false, Combiner::Add, t.dtype, loc)?;
     let r = match p {
         1.0 => s,
         2.0 => e.op("stablehlo.sqrt", loc, &[s], &st, &[])?,
-        _ => e.op(
-            "stablehlo.power",
-            loc,
-            &[s, e.splat(Scalar::float(1.0 / p), &st, loc)?],
-            &st,
-            &[],
-        )?,
+        _ => e.op("stablehlo.power", loc, &[s, e.splat(Scalar::float(1.0 / p), &st, loc)?], &st, &[])?,
     };
     Ok((r, st))
 }
 
 /// `cdist(x, y, p)`: the p-norm distance of every row of `x` to every row of `y`, batched.
-pub fn cdist<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    p: Scalar,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn cdist<'c, 'a>(e: &Emitter<'c, 'a>, p: Scalar, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let work = compute_dtype(out.dtype);
     // [.., P, 1, M] - [.., 1, R, M] -> [.., P, R, M]
@@ -97,13 +68,7 @@ pub fn cdist<'c, 'a>(
 
 /// `pdist(x, p)`: the p-norm distance of every pair `i < j` of rows of `x`, in row-major pair
 /// order.
-pub fn pdist<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    p: Scalar,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn pdist<'c, 'a>(e: &Emitter<'c, 'a>, p: Scalar, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let work = compute_dtype(out.dtype);
     let n = x.1.shape[0];

@@ -22,13 +22,7 @@ use crate::Result;
 type V<'c, 'a> = Value<'c, 'a>;
 
 /// `x` converted to `dtype` and broadcast to `shape`.
-fn prepare<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    dtype: DType,
-    shape: &[i64],
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn prepare<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, dtype: DType, shape: &[i64], loc: Location<'c>) -> Result<V<'c, 'a>> {
     let v = e.convert(x.0, x.1, dtype, loc)?;
     let t = TensorType::new(dtype, x.1.shape.clone());
     e.broadcast(v, &t, &TensorType::new(dtype, shape.to_vec()), loc)
@@ -39,13 +33,7 @@ fn k<'c, 'a>(e: &Emitter<'c, 'a>, v: f64, t: &TensorType, loc: Location<'c>) -> 
 }
 
 /// Unary math in the result dtype.
-pub fn unary<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    u: UnaryOp,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn unary<'c, 'a>(e: &Emitter<'c, 'a>, u: UnaryOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     use UnaryOp::*;
     let x = arg(e, operands, 0)?;
     let simple = |name: &str| -> Result<V<'c, 'a>> {
@@ -77,28 +65,12 @@ pub fn unary<'c, 'a>(
         Log1p => simple("stablehlo.log_plus_one"),
         Log2 | Log10 => {
             let l = simple("stablehlo.log")?;
-            let base = if u == Log2 {
-                std::f64::consts::LN_2
-            } else {
-                std::f64::consts::LN_10
-            };
-            e.op(
-                "stablehlo.divide",
-                loc,
-                &[l, k(e, base, out, loc)?],
-                out,
-                &[],
-            )
+            let base = if u == Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+            e.op("stablehlo.divide", loc, &[l, k(e, base, out, loc)?], out, &[])
         }
         Sqrt => simple("stablehlo.sqrt"),
         Rsqrt => simple("stablehlo.rsqrt"),
-        Reciprocal => e.op(
-            "stablehlo.divide",
-            loc,
-            &[k(e, 1.0, out, loc)?, xv()?],
-            out,
-            &[],
-        ),
+        Reciprocal => e.op("stablehlo.divide", loc, &[k(e, 1.0, out, loc)?, xv()?], out, &[]),
         Sin => simple("stablehlo.sine"),
         Cos => simple("stablehlo.cosine"),
         Tan => simple("chlo.tan"),
@@ -162,13 +134,7 @@ pub fn unary<'c, 'a>(
         Erfc => simple("chlo.erfc"),
         Erfinv => simple("chlo.erf_inv"),
         // 2^x through `power`, which XLA computes exactly for integer x (exp(x ln 2) does not).
-        Exp2 => e.op(
-            "stablehlo.power",
-            loc,
-            &[k(e, 2.0, out, loc)?, xv()?],
-            out,
-            &[],
-        ),
+        Exp2 => e.op("stablehlo.power", loc, &[k(e, 2.0, out, loc)?, xv()?], out, &[]),
         Lgamma => simple("chlo.lgamma"),
         Digamma => simple("chlo.digamma"),
         I1e => simple("chlo.bessel_i1e"),
@@ -185,8 +151,7 @@ pub fn unary<'c, 'a>(
             e.compare(Dir::Lt, x.0, zero, &out.shape, loc)
         }
         Signbit => {
-            let bits = bits_of(x.1.dtype)
-                .ok_or_else(|| e.internal(format!("signbit on {}", x.1.dtype)))?;
+            let bits = bits_of(x.1.dtype).ok_or_else(|| e.internal(format!("signbit on {}", x.1.dtype)))?;
             let it = TensorType::new(bits, x.1.shape.clone());
             let i = e.op("stablehlo.bitcast_convert", loc, &[x.0], &it, &[])?;
             let zero = e.splat(Scalar::Int(0), &it, loc)?;
@@ -196,11 +161,7 @@ pub fn unary<'c, 'a>(
 }
 
 /// `x != 0` as bool (identity on bool).
-fn to_bool<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn to_bool<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, loc: Location<'c>) -> Result<V<'c, 'a>> {
     if x.1.dtype == DType::Bool {
         return Ok(x.0);
     }
@@ -208,13 +169,7 @@ fn to_bool<'c, 'a>(
     e.compare(Dir::Ne, x.0, zero, &x.1.shape, loc)
 }
 
-fn gelu<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    t: &TensorType,
-    tanh: bool,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn gelu<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, tanh: bool, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mul = |a, b| e.op("stablehlo.multiply", loc, &[a, b], t, &[]);
     let add = |a, b| e.op("stablehlo.add", loc, &[a, b], t, &[]);
     let inner = if tanh {
@@ -233,24 +188,13 @@ fn gelu<'c, 'a>(
 }
 
 /// Binary arithmetic with PyTorch promotion and rounding rules.
-pub fn binary<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    b: BinaryOp,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn binary<'c, 'a>(e: &Emitter<'c, 'a>, b: BinaryOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     use BinaryOp::*;
     let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let shape = &out.shape;
     let op = |name: &str, a, b| e.op(name, loc, &[a, b], out, &[]);
     // Both operands in the result dtype and shape (what every arithmetic op starts from).
-    let operands = || -> Result<(V<'c, 'a>, V<'c, 'a>)> {
-        Ok((
-            prepare(e, x, out.dtype, shape, loc)?,
-            prepare(e, y, out.dtype, shape, loc)?,
-        ))
-    };
+    let operands = || -> Result<(V<'c, 'a>, V<'c, 'a>)> { Ok((prepare(e, x, out.dtype, shape, loc)?, prepare(e, y, out.dtype, shape, loc)?)) };
     let simple = |name: &str| -> Result<V<'c, 'a>> {
         let (a, c) = operands()?;
         op(name, a, c)
@@ -264,10 +208,7 @@ pub fn binary<'c, 'a>(
         Complex => {
             // The parts in the result's part type, then paired.
             let part = out.dtype.real_part();
-            let (re, im) = (
-                prepare(e, x, part, shape, loc)?,
-                prepare(e, y, part, shape, loc)?,
-            );
+            let (re, im) = (prepare(e, x, part, shape, loc)?, prepare(e, y, part, shape, loc)?);
             op("stablehlo.complex", re, im)
         }
         Add if is_bool => simple("stablehlo.or"),
@@ -314,15 +255,7 @@ pub fn binary<'c, 'a>(
         Fmax | Fmin if is_float => {
             // The other operand where one is NaN: NaN only where both are.
             let (a, c) = operands()?;
-            let m = op(
-                if b == Fmax {
-                    "stablehlo.maximum"
-                } else {
-                    "stablehlo.minimum"
-                },
-                a,
-                c,
-            )?;
+            let m = op(if b == Fmax { "stablehlo.maximum" } else { "stablehlo.minimum" }, a, c)?;
             let c_nan = e.compare(Dir::Ne, c, c, shape, loc)?;
             let v = e.op("stablehlo.select", loc, &[c_nan, a, m], out, &[])?;
             let a_nan = e.compare(Dir::Ne, a, a, shape, loc)?;
@@ -342,10 +275,7 @@ pub fn binary<'c, 'a>(
             // m * sqrt(1 + (n/m)^2) with m = max(|a|, |b|), n = min: no overflow in the squares;
             // m = 0 gives 0, and an infinite operand gives inf even beside a NaN (C's hypot).
             let (a, c) = operands()?;
-            let (aa, ca) = (
-                e.op("stablehlo.abs", loc, &[a], out, &[])?,
-                e.op("stablehlo.abs", loc, &[c], out, &[])?,
-            );
+            let (aa, ca) = (e.op("stablehlo.abs", loc, &[a], out, &[])?, e.op("stablehlo.abs", loc, &[c], out, &[])?);
             let m = op("stablehlo.maximum", aa, ca)?;
             let n = op("stablehlo.minimum", aa, ca)?;
             let zero = k(e, 0.0, out, loc)?;
@@ -354,11 +284,7 @@ pub fn binary<'c, 'a>(
             let r = e.op("stablehlo.select", loc, &[is_zero, zero, r], out, &[])?;
             let one = k(e, 1.0, out, loc)?;
             let s = op("stablehlo.add", one, op("stablehlo.multiply", r, r)?)?;
-            let h = op(
-                "stablehlo.multiply",
-                m,
-                e.op("stablehlo.sqrt", loc, &[s], out, &[])?,
-            )?;
+            let h = op("stablehlo.multiply", m, e.op("stablehlo.sqrt", loc, &[s], out, &[])?)?;
             let inf = k(e, f64::INFINITY, out, loc)?;
             let a_inf = e.compare(Dir::Eq, aa, inf, shape, loc)?;
             let c_inf = e.compare(Dir::Eq, ca, inf, shape, loc)?;
@@ -373,39 +299,18 @@ pub fn binary<'c, 'a>(
 }
 
 /// A logical op (`name` on bools) of `x != 0` and `y != 0`, broadcast to `out`.
-fn logical<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    name: &str,
-    x: Operand<'c, 'a, '_>,
-    y: Operand<'c, 'a, '_>,
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn logical<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, x: Operand<'c, 'a, '_>, y: Operand<'c, 'a, '_>, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (xb, yb) = (to_bool(e, x, loc)?, to_bool(e, y, loc)?);
     let bt = TensorType::new(DType::Bool, x.1.shape.clone());
     let ybt = TensorType::new(DType::Bool, y.1.shape.clone());
-    let (xb, yb) = (
-        e.broadcast(xb, &bt, out, loc)?,
-        e.broadcast(yb, &ybt, out, loc)?,
-    );
+    let (xb, yb) = (e.broadcast(xb, &bt, out, loc)?, e.broadcast(yb, &ybt, out, loc)?);
     e.op(name, loc, &[xb, yb], out, &[])
 }
 
 /// `copysign(a, b)` on a float type: `a`'s magnitude bits with `b`'s sign bit, through the
 /// integer type of the same width.
-fn copysign<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    a: V<'c, 'a>,
-    b: V<'c, 'a>,
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    let bits = bits_of(out.dtype).ok_or_else(|| {
-        e.internal(format!(
-            "copysign on {}: inference gives a float type",
-            out.dtype
-        ))
-    })?;
+fn copysign<'c, 'a>(e: &Emitter<'c, 'a>, a: V<'c, 'a>, b: V<'c, 'a>, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let bits = bits_of(out.dtype).ok_or_else(|| e.internal(format!("copysign on {}: inference gives a float type", out.dtype)))?;
     // The sign bit alone, sign-extended: i64::MIN shifted down to the integer's width.
     let sign = i64::MIN >> (64 - 8 * bits.size_bytes());
     let it = TensorType::new(bits, out.shape.clone());
@@ -429,13 +334,7 @@ fn bits_of(float: DType) -> Option<DType> {
 }
 
 /// `r != 0 && (r < 0) != (b < 0)`: where a truncating remainder/quotient needs Python's fix.
-fn sign_fix<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    r: V<'c, 'a>,
-    b: V<'c, 'a>,
-    t: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn sign_fix<'c, 'a>(e: &Emitter<'c, 'a>, r: V<'c, 'a>, b: V<'c, 'a>, t: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let zero = e.splat(Scalar::Int(0), t, loc)?;
     let bt = TensorType::new(DType::Bool, t.shape.clone());
     let nonzero = e.compare(Dir::Ne, r, zero, &t.shape, loc)?;
@@ -446,19 +345,10 @@ fn sign_fix<'c, 'a>(
 }
 
 /// Comparison in the operands' promoted dtype.
-pub fn compare<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    c: CompareOp,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn compare<'c, 'a>(e: &Emitter<'c, 'a>, c: CompareOp, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (x, y) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let dtype = infer::result_type(&[x.1, y.1]);
-    let (a, b) = (
-        prepare(e, x, dtype, &out.shape, loc)?,
-        prepare(e, y, dtype, &out.shape, loc)?,
-    );
+    let (a, b) = (prepare(e, x, dtype, &out.shape, loc)?, prepare(e, y, dtype, &out.shape, loc)?);
     let dir = match c {
         CompareOp::Eq => Dir::Eq,
         CompareOp::Ne => Dir::Ne,
@@ -471,12 +361,7 @@ pub fn compare<'c, 'a>(
 }
 
 /// `where(cond, a, b)`.
-pub fn select<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn select<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let cond = prepare(e, arg(e, operands, 0)?, DType::Bool, &out.shape, loc)?;
     let a = prepare(e, arg(e, operands, 1)?, out.dtype, &out.shape, loc)?;
     let b = prepare(e, arg(e, operands, 2)?, out.dtype, &out.shape, loc)?;
@@ -492,12 +377,7 @@ pub fn clamp<'c, 'a>(
     out: &TensorType,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
-    let mut v = e.convert(
-        arg(e, operands, 0)?.0,
-        arg(e, operands, 0)?.1,
-        out.dtype,
-        loc,
-    )?;
+    let mut v = e.convert(arg(e, operands, 0)?.0, arg(e, operands, 0)?.1, out.dtype, loc)?;
     if let Some(lo) = min {
         v = e.max_min(true, v, e.splat(lo, out, loc)?, out, loc)?;
     }
@@ -509,12 +389,7 @@ pub fn clamp<'c, 'a>(
 
 /// Conversion to the result dtype (float → int truncates toward zero; non-zero → true), or a
 /// plain copy.
-pub fn convert<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn convert<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     if out.dtype == DType::Bool && x.1.dtype != DType::Bool {
         return to_bool(e, x, loc);
@@ -543,45 +418,21 @@ pub fn elu<'c, 'a>(
 }
 
 /// `leaky_relu(x) = x > 0 ? x : slope * x`.
-pub fn leaky_relu<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    slope: Scalar,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn leaky_relu<'c, 'a>(e: &Emitter<'c, 'a>, slope: Scalar, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (x, pos) = positive(e, operands, out, loc)?;
-    let neg = e.op(
-        "stablehlo.multiply",
-        loc,
-        &[x, e.splat(slope, out, loc)?],
-        out,
-        &[],
-    )?;
+    let neg = e.op("stablehlo.multiply", loc, &[x, e.splat(slope, out, loc)?], out, &[])?;
     e.op("stablehlo.select", loc, &[pos, x, neg], out, &[])
 }
 
 /// Operand 0 and where it is `> 0` (the branch of `elu` and `leaky_relu`).
-fn positive<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, V<'c, 'a>)> {
+fn positive<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<(V<'c, 'a>, V<'c, 'a>)> {
     let x = arg(e, operands, 0)?;
     let zero = e.splat(Scalar::Int(0), out, loc)?;
     Ok((x.0, e.compare(Dir::Gt, x.0, zero, &out.shape, loc)?))
 }
 
 /// `clamp(x, min_tensor, max_tensor)` with broadcasting and promotion.
-pub fn clamp_tensor<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    has_min: bool,
-    has_max: bool,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn clamp_tensor<'c, 'a>(e: &Emitter<'c, 'a>, has_min: bool, has_max: bool, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mut v = prepare(e, arg(e, operands, 0)?, out.dtype, &out.shape, loc)?;
     let mut i = 1;
     if has_min {
@@ -597,22 +448,8 @@ pub fn clamp_tensor<'c, 'a>(
 }
 
 /// `copy(self, src)`: `src` in `self`'s dtype and shape.
-pub fn copy_into<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn copy_into<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let src = arg(e, operands, 1)?;
-    let v = if out.dtype == DType::Bool {
-        to_bool(e, src, loc)?
-    } else {
-        e.convert(src.0, src.1, out.dtype, loc)?
-    };
-    e.broadcast(
-        v,
-        &TensorType::new(out.dtype, src.1.shape.clone()),
-        out,
-        loc,
-    )
+    let v = if out.dtype == DType::Bool { to_bool(e, src, loc)? } else { e.convert(src.0, src.1, out.dtype, loc)? };
+    e.broadcast(v, &TensorType::new(out.dtype, src.1.shape.clone()), out, loc)
 }

@@ -12,9 +12,7 @@ use melior::ir::{Attribute, Location, Value};
 
 use super::reduction::iota_i64;
 use super::{arg, Operand};
-use crate::attr::{
-    self, ComparisonDirection as Dir, ConvDimensions, DotDimensions, Precision, Transpose,
-};
+use crate::attr::{self, ComparisonDirection as Dir, ConvDimensions, DotDimensions, Precision, Transpose};
 use crate::emit::Emitter;
 use crate::region::Combiner;
 use crate::Result;
@@ -23,23 +21,11 @@ type V<'c, 'a> = Value<'c, 'a>;
 
 /// `precision_config` of an f32/f64 product: HIGHEST for both operands.
 fn precision<'c>(e: &Emitter<'c, '_>, dtype: DType) -> Option<(&'static str, Attribute<'c>)> {
-    matches!(dtype, DType::F32 | DType::F64).then(|| {
-        (
-            "precision_config",
-            attr::precision_config(e.ctx, &[Precision::Highest; 2]),
-        )
-    })
+    matches!(dtype, DType::F32 | DType::F64).then(|| ("precision_config", attr::precision_config(e.ctx, &[Precision::Highest; 2])))
 }
 
 /// `dot_general(a, b)` with `dims`, of type `out`.
-fn dot<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    a: V<'c, 'a>,
-    b: V<'c, 'a>,
-    dims: &DotDimensions,
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn dot<'c, 'a>(e: &Emitter<'c, 'a>, a: V<'c, 'a>, b: V<'c, 'a>, dims: &DotDimensions, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mut attrs = vec![("dot_dimension_numbers", dims.attr(e.ctx))];
     attrs.extend(precision(e, out.dtype));
     e.op("stablehlo.dot_general", loc, &[a, b], out, &attrs)
@@ -47,48 +33,24 @@ fn dot<'c, 'a>(
 
 /// `[m, k] x [k, n]`.
 fn matrix_product() -> DotDimensions {
-    DotDimensions {
-        lhs_contracting: vec![1],
-        rhs_contracting: vec![0],
-        ..DotDimensions::default()
-    }
+    DotDimensions { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDimensions::default() }
 }
 
 /// `mm(a, b)`.
-pub fn mm<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn mm<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (a, b) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     dot(e, a.0, b.0, &matrix_product(), out, loc)
 }
 
 /// `bmm(a, b)`: `[B, m, k] x [B, k, n]`.
-pub fn bmm<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn bmm<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (a, b) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
-    let dims = DotDimensions {
-        lhs_batching: vec![0],
-        rhs_batching: vec![0],
-        lhs_contracting: vec![2],
-        rhs_contracting: vec![1],
-    };
+    let dims = DotDimensions { lhs_batching: vec![0], rhs_batching: vec![0], lhs_contracting: vec![2], rhs_contracting: vec![1] };
     dot(e, a.0, b.0, &dims, out, loc)
 }
 
 /// `addmm(bias, a, b)`: the bias broadcast and added to the product.
-pub fn addmm<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn addmm<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let (a, b) = (arg(e, operands, 1)?, arg(e, operands, 2)?);
     let product = dot(e, a.0, b.0, &matrix_product(), out, loc)?;
     let bias = arg(e, operands, 0)?;
@@ -110,41 +72,16 @@ pub struct Conv<'o> {
 }
 
 /// `aten.convolution`.
-pub fn convolution<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    conv: &Conv,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    let Conv {
-        stride,
-        padding,
-        dilation,
-        transposed,
-        output_padding,
-        groups,
-        has_bias,
-        channels_last,
-    } = *conv;
+pub fn convolution<'c, 'a>(e: &Emitter<'c, 'a>, conv: &Conv, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let Conv { stride, padding, dilation, transposed, output_padding, groups, has_bias, channels_last } = *conv;
     let (x, w) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
     let n = w.1.rank() - 2;
-    let per_dim = |v: &[i64], default, what| {
-        fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m))
-    };
-    let (stride, padding, dilation) = (
-        per_dim(stride, 1, "stride")?,
-        per_dim(padding, 0, "padding")?,
-        per_dim(dilation, 1, "dilation")?,
-    );
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let (stride, padding, dilation) = (per_dim(stride, 1, "stride")?, per_dim(padding, 0, "padding")?, per_dim(dilation, 1, "dilation")?);
     // The kernel is PyTorch's [out, in, k...]; the activations are NCHW-style (batch and
     // feature first, the spatial dims after them in order) or NHWC-style (feature last).
     let spatial: Vec<i64> = (2..2 + n as i64).collect();
-    let (feature, act_spatial): (i64, Vec<i64>) = if channels_last {
-        (1 + n as i64, (1..1 + n as i64).collect())
-    } else {
-        (1, spatial.clone())
-    };
+    let (feature, act_spatial): (i64, Vec<i64>) = if channels_last { (1 + n as i64, (1..1 + n as i64).collect()) } else { (1, spatial.clone()) };
     let (weight, pads, lhs_dilation, strides, kernel_input_feature);
     if transposed {
         let out_pad = per_dim(output_padding, 0, "output_padding")?;
@@ -162,13 +99,7 @@ pub fn convolution<'c, 'a>(
             let mut perm = vec![1, 0, 2];
             perm.extend(3..3 + n as i64);
             let t2 = TensorType::new(w.1.dtype, [vec![cin / g, g, cout_g], ks.to_vec()].concat());
-            let r2 = e.op(
-                "stablehlo.transpose",
-                loc,
-                &[r1],
-                &t2,
-                &[("permutation", attr::i64s(e.ctx, &perm))],
-            )?;
+            let r2 = e.op("stablehlo.transpose", loc, &[r1], &t2, &[("permutation", attr::i64s(e.ctx, &perm))])?;
             let t3 = TensorType::new(w.1.dtype, [vec![cin / g, g * cout_g], ks.to_vec()].concat());
             e.reshape(r2, &t2, &t3, loc)?
         };
@@ -224,35 +155,17 @@ pub fn convolution<'c, 'a>(
 /// as PyTorch returns it, and `info` is 1 + the first column whose diagonal came out NaN (the
 /// square root of a non-positive pivot): eager's failing minor where the plugin's NaN starts
 /// there, 1 where it fills the whole factor with NaN (XLA's CPU plugin does).
-pub fn cholesky<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    upper: bool,
-    operands: &[Operand<'c, 'a, '_>],
-    results: &[TensorType],
-    loc: Location<'c>,
-) -> Result<Vec<V<'c, 'a>>> {
+pub fn cholesky<'c, 'a>(e: &Emitter<'c, 'a>, upper: bool, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let a = arg(e, operands, 0)?;
     let (lt, info_t) = (&results[0], &results[1]);
     let r = a.1.rank();
     let n = a.1.shape[r - 1];
     if a.1.num_elements() == 0 {
-        return Ok(vec![
-            e.splat(Scalar::Int(0), lt, loc)?,
-            e.splat(Scalar::Int(0), info_t, loc)?,
-        ]);
+        return Ok(vec![e.splat(Scalar::Int(0), lt, loc)?, e.splat(Scalar::Int(0), info_t, loc)?]);
     }
-    let factor = e.op(
-        "stablehlo.cholesky",
-        loc,
-        &[a.0],
-        lt,
-        &[("lower", attr::bool_attr(e.ctx, !upper))],
-    )?;
+    let factor = e.op("stablehlo.cholesky", loc, &[a.0], lt, &[("lower", attr::bool_attr(e.ctx, !upper))])?;
     let shape = &lt.shape;
-    let (row, col) = (
-        iota_i64(e, shape, r - 2, loc)?,
-        iota_i64(e, shape, r - 1, loc)?,
-    );
+    let (row, col) = (iota_i64(e, shape, r - 2, loc)?, iota_i64(e, shape, r - 1, loc)?);
     let keep = e.compare(if upper { Dir::Le } else { Dir::Ge }, row, col, shape, loc)?;
     let zero = e.splat(Scalar::Int(0), lt, loc)?;
     let factor = e.op("stablehlo.select", loc, &[keep, factor, zero], lt, &[])?;
@@ -265,36 +178,12 @@ pub fn cholesky<'c, 'a>(
     let rows_t = TensorType::new(DType::I64, shape[..r - 1].to_vec());
     let rows = iota_i64(e, &rows_t.shape, r - 2, loc)?;
     let past = e.splat(Scalar::Int(n), &rows_t, loc)?;
-    let at = e.op(
-        "stablehlo.select",
-        loc,
-        &[row_nan, rows, past],
-        &rows_t,
-        &[],
-    )?;
+    let at = e.op("stablehlo.select", loc, &[row_nan, rows, past], &rows_t, &[])?;
     let first_t = TensorType::new(DType::I64, shape[..r - 2].to_vec());
     let first = e.reduce(at, &rows_t, &[r - 2], Combiner::Min, loc)?;
-    let failed = e.compare(
-        Dir::Lt,
-        first,
-        e.splat(Scalar::Int(n), &first_t, loc)?,
-        &first_t.shape,
-        loc,
-    )?;
-    let order = e.op(
-        "stablehlo.add",
-        loc,
-        &[first, e.splat(Scalar::Int(1), &first_t, loc)?],
-        &first_t,
-        &[],
-    )?;
-    let info = e.op(
-        "stablehlo.select",
-        loc,
-        &[failed, order, e.splat(Scalar::Int(0), &first_t, loc)?],
-        &first_t,
-        &[],
-    )?;
+    let failed = e.compare(Dir::Lt, first, e.splat(Scalar::Int(n), &first_t, loc)?, &first_t.shape, loc)?;
+    let order = e.op("stablehlo.add", loc, &[first, e.splat(Scalar::Int(1), &first_t, loc)?], &first_t, &[])?;
+    let info = e.op("stablehlo.select", loc, &[failed, order, e.splat(Scalar::Int(0), &first_t, loc)?], &first_t, &[])?;
     Ok(vec![factor, e.convert(info, &first_t, info_t.dtype, loc)?])
 }
 

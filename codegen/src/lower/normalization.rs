@@ -40,17 +40,7 @@ pub fn layer_norm<'c, 'a>(
     let (mean, rstd, st) = stats(e, xv, &xt, &dims, norm.eps, loc)?;
     let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
     // weight/bias have the normalized shape: broadcast over the leading dims.
-    let y = affine(
-        e,
-        y,
-        &xt,
-        operands,
-        norm.has_weight,
-        norm.has_bias,
-        1,
-        None,
-        loc,
-    )?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, None, loc)?;
     let out = e.convert(y, &xt, x.1.dtype, loc)?;
     with_stats(e, out, (mean, rstd, &st), st.shape.to_vec(), results, loc)
 }
@@ -73,17 +63,7 @@ pub fn group_norm<'c, 'a>(
     let (mean, rstd, st) = stats(e, xg, &gt, &[2], norm.eps, loc)?;
     let yg = normalize(e, xg, &gt, mean, rstd, &st, loc)?;
     let y = e.reshape(yg, &gt, &xt, loc)?;
-    let y = affine(
-        e,
-        y,
-        &xt,
-        operands,
-        norm.has_weight,
-        norm.has_bias,
-        1,
-        Some(c),
-        loc,
-    )?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
     let out = e.convert(y, &xt, x.1.dtype, loc)?;
     with_stats(e, out, (mean, rstd, &st), vec![n, groups], results, loc)
 }
@@ -103,17 +83,7 @@ pub fn batch_norm_batch_stats<'c, 'a>(
     let dims: Vec<usize> = (0..x.1.rank()).filter(|&d| d != 1).collect();
     let (mean, rstd, st) = stats(e, xv, &xt, &dims, norm.eps, loc)?;
     let y = normalize(e, xv, &xt, mean, rstd, &st, loc)?;
-    let y = affine(
-        e,
-        y,
-        &xt,
-        operands,
-        norm.has_weight,
-        norm.has_bias,
-        1,
-        Some(c),
-        loc,
-    )?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
     let out = e.convert(y, &xt, x.1.dtype, loc)?;
     with_stats(e, out, (mean, rstd, &st), vec![c], results, loc)
 }
@@ -132,11 +102,7 @@ fn with_stats<'c, 'a>(
     let mean = e.reshape(mean, st, &t, loc)?;
     let rstd = e.reshape(rstd, st, &t, loc)?;
     let sd = results[1].dtype;
-    Ok(vec![
-        out,
-        e.convert(mean, &t, sd, loc)?,
-        e.convert(rstd, &t, sd, loc)?,
-    ])
+    Ok(vec![out, e.convert(mean, &t, sd, loc)?, e.convert(rstd, &t, sd, loc)?])
 }
 
 /// Inference batch norm from the running statistics (the operands after weight and bias).
@@ -161,17 +127,7 @@ pub fn batch_norm<'c, 'a>(
     let rstd = e.op("stablehlo.rsqrt", loc, &[rstd], &xt, &[])?;
     let centered = e.op("stablehlo.subtract", loc, &[xv, mean], &xt, &[])?;
     let y = e.op("stablehlo.multiply", loc, &[centered, rstd], &xt, &[])?;
-    let y = affine(
-        e,
-        y,
-        &xt,
-        operands,
-        norm.has_weight,
-        norm.has_bias,
-        1,
-        Some(c),
-        loc,
-    )?;
+    let y = affine(e, y, &xt, operands, norm.has_weight, norm.has_bias, 1, Some(c), loc)?;
     let out = e.convert(y, &xt, x.1.dtype, loc)?;
     let mut values = vec![out];
     // The saved statistics in the form the node's types say (see `fxhlo_ir::infer::agrees`):
@@ -186,13 +142,7 @@ pub fn batch_norm<'c, 'a>(
                 let stat = if i == 1 {
                     pv
                 } else {
-                    let var = e.op(
-                        "stablehlo.add",
-                        loc,
-                        &[pv, e.splat(norm.eps, &ct, loc)?],
-                        &ct,
-                        &[],
-                    )?;
+                    let var = e.op("stablehlo.add", loc, &[pv, e.splat(norm.eps, &ct, loc)?], &ct, &[])?;
                     e.op("stablehlo.rsqrt", loc, &[var], &ct, &[])?
                 };
                 e.convert(stat, &ct, t.dtype, loc)?
@@ -205,29 +155,14 @@ pub fn batch_norm<'c, 'a>(
 }
 
 /// Operand 0, and its value and type in the dtype the statistics are computed in.
-fn input<'c, 'a, 't>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, 't>],
-    loc: Location<'c>,
-) -> Result<(Operand<'c, 'a, 't>, V<'c, 'a>, TensorType)> {
+fn input<'c, 'a, 't>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, 't>], loc: Location<'c>) -> Result<(Operand<'c, 'a, 't>, V<'c, 'a>, TensorType)> {
     let x = arg(e, operands, 0)?;
     let work = compute_dtype(x.1.dtype);
-    Ok((
-        x,
-        e.convert(x.0, x.1, work, loc)?,
-        TensorType::new(work, x.1.shape.clone()),
-    ))
+    Ok((x, e.convert(x.0, x.1, work, loc)?, TensorType::new(work, x.1.shape.clone())))
 }
 
 /// Mean and rstd over `dims` (kept as size-1 dims).
-fn stats<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    t: &TensorType,
-    dims: &[usize],
-    eps: Scalar,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, V<'c, 'a>, TensorType)> {
+fn stats<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, dims: &[usize], eps: Scalar, loc: Location<'c>) -> Result<(V<'c, 'a>, V<'c, 'a>, TensorType)> {
     let count: i64 = dims.iter().map(|&d| t.shape[d]).product();
     let (sum, st) = reduce_to(e, (x, t), dims, true, Combiner::Add, t.dtype, loc)?;
     let n = e.splat(Scalar::Int(count), &st, loc)?;
@@ -237,26 +172,12 @@ fn stats<'c, 'a>(
     let sq = e.op("stablehlo.multiply", loc, &[centered, centered], t, &[])?;
     let (ssum, _) = reduce_to(e, (sq, t), dims, true, Combiner::Add, t.dtype, loc)?;
     let var = e.op("stablehlo.divide", loc, &[ssum, n], &st, &[])?;
-    let var = e.op(
-        "stablehlo.add",
-        loc,
-        &[var, e.splat(eps, &st, loc)?],
-        &st,
-        &[],
-    )?;
+    let var = e.op("stablehlo.add", loc, &[var, e.splat(eps, &st, loc)?], &st, &[])?;
     let rstd = e.op("stablehlo.rsqrt", loc, &[var], &st, &[])?;
     Ok((mean, rstd, st))
 }
 
-fn normalize<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: V<'c, 'a>,
-    t: &TensorType,
-    mean: V<'c, 'a>,
-    rstd: V<'c, 'a>,
-    st: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn normalize<'c, 'a>(e: &Emitter<'c, 'a>, x: V<'c, 'a>, t: &TensorType, mean: V<'c, 'a>, rstd: V<'c, 'a>, st: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let mb = e.broadcast(mean, st, t, loc)?;
     let rb = e.broadcast(rstd, st, t, loc)?;
     let centered = e.op("stablehlo.subtract", loc, &[x, mb], t, &[])?;
@@ -264,13 +185,7 @@ fn normalize<'c, 'a>(
 }
 
 /// A per-channel vector `[C]` broadcast along dim 1 of `to`.
-fn channel_broadcast<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    v: V<'c, 'a>,
-    from: &TensorType,
-    to: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn channel_broadcast<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, from: &TensorType, to: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     e.broadcast_in_dim(v, &[1], &TensorType::new(from.dtype, to.shape.clone()), loc)
 }
 

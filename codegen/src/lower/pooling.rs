@@ -37,19 +37,9 @@ pub struct Window<'o> {
 /// Stride, padding and dilation of an `n`-dim window (an empty stride means the kernel size).
 fn window_params(e: &Emitter<'_, '_>, w: &Window) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
     let n = w.kernel.len();
-    let per_dim = |v: &[i64], default, what| {
-        fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m))
-    };
-    let s = if w.stride.is_empty() {
-        w.kernel.to_vec()
-    } else {
-        per_dim(w.stride, 0, "stride")?
-    };
-    Ok((
-        s,
-        per_dim(w.padding, 0, "padding")?,
-        per_dim(w.dilation, 1, "dilation")?,
-    ))
+    let per_dim = |v: &[i64], default, what| fxhlo_ir::infer::per_dim(v, n, default, what).map_err(|m| e.internal(m));
+    let s = if w.stride.is_empty() { w.kernel.to_vec() } else { per_dim(w.stride, 0, "stride")? };
+    Ok((s, per_dim(w.padding, 0, "padding")?, per_dim(w.dilation, 1, "dilation")?))
 }
 
 /// `max_pool` over the trailing dims (or, `channels_last`, the middle ones of
@@ -75,18 +65,7 @@ pub fn max_pool<'c, 'a>(
         // A plain max window, much cheaper than the (value, index) reduction. The body
         // propagates NaN, as PyTorch's max pooling does.
         let init = Combiner::Max.identity(x.1.dtype);
-        return Ok(vec![e.reduce_window(
-            x.0,
-            x.1,
-            out,
-            &window,
-            &strides,
-            &dil,
-            &pads,
-            Combiner::Max,
-            init,
-            loc,
-        )?]);
+        return Ok(vec![e.reduce_window(x.0, x.1, out, &window, &strides, &dil, &pads, Combiner::Max, init, loc)?]);
     }
     // Candidate index of every input element: its flat offset within its spatial plane.
     let it = TensorType::new(DType::I64, x.1.shape.clone());
@@ -94,13 +73,7 @@ pub fn max_pool<'c, 'a>(
     let mut scale = 1;
     for k in (rank - n..rank).rev() {
         let io = e.iota(&it, k, loc)?;
-        let term = e.op(
-            "stablehlo.multiply",
-            loc,
-            &[io, e.splat(Scalar::Int(scale), &it, loc)?],
-            &it,
-            &[],
-        )?;
+        let term = e.op("stablehlo.multiply", loc, &[io, e.splat(Scalar::Int(scale), &it, loc)?], &it, &[])?;
         flat = Some(match flat {
             None => term,
             Some(acc) => e.op("stablehlo.add", loc, &[acc, term], &it, &[])?,
@@ -131,10 +104,7 @@ pub fn avg_pool<'c, 'a>(
     out: &TensorType,
     loc: Location<'c>,
 ) -> Result<V<'c, 'a>> {
-    let Count {
-        include_pad: count_include_pad,
-        divisor_override,
-    } = count;
+    let Count { include_pad: count_include_pad, divisor_override } = count;
     let x = arg(e, operands, 0)?;
     let rank = x.1.rank();
     let n = w.kernel.len();
@@ -147,18 +117,7 @@ pub fn avg_pool<'c, 'a>(
     let ot = TensorType::new(work, out.shape.clone());
     let xv = e.convert(x.0, x.1, work, loc)?;
     let zero = Scalar::Int(0);
-    let sum = e.reduce_window(
-        xv,
-        &xt,
-        &ot,
-        &window,
-        &strides,
-        &dil,
-        &pads,
-        Combiner::Add,
-        zero,
-        loc,
-    )?;
+    let sum = e.reduce_window(xv, &xt, &ot, &window, &strides, &dil, &pads, Combiner::Add, zero, loc)?;
     let divisor = match divisor_override {
         Some(dv) => e.splat(Scalar::Int(dv), &ot, loc)?,
         None => {
@@ -167,40 +126,17 @@ pub fn avg_pool<'c, 'a>(
             // pads with zeros, so it never counts).
             let ones = e.splat(Scalar::Int(1), &xt, loc)?;
             let (src, st, pads2) = if count_include_pad {
-                let lo: Vec<i64> = (0..rank)
-                    .map(|i| {
-                        if (first..first + n).contains(&i) {
-                            p[i - first]
-                        } else {
-                            0
-                        }
-                    })
-                    .collect();
+                let lo: Vec<i64> = (0..rank).map(|i| if (first..first + n).contains(&i) { p[i - first] } else { 0 }).collect();
                 let padded: Vec<i64> = (0..rank).map(|i| xt.shape[i] + 2 * lo[i]).collect();
                 let pt = TensorType::new(work, padded);
                 let one = e.splat(Scalar::Int(1), &TensorType::new(work, vec![]), loc)?;
                 let padded_ones = e.pad(ones, one, &lo, &lo, &vec![0; rank], &pt, loc)?;
-                let rest: Vec<(i64, i64)> = pads
-                    .iter()
-                    .zip(&lo)
-                    .map(|(&(l, h), &q)| (l - q, h - q))
-                    .collect();
+                let rest: Vec<(i64, i64)> = pads.iter().zip(&lo).map(|(&(l, h), &q)| (l - q, h - q)).collect();
                 (padded_ones, pt, rest)
             } else {
                 (ones, xt.clone(), pads.clone())
             };
-            e.reduce_window(
-                src,
-                &st,
-                &ot,
-                &window,
-                &strides,
-                &dil,
-                &pads2,
-                Combiner::Add,
-                zero,
-                loc,
-            )?
+            e.reduce_window(src, &st, &ot, &window, &strides, &dil, &pads2, Combiner::Add, zero, loc)?
         }
     };
     let avg = e.op("stablehlo.divide", loc, &[sum, divisor], &ot, &[])?;
@@ -209,12 +145,7 @@ pub fn avg_pool<'c, 'a>(
 
 /// `upsample_nearest` to `output_size` over the trailing dims: source index
 /// `floor(dst * in / out)`, one index selection per dim that changes.
-pub fn upsample_nearest<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    output_size: &[i64],
-    operands: &[Operand<'c, 'a, '_>],
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn upsample_nearest<'c, 'a>(e: &Emitter<'c, 'a>, output_size: &[i64], operands: &[Operand<'c, 'a, '_>], loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let rank = x.1.rank();
     let n = output_size.len();
@@ -227,9 +158,7 @@ pub fn upsample_nearest<'c, 'a>(
             continue;
         }
         // src = floor(dst * in / out), exactly in integers.
-        let idx: Vec<i64> = (0..o)
-            .map(|j| ((j as i128 * inp as i128) / o as i128) as i64)
-            .collect();
+        let idx: Vec<i64> = (0..o).map(|j| ((j as i128 * inp as i128) / o as i128) as i64).collect();
         let iv = e.constant_i64(&idx, &TensorType::new(DType::I64, vec![o]), loc)?;
         cur = index_select(e, (cur, &cur_t), d, iv, o, loc)?;
         cur_t.shape[d] = o;
@@ -282,11 +211,7 @@ fn bilinear_weights(inp: i64, out: i64, align_corners: bool) -> Vec<f64> {
     let mut a = vec![0.0; (inp * out) as usize];
     for o in 0..out {
         let src = if align_corners {
-            if out > 1 {
-                o as f64 * (inp - 1) as f64 / (out - 1) as f64
-            } else {
-                0.0
-            }
+            if out > 1 { o as f64 * (inp - 1) as f64 / (out - 1) as f64 } else { 0.0 }
         } else {
             ((o as f64 + 0.5) * inp as f64 / out as f64 - 0.5).max(0.0)
         };
@@ -301,50 +226,25 @@ fn bilinear_weights(inp: i64, out: i64, align_corners: bool) -> Vec<f64> {
 
 /// `v` with dim `d` (size `in`) contracted against the constant `[in, out]` matrix `a`, the
 /// new dim put back in place of `d`.
-fn contract_dim<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    v: V<'c, 'a>,
-    t: &TensorType,
-    d: usize,
-    a: &[f64],
-    o: i64,
-    loc: Location<'c>,
-) -> Result<(V<'c, 'a>, TensorType)> {
+fn contract_dim<'c, 'a>(e: &Emitter<'c, 'a>, v: V<'c, 'a>, t: &TensorType, d: usize, a: &[f64], o: i64, loc: Location<'c>) -> Result<(V<'c, 'a>, TensorType)> {
     let (rank, inp) = (t.rank(), t.shape[d]);
     let mut next = t.clone();
     next.shape[d] = o;
     let at = TensorType::new(t.dtype, vec![inp, o]);
-    let am = e.constant(
-        attr::float_elements(e.ctx, &at, a).map_err(|m| e.internal(m))?,
-        &at,
-        loc,
-    )?;
+    let am = e.constant(attr::float_elements(e.ctx, &at, a).map_err(|m| e.internal(m))?, &at, loc)?;
     // dot_general puts the free lhs dims first and the new dim last: transpose back.
     let mut dot_shape: Vec<i64> = (0..rank).filter(|&k| k != d).map(|k| t.shape[k]).collect();
     dot_shape.push(o);
     let dt = TensorType::new(t.dtype, dot_shape);
-    let dims = DotDimensions {
-        lhs_contracting: vec![d as i64],
-        rhs_contracting: vec![0],
-        ..DotDimensions::default()
-    };
+    let dims = DotDimensions { lhs_contracting: vec![d as i64], rhs_contracting: vec![0], ..DotDimensions::default() };
     let mut attrs = vec![("dot_dimension_numbers", dims.attr(e.ctx))];
     if matches!(t.dtype, DType::F32 | DType::F64) {
-        attrs.push((
-            "precision_config",
-            attr::precision_config(e.ctx, &[Precision::Highest; 2]),
-        ));
+        attrs.push(("precision_config", attr::precision_config(e.ctx, &[Precision::Highest; 2])));
     }
     let dot = e.op("stablehlo.dot_general", loc, &[v, am], &dt, &attrs)?;
     let mut perm: Vec<i64> = (0..rank as i64 - 1).collect();
     perm.insert(d, rank as i64 - 1);
-    let r = e.op(
-        "stablehlo.transpose",
-        loc,
-        &[dot],
-        &next,
-        &[("permutation", attr::i64s(e.ctx, &perm))],
-    )?;
+    let r = e.op("stablehlo.transpose", loc, &[dot], &next, &[("permutation", attr::i64s(e.ctx, &perm))])?;
     Ok((r, next))
 }
 
@@ -354,15 +254,7 @@ type Windows = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<(i64, i64)>);
 /// Full-rank window, stride, dilation and padding for a window over the `kernel.len()` dims
 /// from `first` on (with ceil-mode overhang added at the high end so the window count matches
 /// the result shape); every other dim has a window of 1.
-fn windows(
-    x: &TensorType,
-    out: &TensorType,
-    first: usize,
-    kernel: &[i64],
-    s: &[i64],
-    p: &[i64],
-    d: &[i64],
-) -> Windows {
+fn windows(x: &TensorType, out: &TensorType, first: usize, kernel: &[i64], s: &[i64], p: &[i64], d: &[i64]) -> Windows {
     let rank = x.rank();
     let mut window = vec![1; rank];
     let mut strides = vec![1; rank];
@@ -383,13 +275,7 @@ fn windows(
 /// Adaptive average pooling: a plain average pool where every input size is a multiple of its
 /// output size, else PyTorch's variable windows, one dim at a time, as a product with a
 /// constant averaging matrix.
-pub fn adaptive_avg_pool<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    output_size: &[i64],
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn adaptive_avg_pool<'c, 'a>(e: &Emitter<'c, 'a>, output_size: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     resample(e, output_size, operands, out, loc, |v, t, d, o| {
         let (rank, inp) = (t.rank(), t.shape[d]);
         if inp == o {
@@ -402,25 +288,8 @@ pub fn adaptive_avg_pool<'c, 'a>(
             let mut window = vec![1; rank];
             window[d] = k;
             let pads = vec![(0, 0); rank];
-            let sum = e.reduce_window(
-                v,
-                t,
-                &next,
-                &window,
-                &window,
-                &vec![1; rank],
-                &pads,
-                Combiner::Add,
-                Scalar::Int(0),
-                loc,
-            )?;
-            let avg = e.op(
-                "stablehlo.divide",
-                loc,
-                &[sum, e.splat(Scalar::Int(k), &next, loc)?],
-                &next,
-                &[],
-            )?;
+            let sum = e.reduce_window(v, t, &next, &window, &window, &vec![1; rank], &pads, Combiner::Add, Scalar::Int(0), loc)?;
+            let avg = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(k), &next, loc)?], &next, &[])?;
             return Ok((avg, next));
         }
         // Averaging matrix A[j, o] = 1/len over window j of output o; contract dim d with it.

@@ -25,12 +25,8 @@ pub fn rng_bit_generator<'c, 'a>(
     results: &[TensorType],
     loc: Location<'c>,
 ) -> Result<Vec<Value<'c, 'a>>> {
-    let (state, state_t) = *operands
-        .first()
-        .ok_or_else(|| e.internal("rng_bit_generator without a state"))?;
-    let [_, bits_t] = results else {
-        return Err(e.internal("rng_bit_generator has two results"));
-    };
+    let (state, state_t) = *operands.first().ok_or_else(|| e.internal("rng_bit_generator without a state"))?;
+    let [_, bits_t] = results else { return Err(e.internal("rng_bit_generator has two results")) };
     let width = match bits_t.dtype {
         DType::I32 => 32,
         DType::I64 => 64,
@@ -38,23 +34,9 @@ pub fn rng_bit_generator<'c, 'a>(
     };
     let state_u = unsigned(e, &state_t.shape, 64);
     let bits_u = unsigned(e, &bits_t.shape, width);
-    let seed = e.op_typed(
-        "stablehlo.bitcast_convert",
-        loc,
-        &[state],
-        &[state_u],
-        &[],
-        Vec::new(),
-    )?;
+    let seed = e.op_typed("stablehlo.bitcast_convert", loc, &[state], &[state_u], &[], Vec::new())?;
     let algorithm = [("rng_algorithm", RngAlgorithm::ThreeFry.attr(e.ctx))];
-    let out = e.op_typed(
-        "stablehlo.rng_bit_generator",
-        loc,
-        &seed,
-        &[state_u, bits_u],
-        &algorithm,
-        Vec::new(),
-    )?;
+    let out = e.op_typed("stablehlo.rng_bit_generator", loc, &seed, &[state_u, bits_u], &algorithm, Vec::new())?;
     let next = e.op("stablehlo.bitcast_convert", loc, &[out[0]], state_t, &[])?;
     let bits = e.op("stablehlo.bitcast_convert", loc, &[out[1]], bits_t, &[])?;
     Ok(vec![next, bits])

@@ -30,10 +30,7 @@ pub fn reduce_dims(dims: &[i64], rank: usize) -> Result<Vec<usize>, String> {
     if dims.is_empty() {
         return Ok((0..rank).collect());
     }
-    let mut out = dims
-        .iter()
-        .map(|&d| normalize_dim(d, rank))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = dims.iter().map(|&d| normalize_dim(d, rank)).collect::<Result<Vec<_>, _>>()?;
     out.retain(|&d| d < rank.max(1) && rank > 0);
     out.sort_unstable();
     out.dedup();
@@ -69,17 +66,12 @@ fn reduce_to_nan<'c, 'a>(
     let xt = TensorType::new(work, x.1.shape.clone());
     let v = e.convert(x.0, x.1, work, loc)?;
     let r = e.reduce_nan(v, &xt, dims, c, nan, loc)?;
-    let dropped: Vec<i64> = (0..xt.rank())
-        .filter(|i| !dims.contains(i))
-        .map(|i| xt.shape[i])
-        .collect();
+    let dropped: Vec<i64> = (0..xt.rank()).filter(|i| !dims.contains(i)).map(|i| xt.shape[i]).collect();
     let rt = TensorType::new(work, dropped);
     if !keepdim {
         return Ok((r, rt));
     }
-    let kept: Vec<i64> = (0..xt.rank())
-        .map(|i| if dims.contains(&i) { 1 } else { xt.shape[i] })
-        .collect();
+    let kept: Vec<i64> = (0..xt.rank()).map(|i| if dims.contains(&i) { 1 } else { xt.shape[i] }).collect();
     let kt = TensorType::new(work, kept);
     Ok((e.reshape(r, &rt, &kt, loc)?, kt))
 }
@@ -106,21 +98,11 @@ pub fn reduce<'c, 'a>(
     };
     let x = if work == DType::Bool && x.1.dtype != DType::Bool {
         let zero = e.splat(Scalar::Int(0), x.1, loc)?;
-        (
-            e.compare(ComparisonDirection::Ne, x.0, zero, &x.1.shape, loc)?,
-            x.1,
-        )
+        (e.compare(ComparisonDirection::Ne, x.0, zero, &x.1.shape, loc)?, x.1)
     } else {
         x
     };
-    let xb = TensorType::new(
-        if work == DType::Bool {
-            DType::Bool
-        } else {
-            x.1.dtype
-        },
-        x.1.shape.clone(),
-    );
+    let xb = TensorType::new(if work == DType::Bool { DType::Bool } else { x.1.dtype }, x.1.shape.clone());
     let (mut r, rt) = reduce_to(e, (x.0, &xb), &dims, keepdim, combiner, work, loc)?;
     if op == ReduceOp::Mean {
         let count: i64 = dims.iter().map(|&d| x.1.shape[d]).product();
@@ -131,14 +113,7 @@ pub fn reduce<'c, 'a>(
 }
 
 /// `softmax(x, dim)` or `log_softmax(x, dim)`.
-pub fn softmax<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dim: i64,
-    log: bool,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn softmax<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, log: bool, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let d = normalize_dim(dim, x.1.rank()).map_err(|m| e.internal(m))?;
     let work = compute_dtype(out.dtype);
@@ -147,16 +122,7 @@ pub fn softmax<'c, 'a>(
     let dims = if x.1.rank() == 0 { vec![] } else { vec![d] };
     // A NaN in a row makes the whole row NaN through `exp` and the sum, so the max that only
     // shifts the row needs no NaN check of its own.
-    let (m, mt) = reduce_to_nan(
-        e,
-        (xv, &t),
-        &dims,
-        true,
-        Combiner::Max,
-        Nan::Ignore,
-        work,
-        loc,
-    )?;
+    let (m, mt) = reduce_to_nan(e, (xv, &t), &dims, true, Combiner::Max, Nan::Ignore, work, loc)?;
     let m = e.broadcast(m, &mt, &t, loc)?;
     let shifted = e.op("stablehlo.subtract", loc, &[xv, m], &t, &[])?;
     let ex = e.op("stablehlo.exponential", loc, &[shifted], &t, &[])?;
@@ -172,43 +138,21 @@ pub fn softmax<'c, 'a>(
 }
 
 /// An i64 iota of `shape` along `d` (an arg-reduction's candidate indices, row/column numbers).
-pub fn iota_i64<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    shape: &[i64],
-    d: usize,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn iota_i64<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], d: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
     e.iota(&TensorType::new(DType::I64, shape.to_vec()), d, loc)
 }
 
 /// `argmax`/`argmin` over `dim` (the flattened tensor when `None`): the i64 index. NaN counts
 /// as the extreme and ties pick the first index, as PyTorch does.
-pub fn arg_reduce<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    max: bool,
-    dim: Option<i64>,
-    operands: &[Operand<'c, 'a, '_>],
-    results: &[TensorType],
-    loc: Location<'c>,
-) -> Result<Vec<V<'c, 'a>>> {
+pub fn arg_reduce<'c, 'a>(e: &Emitter<'c, 'a>, max: bool, dim: Option<i64>, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let (_, _, i, it) = extreme(e, max, dim, operands, loc)?;
     Ok(vec![e.reshape(i, &it, &results[0], loc)?])
 }
 
 /// `max.dim`/`min.dim`: the values and their i64 indices, as [`arg_reduce`] picks them.
-pub fn max_min<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    max: bool,
-    dim: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    results: &[TensorType],
-    loc: Location<'c>,
-) -> Result<Vec<V<'c, 'a>>> {
+pub fn max_min<'c, 'a>(e: &Emitter<'c, 'a>, max: bool, dim: i64, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let (v, vt, i, it) = extreme(e, max, Some(dim), operands, loc)?;
-    Ok(vec![
-        e.reshape(v, &vt, &results[0], loc)?,
-        e.reshape(i, &it, &results[1], loc)?,
-    ])
+    Ok(vec![e.reshape(v, &vt, &results[0], loc)?, e.reshape(i, &it, &results[1], loc)?])
 }
 
 /// The max (or min) of operand 0 over `dim` and its index, with their types (the dim dropped).
@@ -222,11 +166,7 @@ fn extreme<'c, 'a>(
     let x = arg(e, operands, 0)?;
     // Reduce a flattened copy when no dim is given (or the input is a scalar).
     let (xv, xt, d) = match dim {
-        Some(d) if x.1.rank() > 0 => (
-            x.0,
-            x.1.clone(),
-            normalize_dim(d, x.1.rank()).map_err(|m| e.internal(m))?,
-        ),
+        Some(d) if x.1.rank() > 0 => (x.0, x.1.clone(), normalize_dim(d, x.1.rank()).map_err(|m| e.internal(m))?),
         _ => {
             let flat = TensorType::new(x.1.dtype, vec![x.1.num_elements() as i64]);
             (e.reshape(x.0, x.1, &flat, loc)?, flat, 0)
@@ -236,24 +176,11 @@ fn extreme<'c, 'a>(
     let (v, i) = e.arg_reduce(xv, idx, &xt, &[d], max, loc)?;
     let mut reduced = xt.shape.clone();
     reduced.remove(d);
-    Ok((
-        v,
-        TensorType::new(xt.dtype, reduced.clone()),
-        i,
-        TensorType::new(DType::I64, reduced),
-    ))
+    Ok((v, TensorType::new(xt.dtype, reduced.clone()), i, TensorType::new(DType::I64, reduced)))
 }
 
 /// `var(x, dims, correction)`: `sum((x - mean)^2) / max(0, N - correction)`.
-pub fn var<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dims: &[i64],
-    correction: Scalar,
-    keepdim: bool,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn var<'c, 'a>(e: &Emitter<'c, 'a>, dims: &[i64], correction: Scalar, keepdim: bool, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let dims = reduce_dims(dims, x.1.rank()).map_err(|m| e.internal(m))?;
     let work = compute_dtype(x.1.dtype);
@@ -261,36 +188,18 @@ pub fn var<'c, 'a>(
     let xv = e.convert(x.0, x.1, work, loc)?;
     let count: i64 = dims.iter().map(|&d| x.1.shape[d]).product();
     let (sum, st) = reduce_to(e, (xv, &xt), &dims, true, Combiner::Add, work, loc)?;
-    let mean = e.op(
-        "stablehlo.divide",
-        loc,
-        &[sum, e.splat(Scalar::Int(count), &st, loc)?],
-        &st,
-        &[],
-    )?;
+    let mean = e.op("stablehlo.divide", loc, &[sum, e.splat(Scalar::Int(count), &st, loc)?], &st, &[])?;
     let mb = e.broadcast(mean, &st, &xt, loc)?;
     let c = e.op("stablehlo.subtract", loc, &[xv, mb], &xt, &[])?;
     let sq = e.op("stablehlo.multiply", loc, &[c, c], &xt, &[])?;
     let (ss, sst) = reduce_to(e, (sq, &xt), &dims, keepdim, Combiner::Add, work, loc)?;
     let denom = (count as f64 - correction.as_f64()).max(0.0);
-    let v = e.op(
-        "stablehlo.divide",
-        loc,
-        &[ss, e.splat(Scalar::float(denom), &sst, loc)?],
-        &sst,
-        &[],
-    )?;
+    let v = e.op("stablehlo.divide", loc, &[ss, e.splat(Scalar::float(denom), &sst, loc)?], &sst, &[])?;
     e.convert(v, &sst, out.dtype, loc)
 }
 
 /// `cumsum(x, dim)`: a window sum over all previous elements (integers accumulate in i64).
-pub fn cumsum<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dim: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn cumsum<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     if x.1.rank() == 0 {
         return e.convert(x.0, x.1, out.dtype, loc);
@@ -305,17 +214,6 @@ pub fn cumsum<'c, 'a>(
     let mut pads = vec![(0, 0); t.rank()];
     pads[d] = ((n - 1).max(0), 0);
     let ones = vec![1; t.rank()];
-    let r = e.reduce_window(
-        v,
-        &t,
-        &t,
-        &window,
-        &ones,
-        &ones,
-        &pads,
-        Combiner::Add,
-        Scalar::Int(0),
-        loc,
-    )?;
+    let r = e.reduce_window(v, &t, &t, &window, &ones, &ones, &pads, Combiner::Add, Scalar::Int(0), loc)?;
     e.convert(r, &t, out.dtype, loc)
 }

@@ -63,13 +63,7 @@ impl<'c, 'a> Points<'_, 'c, 'a> {
         self.e.op(name, self.loc, &[a], &self.t, &[])
     }
     fn clip(&self, a: V<'c, 'a>, lo: f64, hi: f64) -> Result<V<'c, 'a>> {
-        self.e.op(
-            "stablehlo.clamp",
-            self.loc,
-            &[self.k(lo)?, a, self.k(hi)?],
-            &self.t,
-            &[],
-        )
+        self.e.op("stablehlo.clamp", self.loc, &[self.k(lo)?, a, self.k(hi)?], &self.t, &[])
     }
 
     /// Grid value to pixel coordinate.
@@ -93,13 +87,10 @@ impl<'c, 'a> Points<'_, 'c, 'a> {
         let extra = self.bin("stablehlo.remainder", c, self.k(span)?)?;
         let flips = self.un("stablehlo.floor", self.mulk(c, 1.0 / span)?)?;
         let parity = self.bin("stablehlo.remainder", flips, self.k(2.0)?)?;
-        let even = self
-            .e
-            .compare(Dir::Eq, parity, self.k(0.0)?, &self.t.shape, self.loc)?;
+        let even = self.e.compare(Dir::Eq, parity, self.k(0.0)?, &self.t.shape, self.loc)?;
         let a = self.addk(extra, min)?;
         let b = self.addk(self.sub(self.k(span)?, extra)?, min)?;
-        self.e
-            .op("stablehlo.select", self.loc, &[even, a, b], &self.t, &[])
+        self.e.op("stablehlo.select", self.loc, &[even, a, b], &self.t, &[])
     }
 
     /// The padding mode applied to a coordinate along a dim of `size`.
@@ -108,11 +99,7 @@ impl<'c, 'a> Points<'_, 'c, 'a> {
         match padding {
             1 => self.clip(c, 0.0, hi),
             2 => {
-                let r = if align_corners {
-                    self.reflect(c, 0, 2 * (size - 1))?
-                } else {
-                    self.reflect(c, -1, 2 * size - 1)?
-                };
+                let r = if align_corners { self.reflect(c, 0, 2 * (size - 1))? } else { self.reflect(c, -1, 2 * size - 1)? };
                 self.clip(r, 0.0, hi)
             }
             _ => Ok(c),
@@ -139,33 +126,16 @@ pub fn grid_sample<'c, 'a>(
     // The input as [N, H*W, C].
     let xv = e.convert(x.0, x.1, work, loc)?;
     let xt = TensorType::new(work, vec![n, h, w, c]);
-    let xv = e.op(
-        "stablehlo.transpose",
-        loc,
-        &[xv],
-        &xt,
-        &[("permutation", attr::i64s(e.ctx, &[0, 2, 3, 1]))],
-    )?;
+    let xv = e.op("stablehlo.transpose", loc, &[xv], &xt, &[("permutation", attr::i64s(e.ctx, &[0, 2, 3, 1]))])?;
     let flat_t = TensorType::new(work, vec![n, h * w, c]);
     let xv = e.reshape(xv, &xt, &flat_t, loc)?;
 
     // The grid's x and y as [N, Ho, Wo].
-    let p = Points {
-        e,
-        t: TensorType::new(work, vec![n, ho, wo]),
-        loc,
-    };
+    let p = Points { e, t: TensorType::new(work, vec![n, ho, wo]), loc };
     let gv = e.convert(g.0, g.1, work, loc)?;
     let component = |i: i64| -> Result<V<'c, 'a>> {
         let st = TensorType::new(work, vec![n, ho, wo, 1]);
-        let s = e.slice(
-            gv,
-            &[0, 0, 0, i],
-            &[n, ho, wo, i + 1],
-            &[1, 1, 1, 1],
-            &st,
-            loc,
-        )?;
+        let s = e.slice(gv, &[0, 0, 0, i], &[n, ho, wo, i + 1], &[1, 1, 1, 1], &st, loc)?;
         e.reshape(s, &st, &p.t, loc)
     };
     let gx = component(0)?;
@@ -177,12 +147,7 @@ pub fn grid_sample<'c, 'a>(
     let acc_t = TensorType::new(work, vec![n, np, c]);
     let bool_t = TensorType::new(DType::Bool, p.t.shape.clone());
     // Each point reads the channel row at its batch coordinates (n, flat pixel).
-    let taps = GatherDimensions {
-        offset_dims: vec![2],
-        collapsed_slice_dims: vec![0, 1],
-        start_index_map: vec![0, 1],
-        index_vector_dim: 2,
-    };
+    let taps = GatherDimensions { offset_dims: vec![2], collapsed_slice_dims: vec![0, 1], start_index_map: vec![0, 1], index_vector_dim: 2 };
 
     // One tap at integral coordinates (ix, iy) with weight wgt: its weighted, masked values.
     let tap = |ix: V<'c, 'a>, iy: V<'c, 'a>, wgt: V<'c, 'a>| -> Result<V<'c, 'a>> {
@@ -195,13 +160,7 @@ pub fn grid_sample<'c, 'a>(
         let cx = e.convert(p.clip(ix, 0.0, (w - 1) as f64)?, &p.t, DType::I64, loc)?;
         let cy = e.convert(p.clip(iy, 0.0, (h - 1) as f64)?, &p.t, DType::I64, loc)?;
         let pi = TensorType::new(DType::I64, p.t.shape.clone());
-        let flat = e.op(
-            "stablehlo.multiply",
-            loc,
-            &[cy, e.splat(Scalar::Int(w), &pi, loc)?],
-            &pi,
-            &[],
-        )?;
+        let flat = e.op("stablehlo.multiply", loc, &[cy, e.splat(Scalar::Int(w), &pi, loc)?], &pi, &[])?;
         let flat = e.op("stablehlo.add", loc, &[flat, cx], &pi, &[])?;
         let flat = e.reshape(flat, &pi, &it1, loc)?;
         let it2 = TensorType::new(DType::I64, vec![n, np, 2]);
@@ -209,19 +168,8 @@ pub fn grid_sample<'c, 'a>(
         let vals = gather(e, xv, idx, &acc_t, &taps, &[1, 1, c], loc)?;
         let b1 = TensorType::new(DType::Bool, vec![n, np, 1]);
         let valid = e.reshape(valid, &bool_t, &b1, loc)?;
-        let valid = e.broadcast(
-            valid,
-            &b1,
-            &TensorType::new(DType::Bool, acc_t.shape.clone()),
-            loc,
-        )?;
-        let vals = e.op(
-            "stablehlo.select",
-            loc,
-            &[valid, vals, e.splat(Scalar::float(0.0), &acc_t, loc)?],
-            &acc_t,
-            &[],
-        )?;
+        let valid = e.broadcast(valid, &b1, &TensorType::new(DType::Bool, acc_t.shape.clone()), loc)?;
+        let vals = e.op("stablehlo.select", loc, &[valid, vals, e.splat(Scalar::float(0.0), &acc_t, loc)?], &acc_t, &[])?;
         let w1 = TensorType::new(work, vec![n, np, 1]);
         let wgt = e.reshape(wgt, &p.t, &w1, loc)?;
         let wgt = e.broadcast(wgt, &w1, &acc_t, loc)?;
@@ -231,18 +179,8 @@ pub fn grid_sample<'c, 'a>(
     let mut terms = Vec::new();
     match mode {
         1 => {
-            let ix = p.pad(
-                p.unnormalize(gx, w, align_corners)?,
-                w,
-                padding,
-                align_corners,
-            )?;
-            let iy = p.pad(
-                p.unnormalize(gy, h, align_corners)?,
-                h,
-                padding,
-                align_corners,
-            )?;
+            let ix = p.pad(p.unnormalize(gx, w, align_corners)?, w, padding, align_corners)?;
+            let iy = p.pad(p.unnormalize(gy, h, align_corners)?, h, padding, align_corners)?;
             let ix = p.un("stablehlo.round_nearest_even", ix)?;
             let iy = p.un("stablehlo.round_nearest_even", iy)?;
             terms.push(tap(ix, iy, p.k(1.0)?)?);
@@ -262,18 +200,8 @@ pub fn grid_sample<'c, 'a>(
             }
         }
         _ => {
-            let ix = p.pad(
-                p.unnormalize(gx, w, align_corners)?,
-                w,
-                padding,
-                align_corners,
-            )?;
-            let iy = p.pad(
-                p.unnormalize(gy, h, align_corners)?,
-                h,
-                padding,
-                align_corners,
-            )?;
+            let ix = p.pad(p.unnormalize(gx, w, align_corners)?, w, padding, align_corners)?;
+            let iy = p.pad(p.unnormalize(gy, h, align_corners)?, h, padding, align_corners)?;
             let (x0, y0) = (p.un("stablehlo.floor", ix)?, p.un("stablehlo.floor", iy)?);
             let (x1, y1) = (p.addk(x0, 1.0)?, p.addk(y0, 1.0)?);
             // PyTorch: nw = (x1 - x) * (y1 - y), ne = (x - x0) * (y1 - y), ...
@@ -292,13 +220,7 @@ pub fn grid_sample<'c, 'a>(
     let ht = TensorType::new(work, vec![n, ho, wo, c]);
     let acc = e.reshape(acc, &acc_t, &ht, loc)?;
     let rt = TensorType::new(work, vec![n, c, ho, wo]);
-    let r = e.op(
-        "stablehlo.transpose",
-        loc,
-        &[acc],
-        &rt,
-        &[("permutation", attr::i64s(e.ctx, &[0, 3, 1, 2]))],
-    )?;
+    let r = e.op("stablehlo.transpose", loc, &[acc], &rt, &[("permutation", attr::i64s(e.ctx, &[0, 3, 1, 2]))])?;
     e.convert(r, &rt, out.dtype, loc)
 }
 
@@ -316,10 +238,5 @@ fn cubic_weights<'c, 'a>(p: &Points<'_, 'c, 'a>, t: V<'c, 'a>) -> Result<[V<'c, 
         p.addk(p.mul(b, x)?, -4.0 * A)
     };
     let x2 = p.sub(p.k(1.0)?, t)?;
-    Ok([
-        conv2(p.addk(t, 1.0)?)?,
-        conv1(t)?,
-        conv1(x2)?,
-        conv2(p.addk(x2, 1.0)?)?,
-    ])
+    Ok([conv2(p.addk(t, 1.0)?)?, conv1(t)?, conv1(x2)?, conv2(p.addk(x2, 1.0)?)?])
 }

@@ -21,103 +21,43 @@ fn norm(e: &Emitter<'_, '_>, d: i64, rank: usize) -> Result<usize> {
 }
 
 /// `view`, `unsqueeze`, `squeeze`: a reshape to the result type.
-pub fn reshape<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn reshape<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     e.reshape(x.0, x.1, out, loc)
 }
 
 /// `permute(x, dims)`.
-pub fn permute<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dims: &[i64],
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn permute<'c, 'a>(e: &Emitter<'c, 'a>, dims: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
-    let perm: Vec<i64> = dims
-        .iter()
-        .map(|&d| norm(e, d, x.1.rank()).map(|d| d as i64))
-        .collect::<Result<_>>()?;
-    e.op(
-        "stablehlo.transpose",
-        loc,
-        &[x.0],
-        out,
-        &[("permutation", attr::i64s(e.ctx, &perm))],
-    )
+    let perm: Vec<i64> = dims.iter().map(|&d| norm(e, d, x.1.rank()).map(|d| d as i64)).collect::<Result<_>>()?;
+    e.op("stablehlo.transpose", loc, &[x.0], out, &[("permutation", attr::i64s(e.ctx, &perm))])
 }
 
 /// `expand(x, sizes)`: a numpy broadcast to the result type.
-pub fn expand<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn expand<'c, 'a>(e: &Emitter<'c, 'a>, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     e.broadcast(x.0, x.1, out, loc)
 }
 
 /// `broadcast_in_dim(x, shape, dims)`, as StableHLO's.
-pub fn broadcast_in_dim<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dims: &[i64],
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn broadcast_in_dim<'c, 'a>(e: &Emitter<'c, 'a>, dims: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     e.broadcast_in_dim(arg(e, operands, 0)?.0, dims, out, loc)
 }
 
 /// `x[.., start:end:step, ..]` along `dim`.
 #[allow(clippy::too_many_arguments)]
-pub fn slice<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dim: i64,
-    start: i64,
-    end: i64,
-    step: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn slice<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, start: i64, end: i64, step: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let d = norm(e, dim, x.1.rank())?;
     let (lo, _) = fxhlo_ir::infer::slice_bounds(start, end, x.1.shape[d]);
-    slice_dim(
-        e,
-        x,
-        d,
-        lo,
-        lo + (out.shape[d] - 1).max(0) * step + 1,
-        step,
-        out,
-        loc,
-    )
+    slice_dim(e, x, d, lo, lo + (out.shape[d] - 1).max(0) * step + 1, step, out, loc)
 }
 
 /// `select(x, dim, index)`: a one-wide slice, reshaped without the dim.
-pub fn select<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dim: i64,
-    index: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn select<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, index: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let d = norm(e, dim, x.1.rank())?;
-    let i = if index < 0 {
-        index + x.1.shape[d]
-    } else {
-        index
-    };
+    let i = if index < 0 { index + x.1.shape[d] } else { index };
     let mut kept = x.1.shape.clone();
     kept[d] = 1;
     let kt = TensorType::new(x.1.dtype, kept);
@@ -126,36 +66,16 @@ pub fn select<'c, 'a>(
 }
 
 /// `cat(tensors, dim)`, in the result dtype; PyTorch's legacy empty `[0]` operands are skipped.
-pub fn cat<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dim: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
-    let real: Vec<_> = operands
-        .iter()
-        .filter(|o| !fxhlo_ir::infer::is_legacy_empty(o.1) || out.shape == [0])
-        .collect();
-    let Some(first) = real.first() else {
-        return e.splat(Scalar::Int(0), out, loc);
-    };
+pub fn cat<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let real: Vec<_> = operands.iter().filter(|o| !fxhlo_ir::infer::is_legacy_empty(o.1) || out.shape == [0]).collect();
+    let Some(first) = real.first() else { return e.splat(Scalar::Int(0), out, loc) };
     let d = norm(e, dim, first.1.rank())?;
-    let vals: Vec<V<'c, 'a>> = real
-        .iter()
-        .map(|o| e.convert(o.0, o.1, out.dtype, loc))
-        .collect::<Result<_>>()?;
+    let vals: Vec<V<'c, 'a>> = real.iter().map(|o| e.convert(o.0, o.1, out.dtype, loc)).collect::<Result<_>>()?;
     e.concatenate(&vals, d, out, loc)
 }
 
 /// `split(x, sizes, dim)`: one slice per result.
-pub fn split<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dim: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    results: &[TensorType],
-    loc: Location<'c>,
-) -> Result<Vec<V<'c, 'a>>> {
+pub fn split<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
     let x = arg(e, operands, 0)?;
     let d = norm(e, dim, x.1.rank())?;
     let mut start = 0;
@@ -169,18 +89,10 @@ pub fn split<'c, 'a>(
 }
 
 /// `repeat(x, repeats)`: `x` broadcast into interleaved `[r0, s0, r1, s1, ..]` dims, reshaped.
-pub fn repeat<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    repeats: &[i64],
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn repeat<'c, 'a>(e: &Emitter<'c, 'a>, repeats: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let lead = repeats.len() - x.1.rank();
-    let padded: Vec<i64> = std::iter::repeat_n(1, lead)
-        .chain(x.1.shape.iter().copied())
-        .collect();
+    let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(x.1.shape.iter().copied()).collect();
     let pt = TensorType::new(x.1.dtype, padded.clone());
     let v = e.reshape(x.0, x.1, &pt, loc)?;
     let mut wide = Vec::with_capacity(2 * padded.len());
@@ -195,18 +107,9 @@ pub fn repeat<'c, 'a>(
 }
 
 /// `flip(x, dims)`.
-pub fn flip<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    dims: &[i64],
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn flip<'c, 'a>(e: &Emitter<'c, 'a>, dims: &[i64], operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
-    let mut ds: Vec<i64> = dims
-        .iter()
-        .map(|&d| norm(e, d, x.1.rank()).map(|d| d as i64))
-        .collect::<Result<_>>()?;
+    let mut ds: Vec<i64> = dims.iter().map(|&d| norm(e, d, x.1.rank()).map(|d| d as i64)).collect::<Result<_>>()?;
     ds.sort_unstable();
     ds.dedup();
     e.reverse(x.0, &ds, out, loc)
@@ -214,26 +117,14 @@ pub fn flip<'c, 'a>(
 
 /// `diagonal(x, offset, dim1, dim2)`: a gather of the diagonal's (dim1, dim2) coordinates.
 #[allow(clippy::too_many_arguments)]
-pub fn diagonal<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    offset: i64,
-    dim1: i64,
-    dim2: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn diagonal<'c, 'a>(e: &Emitter<'c, 'a>, offset: i64, dim1: i64, dim2: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let rank = x.1.rank();
     let (a, b) = (norm(e, dim1, rank)?, norm(e, dim2, rank)?);
     let len = *out.shape.last().unwrap_or(&0);
     let mut coords = Vec::new();
     for i in 0..len {
-        let (ia, ib) = if offset >= 0 {
-            (i, i + offset)
-        } else {
-            (i - offset, i)
-        };
+        let (ia, ib) = if offset >= 0 { (i, i + offset) } else { (i - offset, i) };
         coords.extend([ia, ib]);
     }
     let idx = e.constant_i64(&coords, &TensorType::new(DType::I64, vec![len, 2]), loc)?;
@@ -243,27 +134,14 @@ pub fn diagonal<'c, 'a>(
     let mut sizes = x.1.shape.clone();
     sizes[a] = 1;
     sizes[b] = 1;
-    let dims = GatherDimensions {
-        offset_dims,
-        collapsed_slice_dims: collapsed,
-        start_index_map: vec![a as i64, b as i64],
-        index_vector_dim: 1,
-    };
+    let dims = GatherDimensions { offset_dims, collapsed_slice_dims: collapsed, start_index_map: vec![a as i64, b as i64], index_vector_dim: 1 };
     gather(e, x.0, idx, out, &dims, &sizes, loc)
 }
 
 /// `as_strided(x, size, stride, offset)` of a contiguous `x`: a gather from the flattened
 /// value at the constant flat index of every result element.
 #[allow(clippy::too_many_arguments)]
-pub fn as_strided<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    size: &[i64],
-    stride: &[i64],
-    offset: i64,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn as_strided<'c, 'a>(e: &Emitter<'c, 'a>, size: &[i64], stride: &[i64], offset: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let n = x.1.num_elements() as i64;
     let flat = TensorType::new(x.1.dtype, vec![n]);
@@ -284,24 +162,12 @@ pub fn as_strided<'c, 'a>(
     let flat_idx = TensorType::new(DType::I64, vec![total as i64]);
     let c = e.constant_i64(&idx, &flat_idx, loc)?;
     let c = e.reshape(c, &flat_idx, &it, loc)?;
-    let dims = GatherDimensions {
-        offset_dims: vec![],
-        collapsed_slice_dims: vec![0],
-        start_index_map: vec![0],
-        index_vector_dim: size.len() as i64,
-    };
+    let dims = GatherDimensions { offset_dims: vec![], collapsed_slice_dims: vec![0], start_index_map: vec![0], index_vector_dim: size.len() as i64 };
     gather(e, v, c, out, &dims, &[1], loc)
 }
 
 /// Constant, reflection and replication padding (`pad` pairs start at the last dim).
-pub fn pad<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    pad: &[i64],
-    mode: PadMode,
-    operands: &[Operand<'c, 'a, '_>],
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+pub fn pad<'c, 'a>(e: &Emitter<'c, 'a>, pad: &[i64], mode: PadMode, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;
     let rank = x.1.rank();
     let mut lo = vec![0; rank];
@@ -328,11 +194,7 @@ pub fn pad<'c, 'a>(
             let mut pt = t.clone();
             pt.shape[d] = to - from;
             let s = slice_dim(e, (v, &t), d, from, to, 1, &pt, loc)?;
-            let s = if reverse {
-                e.reverse(s, &[d as i64], &pt, loc)?
-            } else {
-                s
-            };
+            let s = if reverse { e.reverse(s, &[d as i64], &pt, loc)? } else { s };
             Ok((s, pt))
         };
         let edge = |count: i64, at: i64| -> Result<(V<'c, 'a>, TensorType)> {
@@ -343,19 +205,11 @@ pub fn pad<'c, 'a>(
         };
         let mut parts = Vec::new();
         if lo[d] > 0 {
-            parts.push(if reflect {
-                piece(1, 1 + lo[d], true)?
-            } else {
-                edge(lo[d], 0)?
-            });
+            parts.push(if reflect { piece(1, 1 + lo[d], true)? } else { edge(lo[d], 0)? });
         }
         parts.push((v, t.clone()));
         if hi[d] > 0 {
-            parts.push(if reflect {
-                piece(n - 1 - hi[d], n - 1, true)?
-            } else {
-                edge(hi[d], n - 1)?
-            });
+            parts.push(if reflect { piece(n - 1 - hi[d], n - 1, true)? } else { edge(hi[d], n - 1)? });
         }
         let mut nt = t.clone();
         nt.shape[d] = parts.iter().map(|(_, pt)| pt.shape[d]).sum();
@@ -368,16 +222,7 @@ pub fn pad<'c, 'a>(
 
 /// `x[.., lo:hi:step, ..]` along dim `d` (an empty result when the range is empty).
 #[allow(clippy::too_many_arguments)]
-fn slice_dim<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    x: Operand<'c, 'a, '_>,
-    d: usize,
-    lo: i64,
-    hi: i64,
-    step: i64,
-    out: &TensorType,
-    loc: Location<'c>,
-) -> Result<V<'c, 'a>> {
+fn slice_dim<'c, 'a>(e: &Emitter<'c, 'a>, x: Operand<'c, 'a, '_>, d: usize, lo: i64, hi: i64, step: i64, out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let rank = x.1.rank();
     let mut start = vec![0; rank];
     let mut limit = x.1.shape.clone();

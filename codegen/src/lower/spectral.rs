@@ -19,23 +19,12 @@ pub fn fft<'c, 'a>(
     out: &TensorType,
     loc: Location<'c>,
 ) -> Result<Value<'c, 'a>> {
-    let x = operands
-        .first()
-        .ok_or_else(|| e.internal("aten.fft without an operand"))?;
+    let x = operands.first().ok_or_else(|| e.internal("aten.fft without an operand"))?;
     let fft_type = match kind {
         FftKind::Fft => FftType::Fft,
         FftKind::Ifft => FftType::Ifft,
         FftKind::Rfft => FftType::Rfft,
         FftKind::Irfft => FftType::Irfft,
     };
-    e.op(
-        "stablehlo.fft",
-        loc,
-        &[x.0],
-        out,
-        &[
-            ("fft_type", fft_type.attr(e.ctx)),
-            ("fft_length", attr::i64s(e.ctx, length)),
-        ],
-    )
+    e.op("stablehlo.fft", loc, &[x.0], out, &[("fft_type", fft_type.attr(e.ctx)), ("fft_length", attr::i64s(e.ctx, length))])
 }

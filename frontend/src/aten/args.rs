@@ -27,10 +27,7 @@ impl<'a> Args<'a> {
 
     /// The argument at position `i`, else keyword `name`; absent when missing or `None`.
     pub fn get(&self, i: usize, name: &str) -> Option<&'a Arg<'a>> {
-        self.args
-            .get(i)
-            .or_else(|| self.kwarg(name))
-            .filter(|a| !matches!(a, Arg::None))
+        self.args.get(i).or_else(|| self.kwarg(name)).filter(|a| !matches!(a, Arg::None))
     }
 
     /// A required argument.
@@ -55,9 +52,7 @@ impl<'a> Args<'a> {
     pub fn tensor(&self, i: usize, name: &'static str) -> Got<Operand<'a>> {
         match self.required(i, name)? {
             Arg::Tensor(n) => Ok(Operand::Tensor(n)),
-            a => scalar(a)
-                .map(Operand::Scalar)
-                .ok_or_else(|| kind(name, "a tensor or a number", a)),
+            a => scalar(a).map(Operand::Scalar).ok_or_else(|| kind(name, "a tensor or a number", a)),
         }
     }
 
@@ -81,12 +76,7 @@ impl<'a> Args<'a> {
 
     /// An int list as a `Vec<i64>` or, for the ops that keep one inline, a `Shape`; a single
     /// int is a list of one; `default` when absent.
-    pub fn ints<T: for<'s> From<&'s [i64]>>(
-        &self,
-        i: usize,
-        name: &'static str,
-        default: &[i64],
-    ) -> Got<T> {
+    pub fn ints<T: for<'s> From<&'s [i64]>>(&self, i: usize, name: &'static str, default: &[i64]) -> Got<T> {
         match self.get(i, name) {
             None => Ok(T::from(default)),
             Some(Arg::Ints(v)) => Ok(T::from(self.view.ints(*v))),
@@ -114,9 +104,7 @@ impl<'a> Args<'a> {
     pub fn opt_scalar(&self, i: usize, name: &'static str) -> Got<Option<Scalar>> {
         match self.get(i, name) {
             None => Ok(None),
-            Some(a) => scalar(a)
-                .map(Some)
-                .ok_or_else(|| kind(name, "a number or None", a)),
+            Some(a) => scalar(a).map(Some).ok_or_else(|| kind(name, "a number or None", a)),
         }
     }
 
@@ -150,10 +138,7 @@ impl<'a> Args<'a> {
     fn dtype_arg(&self, name: &'static str, arg: Option<&Arg>) -> Got<Option<DType>> {
         match arg {
             None => Ok(None),
-            Some(Arg::Dtype(d)) => d.parse().map(Some).map_err(|_| Unsupported::DType {
-                arg: name,
-                found: d.to_string(),
-            }),
+            Some(Arg::Dtype(d)) => d.parse().map(Some).map_err(|_| Unsupported::DType { arg: name, found: d.to_string() }),
             Some(a) => Err(kind(name, "a dtype", a)),
         }
     }
@@ -161,11 +146,7 @@ impl<'a> Args<'a> {
 
 /// `arg` is of another kind than `expected`.
 fn kind(name: &'static str, expected: &'static str, arg: &Arg) -> Unsupported {
-    Unsupported::Kind {
-        arg: name,
-        expected,
-        found: arg.kind(),
-    }
+    Unsupported::Kind { arg: name, expected, found: arg.kind() }
 }
 
 /// Converts a scalar argument.

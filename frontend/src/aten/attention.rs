@@ -19,11 +19,9 @@
 //! ints, results PyTorch gives as `None`) has no meta and no value; `getitem` of one fails.
 //! Dropout other than 0 is refused: a trace must be deterministic.
 
-use fxhlo_ir::infer::accumulate;
 use fxhlo_ir::smallvec::{smallvec, SmallVec};
-use fxhlo_ir::{
-    BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, Shape, TensorType, UnaryOp,
-};
+use fxhlo_ir::infer::accumulate;
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Op, PadMode, ReduceOp, Scalar, Shape, TensorType, UnaryOp};
 
 use super::args::Got;
 use super::{Call, Mapped, Mapping, Operand, Unsupported};
@@ -70,85 +68,40 @@ struct Schema {
 const NONE: usize = usize::MAX;
 
 /// The step names of the zero-filled auxiliary results, by result position.
-const AUX: [&str; 9] = [
-    "aux0", "aux1", "aux2", "aux3", "aux4", "aux5", "aux6", "aux7", "aux8",
-];
+const AUX: [&str; 9] = ["aux0", "aux1", "aux2", "aux3", "aux4", "aux5", "aux6", "aux7", "aux8"];
 
 /// Maps an attention kernel; [`Unsupported::NoLowering`] for any other target.
 pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
     let schema = match c.name {
-        "_scaled_dot_product_flash_attention" if c.overload == "default" => Schema {
-            bias: NONE,
-            bias_name: "",
-            dropout: 3,
-            causal: 4,
-        },
+        "_scaled_dot_product_flash_attention" if c.overload == "default" => Schema { bias: NONE, bias_name: "", dropout: 3, causal: 4 },
         "_scaled_dot_product_efficient_attention" | "_scaled_dot_product_cudnn_attention" => {
-            Schema {
-                bias: 3,
-                bias_name: "attn_bias",
-                dropout: 5,
-                causal: 6,
-            }
+            Schema { bias: 3, bias_name: "attn_bias", dropout: 5, causal: 6 }
         }
-        "_scaled_dot_product_fused_attention_overrideable" => Schema {
-            bias: 3,
-            bias_name: "attn_bias",
-            dropout: 4,
-            causal: 5,
-        },
-        "_scaled_dot_product_flash_attention_for_cpu" => Schema {
-            bias: NONE,
-            bias_name: "attn_mask",
-            dropout: 3,
-            causal: 4,
-        },
+        "_scaled_dot_product_fused_attention_overrideable" => Schema { bias: 3, bias_name: "attn_bias", dropout: 4, causal: 5 },
+        "_scaled_dot_product_flash_attention_for_cpu" => Schema { bias: NONE, bias_name: "attn_mask", dropout: 3, causal: 4 },
         _ => return Err(Unsupported::NoLowering),
     };
     if c.prims() {
         return Err(Unsupported::NoLowering);
     }
     let a = &c.a;
-    let dropout = a
-        .opt_scalar(schema.dropout, "dropout_p")?
-        .unwrap_or(Scalar::Int(0));
+    let dropout = a.opt_scalar(schema.dropout, "dropout_p")?.unwrap_or(Scalar::Int(0));
     if dropout.as_f64() != 0.0 {
-        return Err(Unsupported::value(
-            "dropout_p",
-            dropout,
-            "0 (a trace must be deterministic: export in eval mode)",
-        ));
+        return Err(Unsupported::value("dropout_p", dropout, "0 (a trace must be deterministic: export in eval mode)"));
     }
     let causal = a.bool(schema.causal, "is_causal", false)?;
     let scale = a.opt_scalar(NONE, "scale")?.map(|s| s.as_f64());
     let bias = if !schema.bias_name.is_empty() && a.has(schema.bias, schema.bias_name) {
-        Some(tensor_name(
-            a.tensor(schema.bias, schema.bias_name),
-            schema.bias_name,
-        )?)
+        Some(tensor_name(a.tensor(schema.bias, schema.bias_name), schema.bias_name)?)
     } else {
         None
     };
-    let (q, k, v) = (
-        tensor_name(a.tensor(0, "query"), "query")?,
-        tensor_name(a.tensor(1, "key"), "key")?,
-        tensor_name(a.tensor(2, "value"), "value")?,
-    );
-    let ty =
-        |name: &'static str, v: &str| (c.operand_type)(v).ok_or(Unsupported::Missing { arg: name });
+    let (q, k, v) = (tensor_name(a.tensor(0, "query"), "query")?, tensor_name(a.tensor(1, "key"), "key")?, tensor_name(a.tensor(2, "value"), "value")?);
+    let ty = |name: &'static str, v: &str| (c.operand_type)(v).ok_or(Unsupported::Missing { arg: name });
     let (qt, kt, vt) = (ty("query", q)?, ty("key", k)?, ty("value", v)?);
     let bt = bias.map(|b| ty("attn_bias", b)).transpose()?;
     let mut b = Builder { steps: Vec::new() };
-    let out = b.attention(
-        Inputs {
-            q: (q, &qt),
-            k: (k, &kt),
-            v: (v, &vt),
-            bias: bias.zip(bt.as_ref()),
-        },
-        scale,
-        causal,
-    )?;
+    let out = b.attention(Inputs { q: (q, &qt), k: (k, &kt), v: (v, &vt), bias: bias.zip(bt.as_ref()) }, scale, causal)?;
     let mut results = Vec::with_capacity(c.result_count());
     for i in 0..c.result_count() {
         results.push(match (i, c.meta(i)) {
@@ -169,21 +122,14 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
     if results.first().copied().flatten().is_none() {
         return Err(Unsupported::results("the node has no output meta"));
     }
-    Ok(Mapped::Expanded(Expansion {
-        steps: b.steps,
-        results,
-    }))
+    Ok(Mapped::Expanded(Expansion { steps: b.steps, results }))
 }
 
 /// The trace name of a tensor argument (attention takes no scalars in tensor positions).
 fn tensor_name<'a>(o: Got<Operand<'a>>, arg: &'static str) -> Got<&'a str> {
     match o? {
         Operand::Tensor(n) => Ok(n),
-        _ => Err(Unsupported::Kind {
-            arg,
-            expected: "a tensor",
-            found: "a number",
-        }),
+        _ => Err(Unsupported::Kind { arg, expected: "a tensor", found: "a number" }),
     }
 }
 
@@ -192,9 +138,7 @@ fn tensor_name<'a>(o: Got<Operand<'a>>, arg: &'static str) -> Got<&'a str> {
 fn step(s: Src<'_>) -> Got<usize> {
     match s {
         Src::Step(i) => Ok(i),
-        Src::Value(v) => Err(Unsupported::results(format!(
-            "internal: attention result `{v}` is not a computed value"
-        ))),
+        Src::Value(v) => Err(Unsupported::results(format!("internal: attention result `{v}` is not a computed value"))),
     }
 }
 
@@ -224,30 +168,14 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn push(
-        &mut self,
-        name: &'static str,
-        op: Op,
-        operands: SmallVec<[Src<'a>; 3]>,
-        ty: Option<TensorType>,
-    ) -> usize {
-        self.steps.push(Step {
-            name,
-            op,
-            operands,
-            ty,
-        });
+    fn push(&mut self, name: &'static str, op: Op, operands: SmallVec<[Src<'a>; 3]>, ty: Option<TensorType>) -> usize {
+        self.steps.push(Step { name, op, operands, ty });
         self.steps.len() - 1
     }
 
     /// A 0-d constant.
     fn scalar(&mut self, name: &'static str, value: Scalar, dtype: DType) -> Src<'a> {
-        Src::Step(self.push(
-            name,
-            Op::Full { value },
-            smallvec![],
-            Some(TensorType::new(dtype, Shape::new())),
-        ))
+        Src::Step(self.push(name, Op::Full { value }, smallvec![], Some(TensorType::new(dtype, Shape::new()))))
     }
 
     fn convert(&mut self, name: &'static str, x: Src<'a>, from: DType, to: DType) -> Src<'a> {
@@ -264,24 +192,11 @@ impl<'a> Builder<'a> {
     fn attention(&mut self, i: Inputs<'a, '_>, scale: Option<f64>, causal: bool) -> Got<Attention> {
         let (qt, kt, vt) = (i.q.1, i.k.1, i.v.1);
         let r = qt.rank();
-        let bad = || {
-            Unsupported::results(format!("attention of query {qt}, key {kt} and value {vt}: fxhlo takes [..., heads, length, dim] operands of one floating-point dtype whose key/value heads divide the query heads"))
-        };
-        if r < 3
-            || kt.rank() != r
-            || vt.rank() != r
-            || !qt.dtype.is_float()
-            || kt.dtype != qt.dtype
-            || vt.dtype != qt.dtype
-        {
+        let bad = || Unsupported::results(format!("attention of query {qt}, key {kt} and value {vt}: fxhlo takes [..., heads, length, dim] operands of one floating-point dtype whose key/value heads divide the query heads"));
+        if r < 3 || kt.rank() != r || vt.rank() != r || !qt.dtype.is_float() || kt.dtype != qt.dtype || vt.dtype != qt.dtype {
             return Err(bad());
         }
-        let (batch, heads, length, dim) = (
-            &qt.shape[..r - 3],
-            qt.shape[r - 3],
-            qt.shape[r - 2],
-            qt.shape[r - 1],
-        );
+        let (batch, heads, length, dim) = (&qt.shape[..r - 3], qt.shape[r - 3], qt.shape[r - 2], qt.shape[r - 1]);
         let (kv_heads, keys, vdim) = (kt.shape[r - 3], kt.shape[r - 2], vt.shape[r - 1]);
         if kt.shape[..r - 3] != *batch
             || vt.shape[..r - 3] != *batch
@@ -295,96 +210,27 @@ impl<'a> Builder<'a> {
         }
         let (dtype, acc) = (qt.dtype, accumulate(qt.dtype));
         let n: i64 = batch.iter().product::<i64>() * heads;
-        let with =
-            |tail: &[i64]| -> Shape { batch.iter().copied().chain(tail.iter().copied()).collect() };
+        let with = |tail: &[i64]| -> Shape { batch.iter().copied().chain(tail.iter().copied()).collect() };
         let q = self.convert("q", Src::Value(i.q.0), dtype, acc);
-        let k = self.heads(
-            Src::Value(i.k.0),
-            dtype,
-            acc,
-            batch,
-            (kv_heads, heads),
-            (keys, dim),
-            "k",
-        )?;
-        let v = self.heads(
-            Src::Value(i.v.0),
-            dtype,
-            acc,
-            batch,
-            (kv_heads, heads),
-            (keys, vdim),
-            "v",
-        )?;
+        let k = self.heads(Src::Value(i.k.0), dtype, acc, batch, (kv_heads, heads), (keys, dim), "k")?;
+        let v = self.heads(Src::Value(i.v.0), dtype, acc, batch, (kv_heads, heads), (keys, vdim), "v")?;
         // Scores: [N, L, E] @ [N, E, S].
-        let q3 = self.op(
-            "q3",
-            Op::View {
-                shape: Shape::from(&[n, length, dim][..]),
-            },
-            smallvec![q],
-        );
-        let k3 = self.op(
-            "k3",
-            Op::View {
-                shape: Shape::from(&[n, keys, dim][..]),
-            },
-            smallvec![k],
-        );
-        let kt3 = self.op(
-            "kt",
-            Op::Permute {
-                dims: Shape::from(&[0, 2, 1][..]),
-            },
-            smallvec![k3],
-        );
+        let q3 = self.op("q3", Op::View { shape: Shape::from(&[n, length, dim][..]) }, smallvec![q]);
+        let k3 = self.op("k3", Op::View { shape: Shape::from(&[n, keys, dim][..]) }, smallvec![k]);
+        let kt3 = self.op("kt", Op::Permute { dims: Shape::from(&[0, 2, 1][..]) }, smallvec![k3]);
         let s3 = self.op("qk", Op::Bmm, smallvec![q3, kt3]);
         let scale = scale.unwrap_or_else(|| 1.0 / (dim as f64).sqrt());
         let scale = self.scalar("scale", Scalar::float(scale), acc);
         let s3 = self.op("scaled", Op::Binary(BinaryOp::Mul), smallvec![s3, scale]);
         let scores = with(&[heads, length, keys]);
-        let mut s = self.op(
-            "scores",
-            Op::View {
-                shape: scores.clone(),
-            },
-            smallvec![s3],
-        );
+        let mut s = self.op("scores", Op::View { shape: scores.clone() }, smallvec![s3]);
         let neg_inf = self.scalar("neg_inf", Scalar::float(f64::NEG_INFINITY), acc);
         if causal {
             // Key j is hidden from query i when j > i (top-left aligned, as PyTorch's is_causal).
-            let rows = self.push(
-                "rows",
-                Op::Arange {
-                    start: Scalar::Int(0),
-                    end: Scalar::Int(length),
-                    step: Scalar::Int(1),
-                },
-                smallvec![],
-                Some(TensorType::new(DType::I64, vec![length])),
-            );
-            let rows = self.op(
-                "rows2",
-                Op::View {
-                    shape: Shape::from(&[length, 1][..]),
-                },
-                smallvec![Src::Step(rows)],
-            );
-            let cols = self.push(
-                "cols",
-                Op::Arange {
-                    start: Scalar::Int(0),
-                    end: Scalar::Int(keys),
-                    step: Scalar::Int(1),
-                },
-                smallvec![],
-                Some(TensorType::new(DType::I64, vec![keys])),
-            );
-            let hidden = self.op(
-                "hidden",
-                Op::Compare(CompareOp::Gt),
-                smallvec![Src::Step(cols), rows],
-            );
+            let rows = self.push("rows", Op::Arange { start: Scalar::Int(0), end: Scalar::Int(length), step: Scalar::Int(1) }, smallvec![], Some(TensorType::new(DType::I64, vec![length])));
+            let rows = self.op("rows2", Op::View { shape: Shape::from(&[length, 1][..]) }, smallvec![Src::Step(rows)]);
+            let cols = self.push("cols", Op::Arange { start: Scalar::Int(0), end: Scalar::Int(keys), step: Scalar::Int(1) }, smallvec![], Some(TensorType::new(DType::I64, vec![keys])));
+            let hidden = self.op("hidden", Op::Compare(CompareOp::Gt), smallvec![Src::Step(cols), rows]);
             s = self.op("causal", Op::Where, smallvec![hidden, neg_inf, s]);
         }
         if let Some((name, bt)) = i.bias {
@@ -397,24 +243,12 @@ impl<'a> Builder<'a> {
                 self.op("biased", Op::Binary(BinaryOp::Add), smallvec![s, bias])
             };
             // The sum broadcasts; a bias of more dims than the scores is refused.
-            if fxhlo_ir::infer::broadcast_shapes(&bt.shape, &scores)
-                .ok()
-                .as_ref()
-                != Some(&scores)
-            {
-                return Err(Unsupported::results(format!(
-                    "attention bias {bt} does not broadcast to the scores {}",
-                    TensorType::new(acc, scores)
-                )));
+            if fxhlo_ir::infer::broadcast_shapes(&bt.shape, &scores).ok().as_ref() != Some(&scores) {
+                return Err(Unsupported::results(format!("attention bias {bt} does not broadcast to the scores {}", TensorType::new(acc, scores))));
             }
         }
         let last = Shape::from(&[scores.len() as i64 - 1][..]);
-        let reduce = |op| Op::Reduce {
-            op,
-            dims: last.clone(),
-            keepdim: true,
-            dtype: None,
-        };
+        let reduce = |op| Op::Reduce { op, dims: last.clone(), keepdim: true, dtype: None };
         let m = self.op("row_max", reduce(ReduceOp::Amax), smallvec![s]);
         let zero = self.scalar("zero", Scalar::float(0.0), acc);
         let dead = self.op("dead", Op::Compare(CompareOp::Eq), smallvec![m, neg_inf]);
@@ -432,28 +266,10 @@ impl<'a> Builder<'a> {
         } else {
             p
         };
-        let p3 = self.op(
-            "p3",
-            Op::View {
-                shape: Shape::from(&[n, length, keys][..]),
-            },
-            smallvec![p],
-        );
-        let v3 = self.op(
-            "v3",
-            Op::View {
-                shape: Shape::from(&[n, keys, vdim][..]),
-            },
-            smallvec![v],
-        );
+        let p3 = self.op("p3", Op::View { shape: Shape::from(&[n, length, keys][..]) }, smallvec![p]);
+        let v3 = self.op("v3", Op::View { shape: Shape::from(&[n, keys, vdim][..]) }, smallvec![v]);
         let pv = self.op("pv", Op::Bmm, smallvec![p3, v3]);
-        let pv = self.op(
-            "pv4",
-            Op::View {
-                shape: with(&[heads, length, vdim]),
-            },
-            smallvec![pv],
-        );
+        let pv = self.op("pv4", Op::View { shape: with(&[heads, length, vdim]) }, smallvec![pv]);
         let inv = self.op("inv_sum", Op::Binary(BinaryOp::Div), smallvec![one, l]);
         let out = self.op("weighted", Op::Binary(BinaryOp::Mul), smallvec![pv, inv]);
         let out = self.convert("out", out, acc, dtype);
@@ -469,49 +285,17 @@ impl<'a> Builder<'a> {
     /// Key or value `[*batch, Hk, S, D]` in the accumulation dtype, each of its heads repeated
     /// for the `heads / Hk` query heads it serves (`repeat_interleave` on the head dim).
     #[allow(clippy::too_many_arguments)]
-    fn heads(
-        &mut self,
-        x: Src<'a>,
-        dtype: DType,
-        acc: DType,
-        batch: &[i64],
-        (kv, heads): (i64, i64),
-        (s, d): (i64, i64),
-        which: &'static str,
-    ) -> Got<Src<'a>> {
+    fn heads(&mut self, x: Src<'a>, dtype: DType, acc: DType, batch: &[i64], (kv, heads): (i64, i64), (s, d): (i64, i64), which: &'static str) -> Got<Src<'a>> {
         let x = self.convert(if which == "k" { "k" } else { "v" }, x, dtype, acc);
         if kv == heads {
             return Ok(x);
         }
         let group = heads / kv;
-        let shape =
-            |tail: &[i64]| -> Shape { batch.iter().copied().chain(tail.iter().copied()).collect() };
-        let (n1, n2, n3) = if which == "k" {
-            ("k_groups", "k_expanded", "k_heads")
-        } else {
-            ("v_groups", "v_expanded", "v_heads")
-        };
-        let x = self.op(
-            n1,
-            Op::View {
-                shape: shape(&[kv, 1, s, d]),
-            },
-            smallvec![x],
-        );
-        let x = self.op(
-            n2,
-            Op::Expand {
-                sizes: shape(&[kv, group, s, d]),
-            },
-            smallvec![x],
-        );
-        Ok(self.op(
-            n3,
-            Op::View {
-                shape: shape(&[heads, s, d]),
-            },
-            smallvec![x],
-        ))
+        let shape = |tail: &[i64]| -> Shape { batch.iter().copied().chain(tail.iter().copied()).collect() };
+        let (n1, n2, n3) = if which == "k" { ("k_groups", "k_expanded", "k_heads") } else { ("v_groups", "v_expanded", "v_heads") };
+        let x = self.op(n1, Op::View { shape: shape(&[kv, 1, s, d]) }, smallvec![x]);
+        let x = self.op(n2, Op::Expand { sizes: shape(&[kv, group, s, d]) }, smallvec![x]);
+        Ok(self.op(n3, Op::View { shape: shape(&[heads, s, d]) }, smallvec![x]))
     }
 
     /// The logsumexp `m + log(l)` in the layout of the meta `t`: `[*batch, H, L]`, with a
@@ -519,58 +303,25 @@ impl<'a> Builder<'a> {
     /// empty when the kernel was asked not to compute it.
     fn logsumexp(&mut self, a: &Attention, t: &TensorType) -> Got<usize> {
         if t.num_elements() == 0 || !t.dtype.is_float() {
-            return Ok(self.push(
-                "lse_empty",
-                Op::Full {
-                    value: Scalar::Int(0),
-                },
-                smallvec![],
-                Some(t.clone()),
-            ));
+            return Ok(self.push("lse_empty", Op::Full { value: Scalar::Int(0) }, smallvec![], Some(t.clone())));
         }
         let r = a.stat.rank();
         let (lead, length) = (&a.stat.shape[..r - 1], a.stat.shape[r - 2]);
-        let log_l = self.op(
-            "log_sum",
-            Op::Unary(UnaryOp::Log),
-            smallvec![Src::Step(a.row_sum)],
-        );
-        let lse = self.op(
-            "lse",
-            Op::Binary(BinaryOp::Add),
-            smallvec![Src::Step(a.row_max), log_l],
-        );
+        let log_l = self.op("log_sum", Op::Unary(UnaryOp::Log), smallvec![Src::Step(a.row_sum)]);
+        let lse = self.op("lse", Op::Binary(BinaryOp::Add), smallvec![Src::Step(a.row_max), log_l]);
         let lse = self.convert("lse_dtype", lse, a.stat.dtype, t.dtype);
         if t.shape == a.stat.shape {
             return step(lse);
         }
-        let flat = self.op(
-            "lse_flat",
-            Op::View {
-                shape: Shape::from(lead),
-            },
-            smallvec![lse],
-        );
+        let flat = self.op("lse_flat", Op::View { shape: Shape::from(lead) }, smallvec![lse]);
         if t.shape[..] == *lead {
             return step(flat);
         }
-        let padded =
-            t.rank() == r - 1 && t.shape[..r - 2] == lead[..r - 2] && t.shape[r - 2] > length;
+        let padded = t.rank() == r - 1 && t.shape[..r - 2] == lead[..r - 2] && t.shape[r - 2] > length;
         if !padded {
-            return Err(Unsupported::results(format!(
-                "the logsumexp meta {t} is none of the kernels' layouts of {}",
-                a.stat
-            )));
+            return Err(Unsupported::results(format!("the logsumexp meta {t} is none of the kernels' layouts of {}", a.stat)));
         }
         let pad = vec![0, t.shape[r - 2] - length];
-        Ok(self.push(
-            "lse_padded",
-            Op::Pad {
-                pad,
-                mode: PadMode::Constant(Scalar::float(0.0)),
-            },
-            smallvec![flat],
-            None,
-        ))
+        Ok(self.push("lse_padded", Op::Pad { pad, mode: PadMode::Constant(Scalar::float(0.0)) }, smallvec![flat], None))
     }
 }

@@ -10,49 +10,21 @@ use super::{Call, Mapping, Unsupported};
 pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
     let a = &c.a;
     match c.name {
-        "full" => c.op(
-            Op::Full {
-                value: a.scalar(1, "fill_value")?,
-            },
-            smallvec![],
-        ),
-        "fill" => c.op(
-            Op::Full {
-                value: a.scalar(1, "value")?,
-            },
-            smallvec![],
-        ),
+        "full" => c.op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![]),
+        "fill" => c.op(Op::Full { value: a.scalar(1, "value")? }, smallvec![]),
         // Uninitialized memory in PyTorch; zeros here (every value is a valid `empty`), so the
         // ops built on it (padding, windows, scatter targets) see defined values.
-        "empty" | "empty_permuted" | "empty_strided" | "new_empty" | "new_empty_strided"
-        | "empty_like" => c.op(
-            Op::Full {
-                value: Scalar::Int(0),
-            },
-            smallvec![],
-        ),
+        "empty" | "empty_permuted" | "empty_strided" | "new_empty" | "new_empty_strided" | "empty_like" => {
+            c.op(Op::Full { value: Scalar::Int(0) }, smallvec![])
+        }
         // full_like depends only on the shape of `self`, which the result type carries.
-        "full_like" => c.op(
-            Op::Full {
-                value: a.scalar(1, "fill_value")?,
-            },
-            smallvec![],
-        ),
-        "scalar_tensor" => c.op(
-            Op::Full {
-                value: a.scalar(0, "s")?,
-            },
-            smallvec![],
-        ),
+        "full_like" => c.op(Op::Full { value: a.scalar(1, "fill_value")? }, smallvec![]),
+        "scalar_tensor" => c.op(Op::Full { value: a.scalar(0, "s")? }, smallvec![]),
         "arange" => {
             let (start, end, step) = match c.overload {
                 "default" => (Scalar::Int(0), a.scalar(0, "end")?, Scalar::Int(1)),
                 "start" => (a.scalar(0, "start")?, a.scalar(1, "end")?, Scalar::Int(1)),
-                _ => (
-                    a.scalar(0, "start")?,
-                    a.scalar(1, "end")?,
-                    a.scalar(2, "step").unwrap_or(Scalar::Int(1)),
-                ),
+                _ => (a.scalar(0, "start")?, a.scalar(1, "end")?, a.scalar(2, "step").unwrap_or(Scalar::Int(1))),
             };
             c.op(Op::Arange { start, end, step }, smallvec![])
         }

@@ -20,27 +20,16 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
         }
     }
     if let Some(cmp) = CompareOp::from_name(&c.aten_name) {
-        return c.op(
-            Op::Compare(cmp),
-            smallvec![a.tensor(0, "self")?, a.tensor(1, "other")?],
-        );
+        return c.op(Op::Compare(cmp), smallvec![a.tensor(0, "self")?, a.tensor(1, "other")?]);
     }
     match c.name {
         "gelu" => match a.string(1, "approximate").unwrap_or("none") {
             "none" => c.op1(Op::Unary(UnaryOp::Gelu)),
             "tanh" => c.op1(Op::Unary(UnaryOp::GeluTanh)),
-            other => Err(Unsupported::value(
-                "approximate",
-                format!("`{other}`"),
-                "`none` and `tanh`",
-            )),
+            other => Err(Unsupported::value("approximate", format!("`{other}`"), "`none` and `tanh`")),
         },
         "add" | "sub" => {
-            let b = if c.name == "add" {
-                BinaryOp::Add
-            } else {
-                BinaryOp::Sub
-            };
+            let b = if c.name == "add" { BinaryOp::Add } else { BinaryOp::Sub };
             let other = a.tensor(1, "other")?;
             // An `alpha` that is not a number is ignored, as it always was (the ATen schema
             // makes it a number).
@@ -57,21 +46,14 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
                 Some(alpha) if alpha.as_f64() != 1.0 => Operand::Scaled(Box::new(c.x()?), alpha),
                 _ => c.x()?,
             };
-            c.op(
-                Op::Binary(BinaryOp::Sub),
-                smallvec![a.tensor(1, "other")?, s],
-            )
+            c.op(Op::Binary(BinaryOp::Sub), smallvec![a.tensor(1, "other")?, s])
         }
         "mul" => c.bin(BinaryOp::Mul),
         "div" => match a.string(2, "rounding_mode") {
             None => c.bin(BinaryOp::Div),
             Some("trunc") => c.bin(BinaryOp::DivTrunc),
             Some("floor") => c.bin(BinaryOp::DivFloor),
-            Some(other) => Err(Unsupported::value(
-                "rounding_mode",
-                format!("`{other}`"),
-                "None, `trunc` and `floor`",
-            )),
+            Some(other) => Err(Unsupported::value("rounding_mode", format!("`{other}`"), "None, `trunc` and `floor`")),
         },
         "remainder" => c.bin(BinaryOp::Remainder),
         "fmod" => c.bin(BinaryOp::Fmod),
@@ -81,10 +63,7 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
         "nextafter" => c.bin(BinaryOp::Nextafter),
         "hypot" => c.bin(BinaryOp::Hypot),
         "zeta" | "special_zeta" => c.bin(BinaryOp::Zeta),
-        "polygamma" => c.op(
-            Op::Binary(BinaryOp::Polygamma),
-            smallvec![a.tensor(0, "n")?, a.tensor(1, "self")?],
-        ),
+        "polygamma" => c.op(Op::Binary(BinaryOp::Polygamma), smallvec![a.tensor(0, "n")?, a.tensor(1, "self")?]),
         // prims' names of unary ops that ATen spells otherwise.
         "erf_inv" => c.op1(Op::Unary(UnaryOp::Erfinv)),
         "bessel_i1e" => c.op1(Op::Unary(UnaryOp::I1e)),
@@ -94,11 +73,7 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
         "copysign" if c.overload == "Tensor" => c.bin(BinaryOp::Copysign),
         // `max(x, other)` / `min(x, other)` are `maximum` / `minimum` (the other overloads
         // are reductions).
-        "max" | "min" if c.overload == "other" => c.bin(if c.name == "max" {
-            BinaryOp::Maximum
-        } else {
-            BinaryOp::Minimum
-        }),
+        "max" | "min" if c.overload == "other" => c.bin(if c.name == "max" { BinaryOp::Maximum } else { BinaryOp::Minimum }),
         "logical_and" => c.bin(BinaryOp::LogicalAnd),
         "logical_or" => c.bin(BinaryOp::LogicalOr),
         "logical_xor" => c.bin(BinaryOp::LogicalXor),
@@ -107,19 +82,9 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
         "bitwise_xor" => c.bin(BinaryOp::BitwiseXor),
         "pow" => {
             let base = a.tensor(0, "self")?;
-            c.op(
-                Op::Binary(BinaryOp::Pow),
-                smallvec![base, a.tensor(1, "exponent")?],
-            )
+            c.op(Op::Binary(BinaryOp::Pow), smallvec![base, a.tensor(1, "exponent")?])
         }
-        "where" => c.op(
-            Op::Where,
-            smallvec![
-                a.tensor(0, "condition")?,
-                a.tensor(1, "self")?,
-                a.tensor(2, "other")?
-            ],
-        ),
+        "where" => c.op(Op::Where, smallvec![a.tensor(0, "condition")?, a.tensor(1, "self")?, a.tensor(2, "other")?]),
         "clamp" if c.overload == "Tensor" => {
             let (has_min, has_max) = (a.has(1, "min"), a.has(2, "max"));
             let mut ops = smallvec![c.x()?];
@@ -131,39 +96,20 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             }
             c.op(Op::ClampTensor { has_min, has_max }, ops)
         }
-        "clamp" => c.op1(Op::Clamp {
-            min: a.opt_scalar(1, "min")?,
-            max: a.opt_scalar(2, "max")?,
-        }),
-        "clamp_min" => c.op1(Op::Clamp {
-            min: Some(a.scalar(1, "min")?),
-            max: None,
-        }),
-        "clamp_max" => c.op1(Op::Clamp {
-            min: None,
-            max: Some(a.scalar(1, "max")?),
-        }),
+        "clamp" => c.op1(Op::Clamp { min: a.opt_scalar(1, "min")?, max: a.opt_scalar(2, "max")? }),
+        "clamp_min" => c.op1(Op::Clamp { min: Some(a.scalar(1, "min")?), max: None }),
+        "clamp_max" => c.op1(Op::Clamp { min: None, max: Some(a.scalar(1, "max")?) }),
         "hardtanh" => {
             // hardtanh keeps the input dtype: on integers its (float) bounds truncate.
             let int = c.results.first().is_some_and(|t| !t.dtype.is_float());
-            let bound = |v: Scalar| {
-                if int {
-                    Scalar::Int(v.as_f64() as i64)
-                } else {
-                    v
-                }
-            };
+            let bound = |v: Scalar| if int { Scalar::Int(v.as_f64() as i64) } else { v };
             c.op1(Op::Clamp {
                 min: Some(bound(a.scalar(1, "min_val").unwrap_or(Scalar::float(-1.0)))),
                 max: Some(bound(a.scalar(2, "max_val").unwrap_or(Scalar::float(1.0)))),
             })
         }
         "_to_copy" | "convert_element_type" => {
-            let dtype = if c.name == "_to_copy" {
-                a.kwarg_dtype("dtype")?
-            } else {
-                a.dtype(1, "dtype")?
-            };
+            let dtype = if c.name == "_to_copy" { a.kwarg_dtype("dtype")? } else { a.dtype(1, "dtype")? };
             // Without a dtype, a copy to the result's own dtype.
             let dtype = match dtype {
                 Some(d) => d,
@@ -178,13 +124,8 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             scale: a.scalar(2, "scale").unwrap_or(Scalar::Int(1)),
             input_scale: a.scalar(3, "input_scale").unwrap_or(Scalar::Int(1)),
         }),
-        "leaky_relu" => c.op1(Op::LeakyRelu {
-            slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)),
-        }),
-        "complex" => c.op(
-            Op::Binary(BinaryOp::Complex),
-            smallvec![a.tensor(0, "real")?, a.tensor(1, "imag")?],
-        ),
+        "leaky_relu" => c.op1(Op::LeakyRelu { slope: a.scalar(1, "negative_slope").unwrap_or(Scalar::float(0.01)) }),
+        "complex" => c.op(Op::Binary(BinaryOp::Complex), smallvec![a.tensor(0, "real")?, a.tensor(1, "imag")?]),
         // `_conj` is PyTorch's lazy conjugate view; a functional graph may hold it as a value.
         "_conj" | "conj" | "_conj_physical" | "conj_physical" => c.op1(Op::Unary(UnaryOp::Conj)),
         _ => Err(Unsupported::NoLowering),
@@ -195,8 +136,5 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
 /// was a tenth of import time (most nodes of a trace are tried as unary ops first).
 fn unary(name: &str) -> Option<UnaryOp> {
     static BY_NAME: OnceLock<HashMap<&'static str, UnaryOp, FxBuildHasher>> = OnceLock::new();
-    BY_NAME
-        .get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect())
-        .get(name)
-        .copied()
+    BY_NAME.get_or_init(|| UnaryOp::ALL.iter().map(|u| (u.name(), *u)).collect()).get(name).copied()
 }

@@ -9,33 +9,15 @@ use super::{Call, Mapping, Operand, Unsupported};
 pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
     let a = &c.a;
     match c.name {
-        "embedding" => c.op(
-            Op::Embedding,
-            smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?],
-        ),
+        "embedding" => c.op(Op::Embedding, smallvec![a.tensor(0, "weight")?, a.tensor(1, "indices")?]),
         "index" | "_unsafe_index" => {
             let idx = a.tensor_list(1, "indices")?;
             let mut ops = smallvec![c.x()?];
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
-            c.op(
-                Op::Index {
-                    present: idx.iter().map(|i| i.is_some()).collect(),
-                },
-                ops,
-            )
+            c.op(Op::Index { present: idx.iter().map(|i| i.is_some()).collect() }, ops)
         }
-        "gather" => c.op(
-            Op::Gather {
-                dim: a.int(1, "dim", 0)?,
-            },
-            smallvec![c.x()?, a.tensor(2, "index")?],
-        ),
-        "index_select" => c.op(
-            Op::IndexSelect {
-                dim: a.int(1, "dim", 0)?,
-            },
-            smallvec![c.x()?, a.tensor(2, "index")?],
-        ),
+        "gather" => c.op(Op::Gather { dim: a.int(1, "dim", 0)? }, smallvec![c.x()?, a.tensor(2, "index")?]),
+        "index_select" => c.op(Op::IndexSelect { dim: a.int(1, "dim", 0)? }, smallvec![c.x()?, a.tensor(2, "index")?]),
         "scatter" | "scatter_add" | "scatter_reduce" => scatter(c),
         "index_put" => {
             let idx = a.tensor_list(1, "indices")?;
@@ -43,19 +25,10 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             ops.extend(idx.iter().flatten().map(|n| Operand::Tensor(n)));
             ops.push(a.tensor(2, "values")?);
             let present = idx.iter().map(|i| i.is_some()).collect();
-            c.op(
-                Op::IndexPut {
-                    present,
-                    accumulate: a.bool(3, "accumulate", false)?,
-                },
-                ops,
-            )
+            c.op(Op::IndexPut { present, accumulate: a.bool(3, "accumulate", false)? }, ops)
         }
         "select_scatter" => c.op(
-            Op::SelectScatter {
-                dim: a.int(2, "dim", 0)?,
-                index: a.int(3, "index", 0)?,
-            },
+            Op::SelectScatter { dim: a.int(2, "dim", 0)?, index: a.int(3, "index", 0)? },
             smallvec![c.x()?, a.tensor(1, "src")?],
         ),
         "slice_scatter" => c.op(
@@ -67,10 +40,7 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             },
             smallvec![c.x()?, a.tensor(1, "src")?],
         ),
-        "masked_scatter" => c.op(
-            Op::MaskedScatter,
-            smallvec![c.x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?],
-        ),
+        "masked_scatter" => c.op(Op::MaskedScatter, smallvec![c.x()?, a.tensor(1, "mask")?, a.tensor(2, "source")?]),
         _ => Err(Unsupported::NoLowering),
     }
 }
@@ -82,45 +52,17 @@ fn scatter<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
         "scatter_add" => (ScatterReduce::Sum, true),
         "scatter_reduce" => {
             let r = a.required_string(4, "reduce")?;
-            let m = ScatterReduce::ALL
-                .into_iter()
-                .find(|m| m.name() == r && *m != ScatterReduce::Replace);
-            let m = m.ok_or_else(|| {
-                Unsupported::value(
-                    "reduce",
-                    format!("`{r}`"),
-                    "`sum`, `prod`, `mean`, `amax` and `amin`",
-                )
-            })?;
+            let m = ScatterReduce::ALL.into_iter().find(|m| m.name() == r && *m != ScatterReduce::Replace);
+            let m = m.ok_or_else(|| Unsupported::value("reduce", format!("`{r}`"), "`sum`, `prod`, `mean`, `amax` and `amin`"))?;
             (m, a.bool(5, "include_self", true)?)
         }
         // `scatter(..., reduce=)` is deprecated in PyTorch; fxhlo does not model it.
         _ if a.has(4, "reduce") => {
-            let found = a
-                .string(4, "reduce")
-                .map_or_else(|| "given".to_string(), |r| format!("`{r}`"));
-            return Err(Unsupported::value(
-                "reduce",
-                found,
-                "scatter without `reduce` (use scatter_reduce, which replaces it in PyTorch)",
-            ));
+            let found = a.string(4, "reduce").map_or_else(|| "given".to_string(), |r| format!("`{r}`"));
+            return Err(Unsupported::value("reduce", found, "scatter without `reduce` (use scatter_reduce, which replaces it in PyTorch)"));
         }
         _ => (ScatterReduce::Replace, true),
     };
-    let src = a.tensor(
-        3,
-        if c.overload == "value" {
-            "value"
-        } else {
-            "src"
-        },
-    )?;
-    c.op(
-        Op::Scatter {
-            dim: a.int(1, "dim", 0)?,
-            reduce,
-            include_self,
-        },
-        smallvec![c.x()?, a.tensor(2, "index")?, src],
-    )
+    let src = a.tensor(3, if c.overload == "value" { "value" } else { "src" })?;
+    c.op(Op::Scatter { dim: a.int(1, "dim", 0)?, reduce, include_self }, smallvec![c.x()?, a.tensor(2, "index")?, src])
 }

@@ -23,17 +23,11 @@ pub(super) fn map<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             c.op(Op::Addmm, smallvec![bias, mat1, a.tensor(2, "mat2")?])
         }
         "_cdist_forward" => c.op(
-            Op::Cdist {
-                p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)),
-            },
+            Op::Cdist { p: a.scalar(2, "p").unwrap_or(Scalar::float(2.0)) },
             smallvec![a.tensor(0, "x1")?, a.tensor(1, "x2")?],
         ),
-        "_pdist_forward" => c.op1(Op::Pdist {
-            p: a.scalar(1, "p").unwrap_or(Scalar::float(2.0)),
-        }),
-        "linalg_cholesky_ex" => c.op1(Op::Cholesky {
-            upper: a.bool(1, "upper", false)?,
-        }),
+        "_pdist_forward" => c.op1(Op::Pdist { p: a.scalar(1, "p").unwrap_or(Scalar::float(2.0)) }),
+        "linalg_cholesky_ex" => c.op1(Op::Cholesky { upper: a.bool(1, "upper", false)? }),
         "linalg_solve_triangular" => c.op(
             Op::TriangularSolve {
                 upper: a.bool(2, "upper", false)?,
@@ -69,26 +63,14 @@ fn fft<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
     let out = c.result()?;
     let r = out.rank() as i64;
     let k = dims.len() as i64;
-    let trailing = (1..=3).contains(&k)
-        && dims
-            .iter()
-            .enumerate()
-            .all(|(i, &d)| d.rem_euclid(r.max(1)) == r - k + i as i64);
+    let trailing = (1..=3).contains(&k) && dims.iter().enumerate().all(|(i, &d)| d.rem_euclid(r.max(1)) == r - k + i as i64);
     if !trailing {
-        return Err(Unsupported::value(
-            "dim",
-            format!("{dims:?}"),
-            format!("the innermost 1 to 3 dims in order, {FFT_FORMS}"),
-        ));
+        return Err(Unsupported::value("dim", format!("{dims:?}"), format!("the innermost 1 to 3 dims in order, {FFT_FORMS}")));
     }
     // The last k sizes of a shape; a shape with fewer dims has no such signal.
     let signal = |shape: &[i64]| match shape.len().checked_sub(k as usize) {
         Some(from) => Ok(shape[from..].to_vec()),
-        None => Err(Unsupported::value(
-            "dim",
-            format!("{dims:?}"),
-            format!("dims within the input's rank {}", shape.len()),
-        )),
+        None => Err(Unsupported::value("dim", format!("{dims:?}"), format!("dims within the input's rank {}", shape.len()))),
     };
     let (kind, length) = match c.name {
         "_fft_c2c" => match (a.bool(3, "forward", true)?, normalization) {
@@ -96,54 +78,27 @@ fn fft<'a>(c: &Call<'a, '_>) -> Mapping<'a> {
             (false, 2) => (FftKind::Ifft, signal(&out.shape)?),
             (forward, n) => {
                 let found = format!("{n} with forward = {forward}");
-                return Err(Unsupported::value(
-                    "normalization",
-                    found,
-                    format!("0 forward or 2 (1/n) inverse, {FFT_FORMS}"),
-                ));
+                return Err(Unsupported::value("normalization", found, format!("0 forward or 2 (1/n) inverse, {FFT_FORMS}")));
             }
         },
         "_fft_r2c" => {
             if !a.bool(3, "onesided", true)? {
-                return Err(Unsupported::value(
-                    "onesided",
-                    "false",
-                    format!("true, {FFT_FORMS}"),
-                ));
+                return Err(Unsupported::value("onesided", "false", format!("true, {FFT_FORMS}")));
             }
             if normalization != 0 {
-                return Err(Unsupported::value(
-                    "normalization",
-                    normalization,
-                    format!("0, {FFT_FORMS}"),
-                ));
+                return Err(Unsupported::value("normalization", normalization, format!("0, {FFT_FORMS}")));
             }
             // The input's signal sizes: the one-sided result's last dim is `n / 2 + 1`.
             let Operand::Tensor(input) = x else {
-                return Err(Unsupported::Kind {
-                    arg: "self",
-                    expected: "a tensor",
-                    found: "number",
-                });
+                return Err(Unsupported::Kind { arg: "self", expected: "a tensor", found: "number" });
             };
             // An operand not defined earlier fails the import when it is resolved.
-            let input_type = (c.operand_type)(input).ok_or_else(|| {
-                Unsupported::value(
-                    "self",
-                    format!("`{input}`"),
-                    "a tensor defined earlier in the graph",
-                )
-            })?;
+            let input_type = (c.operand_type)(input)
+                .ok_or_else(|| Unsupported::value("self", format!("`{input}`"), "a tensor defined earlier in the graph"))?;
             (FftKind::Rfft, signal(&input_type.shape)?)
         }
         "_fft_c2r" if normalization == 2 => (FftKind::Irfft, signal(&out.shape)?),
-        "_fft_c2r" => {
-            return Err(Unsupported::value(
-                "normalization",
-                normalization,
-                format!("2 (1/n), {FFT_FORMS}"),
-            ))
-        }
+        "_fft_c2r" => return Err(Unsupported::value("normalization", normalization, format!("2 (1/n), {FFT_FORMS}"))),
         _ => return Err(Unsupported::NoLowering),
     };
     Ok(super::Mapped::Op(Op::Fft { kind, length }, smallvec![x]))

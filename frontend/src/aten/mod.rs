@@ -91,9 +91,7 @@ impl<'a, 'r> Call<'a, 'r> {
 
     /// The first tensor argument under its schema name (`input`, ...), or as `self`.
     fn x_as(&self, name: &'static str) -> Got<Operand<'a>> {
-        self.a
-            .tensor(0, name)
-            .or_else(|e| self.a.tensor(0, "self").map_err(|_| e))
+        self.a.tensor(0, name).or_else(|e| self.a.tensor(0, "self").map_err(|_| e))
     }
 
     /// `op` of `self` alone.
@@ -108,10 +106,7 @@ impl<'a, 'r> Call<'a, 'r> {
 
     /// The elementwise binary op `b` of `self` and `other`.
     fn bin(&self, b: BinaryOp) -> Mapping<'a> {
-        Ok(Mapped::Op(
-            Op::Binary(b),
-            smallvec![self.x()?, self.a.tensor(1, "other")?],
-        ))
+        Ok(Mapped::Op(Op::Binary(b), smallvec![self.x()?, self.a.tensor(1, "other")?]))
     }
 
     /// Result `i`'s type; `None` for a result that is not a tensor (or past the last).
@@ -130,9 +125,7 @@ impl<'a, 'r> Call<'a, 'r> {
 
     /// The node's first result type (the importer refuses a node without one).
     fn result(&self) -> Got<&'r TensorType> {
-        self.results
-            .first()
-            .ok_or_else(|| Unsupported::results("the node has no result"))
+        self.results.first().ok_or_else(|| Unsupported::results("the node has no result"))
     }
 }
 
@@ -141,16 +134,8 @@ type Family = for<'a, 'r> fn(&Call<'a, 'r>) -> Mapping<'a>;
 
 /// The families, asked in this order (most frequent first; no two claim one target and
 /// overload, so the order changes nothing else).
-const FAMILIES: [Family; 8] = [
-    elementwise::map,
-    shape::map,
-    reduce::map,
-    nn::map,
-    linalg::map,
-    index::map,
-    creation::map,
-    attention::map,
-];
+const FAMILIES: [Family; 8] =
+    [elementwise::map, shape::map, reduce::map, nn::map, linalg::map, index::map, creation::map, attention::map];
 
 /// Maps one call. `metas` are the node's result types from its meta (`None` for a result
 /// that is not a tensor), `results` the same when every one is a tensor, else empty.
@@ -161,11 +146,7 @@ pub fn map<'a>(
     metas: &[Option<TensorType>],
     operand_type: &dyn Fn(&str) -> Option<TensorType>,
 ) -> Mapped<'a> {
-    let a = Args {
-        view,
-        args: view.args(node.args),
-        kwargs: view.kwargs(node),
-    };
+    let a = Args { view, args: view.args(node.args), kwargs: view.kwargs(node) };
     map_call(node.target, a, results, metas, operand_type).unwrap_or_else(Mapped::Unknown)
 }
 
@@ -185,62 +166,30 @@ fn map_call<'a>(
     if target == "getitem" {
         let producer = match a.args.first() {
             Some(Arg::Tensor(p)) => p,
-            Some(other) => {
-                return Err(Unsupported::Kind {
-                    arg: "tuple",
-                    expected: "a multi-result node",
-                    found: other.kind(),
-                })
-            }
+            Some(other) => return Err(Unsupported::Kind { arg: "tuple", expected: "a multi-result node", found: other.kind() }),
             None => return Err(Unsupported::Missing { arg: "tuple" }),
         };
         if !a.has(1, "index") {
             return Err(Unsupported::Missing { arg: "index" });
         }
         let index = a.int(1, "index", -1)?;
-        let index = u32::try_from(index)
-            .map_err(|_| Unsupported::value("index", index, "a result index (0 or more)"))?;
+        let index = u32::try_from(index).map_err(|_| Unsupported::value("index", index, "a result index (0 or more)"))?;
         return Ok(Mapped::GetItem(producer, index));
     }
     if op == "fxhlo.rng_bit_generator" {
         // fxhlo's own op (python/fxhlo/rng.py): the bits' shape and dtype are its second result's.
         let bits = results.get(1).ok_or_else(|| {
-            Unsupported::results(format!(
-                "the node has {} result(s), and the random bits are the second",
-                results.len()
-            ))
+            Unsupported::results(format!("the node has {} result(s), and the random bits are the second", results.len()))
         })?;
         let state = a.tensor(0, "state")?;
-        return Ok(Mapped::Op(
-            Op::RngBitGenerator {
-                shape: bits.shape.to_vec(),
-                dtype: bits.dtype,
-            },
-            smallvec![state],
-        ));
+        return Ok(Mapped::Op(Op::RngBitGenerator { shape: bits.shape.to_vec(), dtype: bits.dtype }, smallvec![state]));
     }
-    let Some(name) = op
-        .strip_prefix("aten.")
-        .or_else(|| op.strip_prefix("prims."))
-    else {
+    let Some(name) = op.strip_prefix("aten.").or_else(|| op.strip_prefix("prims.")) else {
         return Err(Unsupported::NoLowering);
     };
     // The IR's family names are `aten.<name>`; only a `prims.` target needs a new string.
-    let aten_name = if op.starts_with("aten.") {
-        Cow::Borrowed(op)
-    } else {
-        Cow::Owned(format!("aten.{name}"))
-    };
-    let call = Call {
-        qualified: op,
-        name,
-        overload,
-        aten_name,
-        a,
-        results,
-        metas,
-        operand_type,
-    };
+    let aten_name = if op.starts_with("aten.") { Cow::Borrowed(op) } else { Cow::Owned(format!("aten.{name}")) };
+    let call = Call { qualified: op, name, overload, aten_name, a, results, metas, operand_type };
     for family in FAMILIES {
         match family(&call) {
             Err(Unsupported::NoLowering) => continue,

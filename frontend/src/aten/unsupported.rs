@@ -19,42 +19,24 @@ pub enum Unsupported {
     Missing { arg: &'static str },
     /// An argument of another kind than the op takes there: a tensor computed in the graph
     /// where fxhlo needs a constant, or a value of the wrong type.
-    Kind {
-        arg: &'static str,
-        expected: &'static str,
-        found: &'static str,
-    },
+    Kind { arg: &'static str, expected: &'static str, found: &'static str },
     /// A dtype argument naming a dtype fxhlo does not have.
     DType { arg: &'static str, found: String },
     /// An argument whose value fxhlo does not lower (a mode, a flag, a dim out of range).
-    Value {
-        arg: &'static str,
-        found: String,
-        supported: String,
-    },
+    Value { arg: &'static str, found: String, supported: String },
     /// The node's result meta does not fit the op (too few results, too low a rank).
     Results { problem: String },
 }
 
 impl Unsupported {
     /// An argument with a value fxhlo does not lower; `supported` says what it does lower.
-    pub fn value(
-        arg: &'static str,
-        found: impl fmt::Display,
-        supported: impl Into<String>,
-    ) -> Unsupported {
-        Unsupported::Value {
-            arg,
-            found: found.to_string(),
-            supported: supported.into(),
-        }
+    pub fn value(arg: &'static str, found: impl fmt::Display, supported: impl Into<String>) -> Unsupported {
+        Unsupported::Value { arg, found: found.to_string(), supported: supported.into() }
     }
 
     /// A result meta that does not fit the op.
     pub fn results(problem: impl Into<String>) -> Unsupported {
-        Unsupported::Results {
-            problem: problem.into(),
-        }
+        Unsupported::Results { problem: problem.into() }
     }
 
     /// The reason as the IR keeps it on `Op::Unknown`: `None` for a target fxhlo has no

@@ -22,10 +22,7 @@
 //! same code with `Reader<_, true>`, whose [`Reader::within`] records the parts on the way out
 //! (tracking in the first pass made a successful decode nearly twice as slow).
 
-use super::view::{
-    span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, SubgraphView,
-    TraceView,
-};
+use super::view::{span, ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, SubgraphView, TraceView};
 use super::InputKindSpec;
 
 /// A decoding failure. What was wrong is kept by the reader ([`Reader::why`], [`Reader::trail`])
@@ -64,11 +61,7 @@ impl<'a, const TRACK: bool> Reader<'a, TRACK> {
 
     /// Runs `part`; if it fails and the reader tracks, records that `what()` was being read.
     #[inline(always)]
-    fn within<T>(
-        &mut self,
-        what: impl FnOnce() -> String,
-        part: impl FnOnce(&mut Self) -> DecodeResult<T>,
-    ) -> DecodeResult<T> {
+    fn within<T>(&mut self, what: impl FnOnce() -> String, part: impl FnOnce(&mut Self) -> DecodeResult<T>) -> DecodeResult<T> {
         if !TRACK {
             return part(self);
         }
@@ -143,11 +136,7 @@ impl<'a, const TRACK: bool> Reader<'a, TRACK> {
 
     fn i64(&mut self) -> DecodeResult<i64> {
         let n = self.varint(253)?;
-        Ok(if n % 2 == 0 {
-            (n / 2) as i64
-        } else {
-            !(n / 2) as i64
-        })
+        Ok(if n % 2 == 0 { (n / 2) as i64 } else { !(n / 2) as i64 })
     }
 
     fn f64(&mut self) -> DecodeResult<f64> {
@@ -174,10 +163,7 @@ impl<'a, const TRACK: bool> Reader<'a, TRACK> {
         std::str::from_utf8(bytes).or_else(|_| self.fail("invalid UTF-8 in a string"))
     }
 
-    fn option<T>(
-        &mut self,
-        mut f: impl FnMut(&mut Self) -> DecodeResult<T>,
-    ) -> DecodeResult<Option<T>> {
+    fn option<T>(&mut self, mut f: impl FnMut(&mut Self) -> DecodeResult<T>) -> DecodeResult<Option<T>> {
         match self.byte()? {
             0 => Ok(None),
             1 => f(self).map(Some),
@@ -192,11 +178,7 @@ impl<'a, const TRACK: bool> Reader<'a, TRACK> {
     }
 
     /// Reads `n` items with `item` (given each item's index).
-    fn items(
-        &mut self,
-        n: usize,
-        mut item: impl FnMut(&mut Self, usize) -> DecodeResult<()>,
-    ) -> DecodeResult<()> {
+    fn items(&mut self, n: usize, mut item: impl FnMut(&mut Self, usize) -> DecodeResult<()>) -> DecodeResult<()> {
         for i in 0..n {
             item(self, i)?;
         }
@@ -231,27 +213,14 @@ fn ascii(b: &[u8]) -> bool {
 /// what was wrong, what was being read and at which byte of the body.
 pub(crate) fn decode_view(body: &[u8]) -> Result<(TraceView<'_>, usize), Failure> {
     if body.len() >= u32::MAX as usize {
-        return Err(Failure {
-            offset: 0,
-            message: "a trace body of 4 GiB or more is not supported".into(),
-        });
+        return Err(Failure { offset: 0, message: "a trace body of 4 GiB or more is not supported".into() });
     }
-    let fast = &mut Reader::<false> {
-        buf: body,
-        pos: 0,
-        why: "",
-        trail: Vec::new(),
-    };
+    let fast = &mut Reader::<false> { buf: body, pos: 0, why: "", trail: Vec::new() };
     match decode(fast) {
         Ok(decoded) => Ok(decoded),
         Err(Fail) => {
             // Again, tracking the context: the same bytes fail at the same place.
-            let r = &mut Reader::<true> {
-                buf: body,
-                pos: 0,
-                why: "",
-                trail: Vec::new(),
-            };
+            let r = &mut Reader::<true> { buf: body, pos: 0, why: "", trail: Vec::new() };
             let _ = decode(r);
             debug_assert_eq!((r.pos, r.why), (fast.pos, fast.why));
             let mut message = r.why.to_string();
@@ -259,10 +228,7 @@ pub(crate) fn decode_view(body: &[u8]) -> Result<(TraceView<'_>, usize), Failure
                 message.push_str(" reading ");
                 message.push_str(&r.trail.join(" of "));
             }
-            Err(Failure {
-                offset: r.pos,
-                message,
-            })
+            Err(Failure { offset: r.pos, message })
         }
     }
 }
@@ -277,12 +243,7 @@ fn decode<'a, const TR: bool>(r: &mut Reader<'a, TR>) -> DecodeResult<(TraceView
     let format = r.within(ctx("the format string"), Reader::str)?;
     let version = r.within(ctx("the schema version"), Reader::u32)?;
     let name = r.within(ctx("the graph name"), Reader::str)?;
-    let mut v = TraceView {
-        format,
-        version,
-        name,
-        ..Default::default()
-    };
+    let mut v = TraceView { format, version, name, ..Default::default() };
     // Room for a typical trace (per node some 80 bytes: 2 arguments, a meta of 2 or 3 sizes,
     // a few ints), so that the pools rarely grow; a single reservation is under the body's
     // size, all of them under three times it. The inputs and nodes get what their lengths say.
@@ -304,12 +265,7 @@ fn decode<'a, const TR: bool>(r: &mut Reader<'a, TR>) -> DecodeResult<(TraceView
                 let inputs = input_list(r, &mut v)?;
                 let nodes = node_list(r, &mut v)?;
                 let outputs = args(r, &mut v, "output")?;
-                Ok(SubgraphView {
-                    name,
-                    inputs,
-                    nodes,
-                    outputs,
-                })
+                Ok(SubgraphView { name, inputs, nodes, outputs })
             },
         )?;
         v.subgraphs.push(g);
@@ -319,10 +275,7 @@ fn decode<'a, const TR: bool>(r: &mut Reader<'a, TR>) -> DecodeResult<(TraceView
 }
 
 /// A list of inputs (of the trace or of a subgraph).
-fn input_list<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-) -> DecodeResult<Vec<InputView<'a>>> {
+fn input_list<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<Vec<InputView<'a>>> {
     // Reserved at an input per 24 bytes left at most: real ones take more (a name, a meta),
     // and a corrupt length reserves under three times the body.
     let n = r.within(ctx("the number of inputs"), Reader::len)?;
@@ -335,12 +288,7 @@ fn input_list<'a, const TR: bool>(
                 let kind = r.within(ctx("the kind"), input_kind)?;
                 let weight = r.within(ctx("the weight name"), |r| r.option(Reader::str))?;
                 let meta = r.within(ctx("the meta"), |r| meta(r, v))?;
-                Ok(InputView {
-                    name,
-                    kind,
-                    weight,
-                    meta,
-                })
+                Ok(InputView { name, kind, weight, meta })
             },
         )?;
         inputs.push(input);
@@ -350,10 +298,7 @@ fn input_list<'a, const TR: bool>(
 }
 
 /// A list of nodes (of the trace or of a subgraph), reserved at a node per 32 bytes left at most.
-fn node_list<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-) -> DecodeResult<Vec<NodeView<'a>>> {
+fn node_list<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<Vec<NodeView<'a>>> {
     let n = r.within(ctx("the number of nodes"), Reader::len)?;
     let mut nodes = Vec::with_capacity(r.room(n, 32));
     r.items(n, |r, i| {
@@ -374,10 +319,7 @@ fn input_kind<const TR: bool>(r: &mut Reader<'_, TR>) -> DecodeResult<InputKindS
     })
 }
 
-fn meta<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-) -> DecodeResult<MetaView<'a>> {
+fn meta<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<MetaView<'a>> {
     let dtype = r.within(ctx("the dtype"), Reader::str)?;
     let start = v.pools.dims.len();
     let n = r.within(ctx("the number of sizes"), Reader::len)?;
@@ -396,28 +338,16 @@ fn meta<'a, const TR: bool>(
     let sizes = span(start, v.pools.dims.len());
     r.within(ctx("the strides"), |r| r.each(|r, _| r.i64().map(drop)))?;
     let storage_offset = r.within(ctx("the storage offset"), Reader::i64)?;
-    Ok(MetaView {
-        dtype,
-        sizes,
-        storage_offset,
-    })
+    Ok(MetaView { dtype, sizes, storage_offset })
 }
 
 /// Node `i`: its name, then the rest within "node `i` `name`".
-fn node<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-    i: usize,
-) -> DecodeResult<NodeView<'a>> {
+fn node<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>, i: usize) -> DecodeResult<NodeView<'a>> {
     let name = r.within(|| format!("the name of node {i}"), Reader::str)?;
     r.within(|| format!("node {i} `{name}`"), |r| node_body(r, v, name))
 }
 
-fn node_body<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-    name: &'a str,
-) -> DecodeResult<NodeView<'a>> {
+fn node_body<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>, name: &'a str) -> DecodeResult<NodeView<'a>> {
     let target = r.within(ctx("the target"), Reader::str)?;
     let args = args(r, v, "argument")?;
     let start = v.pools.kwargs.len();
@@ -437,22 +367,8 @@ fn node_body<'a, const TR: bool>(
         Ok(())
     })?;
     let meta = span(start, v.pools.metas.len());
-    let source = r.within(ctx("the source location"), |r| {
-        r.option(|r| {
-            Ok(SourceView {
-                file: r.str()?,
-                line: r.u32()?,
-            })
-        })
-    })?;
-    Ok(NodeView {
-        name,
-        target,
-        args,
-        kwargs,
-        meta,
-        source,
-    })
+    let source = r.within(ctx("the source location"), |r| r.option(|r| Ok(SourceView { file: r.str()?, line: r.u32()? })))?;
+    Ok(NodeView { name, target, args, kwargs, meta, source })
 }
 
 /// Sorts `kwargs[start..]` by name and keeps the last of equal names, as a `BTreeMap` does.
@@ -474,11 +390,7 @@ fn sorted_unique(kwargs: &mut Vec<(&str, ArgView)>, start: usize) -> Span {
 /// A list of arguments, each called `what <index>` in errors. An argument's own list goes to
 /// another pool (names, ints, ...), never to the argument pool, so a node's arguments are
 /// contiguous there.
-fn args<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-    what: &'static str,
-) -> DecodeResult<Span> {
+fn args<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>, what: &'static str) -> DecodeResult<Span> {
     let start = v.pools.args.len();
     let n = r.within(|| format!("the number of {what}s"), Reader::len)?;
     r.items(n, |r, k| {
@@ -489,10 +401,7 @@ fn args<'a, const TR: bool>(
     Ok(span(start, v.pools.args.len()))
 }
 
-fn arg<'a, const TR: bool>(
-    r: &mut Reader<'a, TR>,
-    v: &mut TraceView<'a>,
-) -> DecodeResult<ArgView<'a>> {
+fn arg<'a, const TR: bool>(r: &mut Reader<'a, TR>, v: &mut TraceView<'a>) -> DecodeResult<ArgView<'a>> {
     let p = &mut v.pools;
     macro_rules! list {
         ($pool:ident, $item:expr) => {{
@@ -547,47 +456,18 @@ mod tests {
         let err = |body: &[u8]| decode_view(body).err().map(|f| (f.offset, f.message));
         let at = |offset: usize, message: &str| Some((offset, message.to_string()));
         // A format string of 5 bytes announced, 2 present.
-        assert_eq!(
-            err(&[5, b'f', b'x']),
-            at(1, "unexpected end of input reading the format string")
-        );
+        assert_eq!(err(&[5, b'f', b'x']), at(1, "unexpected end of input reading the format string"));
         // Format "x", version 0, name "", no decomposition table, then an invalid length tag.
-        assert_eq!(
-            err(&[1, b'x', 0, 0, 0, 255]),
-            at(6, "invalid integer encoding reading the number of inputs")
-        );
-        assert_eq!(
-            err(&[1, 0xff]),
-            at(2, "invalid UTF-8 in a string reading the format string")
-        );
+        assert_eq!(err(&[1, b'x', 0, 0, 0, 255]), at(6, "invalid integer encoding reading the number of inputs"));
+        assert_eq!(err(&[1, 0xff]), at(2, "invalid UTF-8 in a string reading the format string"));
         // One input `a` (a parameter named `w`, dtype "f32", one size: Static, then the end).
-        let input = [
-            1, b'x', 0, 0, 0, 1, 1, b'a', 1, 1, 1, b'w', 3, b'f', b'3', b'2', 1, 0,
-        ];
-        assert_eq!(
-            err(&input),
-            at(
-                18,
-                "unexpected end of input reading size 0 of the meta of input 0 `a`"
-            )
-        );
+        let input = [1, b'x', 0, 0, 0, 1, 1, b'a', 1, 1, 1, b'w', 3, b'f', b'3', b'2', 1, 0];
+        assert_eq!(err(&input), at(18, "unexpected end of input reading size 0 of the meta of input 0 `a`"));
         // No inputs, one node `n` whose target is cut short.
         let node = [1, b'x', 0, 0, 0, 0, 1, 1, b'n', 9, b'a'];
-        assert_eq!(
-            err(&node),
-            at(
-                10,
-                "unexpected end of input reading the target of node 0 `n`"
-            )
-        );
+        assert_eq!(err(&node), at(10, "unexpected end of input reading the target of node 0 `n`"));
         // Node `n`, target "t", one argument of an unknown variant.
         let arg = [1, b'x', 0, 0, 0, 0, 1, 1, b'n', 1, b't', 1, 99];
-        assert_eq!(
-            err(&arg),
-            at(
-                13,
-                "invalid argument variant reading argument 0 of node 0 `n`"
-            )
-        );
+        assert_eq!(err(&arg), at(13, "invalid argument variant reading argument 0 of node 0 `n`"));
     }
 }

@@ -14,9 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use scalars::{Dim, F64};
-pub use view::{
-    ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, SubgraphView, TraceView,
-};
+pub use view::{ArgView, DimView, InputView, MetaView, NodeView, SourceView, Span, SubgraphView, TraceView};
 
 /// The `format` field every trace carries.
 pub const FORMAT: &str = "fxhlo-trace";

@@ -54,9 +54,7 @@ impl<'de> Deserialize<'de> for Dim {
                 Ok(Dim::Static(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Dim, E> {
-                i64::try_from(v)
-                    .map(Dim::Static)
-                    .map_err(|_| E::custom(format!("size {v} is too large")))
+                i64::try_from(v).map(Dim::Static).map_err(|_| E::custom(format!("size {v} is too large")))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Dim, E> {
                 Ok(Dim::Symbolic(v.to_string()))
@@ -76,13 +74,7 @@ impl Serialize for F64 {
         if !s.is_human_readable() || v.is_finite() {
             return s.serialize_f64(v);
         }
-        s.serialize_str(if v.is_nan() {
-            "nan"
-        } else if v > 0.0 {
-            "inf"
-        } else {
-            "-inf"
-        })
+        s.serialize_str(if v.is_nan() { "nan" } else if v > 0.0 { "inf" } else { "-inf" })
     }
 }
 

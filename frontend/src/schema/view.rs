@@ -188,12 +188,7 @@ impl<'a> TraceView<'a> {
         for g in &t.subgraphs {
             let (inputs, nodes) = (v.pools.inputs(&g.inputs), v.pools.nodes(&g.nodes));
             let outputs = v.pools.push_args(g.outputs.iter());
-            v.subgraphs.push(SubgraphView {
-                name: &g.name,
-                inputs,
-                nodes,
-                outputs,
-            });
+            v.subgraphs.push(SubgraphView { name: &g.name, inputs, nodes, outputs });
         }
         v
     }
@@ -206,22 +201,14 @@ impl<'a> TraceView<'a> {
 
 /// The span `start..end` of a pool (pools never outgrow `u32`: see `decode.rs`).
 pub(crate) fn span(start: usize, end: usize) -> Span {
-    Span {
-        start: start as u32,
-        len: (end - start) as u32,
-    }
+    Span { start: start as u32, len: (end - start) as u32 }
 }
 
 impl<'a> Pools<'a> {
     fn inputs(&mut self, inputs: &'a [super::InputSpec]) -> Vec<InputView<'a>> {
         inputs
             .iter()
-            .map(|i| InputView {
-                name: &i.name,
-                kind: i.kind,
-                weight: i.weight.as_deref(),
-                meta: self.meta(&i.meta),
-            })
+            .map(|i| InputView { name: &i.name, kind: i.kind, weight: i.weight.as_deref(), meta: self.meta(&i.meta) })
             .collect()
     }
 
@@ -241,18 +228,8 @@ impl<'a> Pools<'a> {
                 self.metas.push(m);
             }
             let meta = span(start, self.metas.len());
-            let source = n.source.as_ref().map(|s| SourceView {
-                file: &s.file,
-                line: s.line,
-            });
-            out.push(NodeView {
-                name: &n.name,
-                target: &n.target,
-                args,
-                kwargs,
-                meta,
-                source,
-            });
+            let source = n.source.as_ref().map(|s| SourceView { file: &s.file, line: s.line });
+            out.push(NodeView { name: &n.name, target: &n.target, args, kwargs, meta, source });
         }
         out
     }
@@ -272,11 +249,7 @@ impl<'a> Pools<'a> {
             Dim::Static(v) => DimView::Static(*v),
             Dim::Symbolic(s) => DimView::Symbolic(s),
         }));
-        MetaView {
-            dtype: &m.dtype,
-            sizes: span(start, self.dims.len()),
-            storage_offset: m.storage_offset,
-        }
+        MetaView { dtype: &m.dtype, sizes: span(start, self.dims.len()), storage_offset: m.storage_offset }
     }
 
     fn arg(&mut self, a: &'a Arg) -> ArgView<'a> {
@@ -290,9 +263,7 @@ impl<'a> Pools<'a> {
         match a {
             Arg::Tensor(n) => ArgView::Tensor(n),
             Arg::Tensors(ns) => ArgView::Tensors(list!(names, ns.iter().map(|n| Some(n.as_str())))),
-            Arg::OptionalTensors(ns) => {
-                ArgView::OptionalTensors(list!(names, ns.iter().map(Option::as_deref)))
-            }
+            Arg::OptionalTensors(ns) => ArgView::OptionalTensors(list!(names, ns.iter().map(Option::as_deref))),
             Arg::Int(v) => ArgView::Int(*v),
             Arg::Ints(v) => ArgView::Ints(list!(ints, v.iter().copied())),
             Arg::Float(v) => ArgView::Float(v.0),

@@ -45,9 +45,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             normalize_dim(*dim, rank)?;
             int_index(idx, "aten.scatter")?;
             if idx.rank() != rank || (src.rank() != 0 && src.rank() != rank) {
-                return Err(format!(
-                    "aten.scatter needs index {idx} and source {src} of the rank of {x}"
-                ));
+                return Err(format!("aten.scatter needs index {idx} and source {src} of the rank of {x}"));
             }
             one(x.clone())
         }
@@ -58,27 +56,16 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
                 int_index(t, "aten.index_put")?;
             }
             if present.len() > rank {
-                return Err(format!(
-                    "aten.index_put with {} index positions on {x}",
-                    present.len()
-                ));
+                return Err(format!("aten.index_put with {} index positions on {x}", present.len()));
             }
             // The values broadcast to the shape `x[indices]` has.
             let mut gather_operands = vec![x];
             gather_operands.extend_from_slice(idx);
-            let gathered = super::shape::infer(
-                &Op::Index {
-                    present: present.clone(),
-                },
-                &gather_operands,
-            )?
-            .and_then(|v| v.into_iter().next())
-            .ok_or("aten.index_put: no indexed shape")?;
+            let gathered = super::shape::infer(&Op::Index { present: present.clone() }, &gather_operands)?
+                .and_then(|v| v.into_iter().next())
+                .ok_or("aten.index_put: no indexed shape")?;
             if broadcast_shapes(&values.shape, &gathered.shape)? != gathered.shape {
-                return Err(format!(
-                    "aten.index_put values {values} do not broadcast to the indexed shape {:?}",
-                    gathered.shape
-                ));
+                return Err(format!("aten.index_put values {values} do not broadcast to the indexed shape {:?}", gathered.shape));
             }
             one(x.clone())
         }
@@ -88,41 +75,24 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let mut want = x.shape.clone();
             want.remove(d);
             if src.shape != want || *index < -x.shape[d] || *index >= x.shape[d] {
-                return Err(format!(
-                    "aten.select_scatter of {src} into {x} at dim {d} index {index} does not fit"
-                ));
+                return Err(format!("aten.select_scatter of {src} into {x} at dim {d} index {index} does not fit"));
             }
             one(x.clone())
         }
-        Op::SliceScatter {
-            dim,
-            start,
-            end,
-            step,
-        } => {
+        Op::SliceScatter { dim, start, end, step } => {
             let d = super::shape::sized_dim(op, *dim, rank)?;
             let (lo, hi) = super::shape::slice_bounds(*start, *end, x.shape[d]);
             let mut want = x.shape.clone();
             // ceil((hi - lo) / step), written so that a huge step cannot overflow.
-            want[d] = if hi > lo && *step > 0 {
-                (hi - lo - 1) / step + 1
-            } else {
-                0
-            };
+            want[d] = if hi > lo && *step > 0 { (hi - lo - 1) / step + 1 } else { 0 };
             if operands[1].shape != want {
-                return Err(format!(
-                    "aten.slice_scatter source {} must have shape {want:?}",
-                    operands[1]
-                ));
+                return Err(format!("aten.slice_scatter source {} must have shape {want:?}", operands[1]));
             }
             one(x.clone())
         }
         Op::Sort { dim, .. } => {
             normalize_dim(*dim, rank)?;
-            Ok(Some(smallvec::smallvec![
-                x.clone(),
-                TensorType::new(DType::I64, x.shape.clone())
-            ]))
+            Ok(Some(smallvec::smallvec![x.clone(), TensorType::new(DType::I64, x.shape.clone())]))
         }
         Op::Topk { k, dim, .. } => {
             let d = normalize_dim(*dim, rank)?;
@@ -134,10 +104,7 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             if rank > 0 {
                 shape[d] = *k;
             }
-            Ok(Some(smallvec::smallvec![
-                TensorType::new(x.dtype, shape.clone()),
-                TensorType::new(DType::I64, shape)
-            ]))
+            Ok(Some(smallvec::smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
         }
         _ => Err(format!("{} is not an indexing op", op.name())),
     }

@@ -78,21 +78,9 @@ impl Analysis<ENode> for TensorAnalysis {
                     let weights_only = if children.is_empty() {
                         info.weight_or_pure
                     } else {
-                        info.weight_or_pure
-                            && children.iter().all(|&c| {
-                                matches!(
-                                    data(c),
-                                    Data::Tensor {
-                                        weights_only: true,
-                                        ..
-                                    }
-                                )
-                            })
+                        info.weight_or_pure && children.iter().all(|&c| matches!(data(c), Data::Tensor { weights_only: true, .. }))
                     };
-                    Data::Tensor {
-                        ty: info.ty.clone(),
-                        weights_only,
-                    }
+                    Data::Tensor { ty: info.ty.clone(), weights_only }
                 }
                 None => Data::Invalid(format!("no type for original value {key}")),
             },
@@ -105,26 +93,15 @@ impl Analysis<ENode> for TensorAnalysis {
                 let mut weights_only = true;
                 for &o in operands {
                     match data(o) {
-                        Data::Tensor {
-                            ty,
-                            weights_only: w,
-                        } => {
+                        Data::Tensor { ty, weights_only: w } => {
                             types.push(ty);
                             weights_only &= *w;
                         }
-                        _ => {
-                            return Data::Invalid(format!(
-                                "{} has an operand that is not a tensor",
-                                op.name()
-                            ))
-                        }
+                        _ => return Data::Invalid(format!("{} has an operand that is not a tensor", op.name())),
                     }
                 }
                 match fxhlo_ir::infer::infer(&op, &types) {
-                    Ok(Some(results)) if results.len() == 1 => Data::Tensor {
-                        ty: results[0].clone(),
-                        weights_only,
-                    },
+                    Ok(Some(results)) if results.len() == 1 => Data::Tensor { ty: results[0].clone(), weights_only },
                     Ok(_) => Data::Invalid(format!("{} has no single inferred result", op.name())),
                     Err(e) => Data::Invalid(e),
                 }
@@ -134,13 +111,7 @@ impl Analysis<ENode> for TensorAnalysis {
 
     fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
         match (&mut *a, b) {
-            (
-                Data::Tensor { ty, weights_only },
-                Data::Tensor {
-                    ty: ty_b,
-                    weights_only: w_b,
-                },
-            ) => {
+            (Data::Tensor { ty, weights_only }, Data::Tensor { ty: ty_b, weights_only: w_b }) => {
                 if *ty != ty_b {
                     self.conflict(format!("merged a {ty} class with a {ty_b} one"));
                     return DidMerge(false, true);

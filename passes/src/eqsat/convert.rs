@@ -27,10 +27,7 @@ pub struct Converted {
 
 /// The key of an original value.
 pub fn key(v: ValueRef) -> ValueKey {
-    ValueKey {
-        node: v.node.index() as u32,
-        result: v.result,
-    }
+    ValueKey { node: v.node.index() as u32, result: v.result }
 }
 
 /// Whether a leaf's value is known before any call (weights, buffers, constants), or a
@@ -61,11 +58,7 @@ pub fn to_egraph(graph: &Graph) -> fxhlo_ir::Result<Converted> {
     let mut order = Vec::new();
     for id in graph.topo_order()? {
         let node = graph.node(id);
-        let operands: Vec<Id> = graph
-            .operands(id)
-            .iter()
-            .filter_map(|v| class_of.get(v).copied())
-            .collect();
+        let operands: Vec<Id> = graph.operands(id).iter().filter_map(|v| class_of.get(v).copied()).collect();
         if operands.len() != graph.operands(id).len() {
             // An operand outside the top level would be a verifier error; leave it alone.
             continue;
@@ -82,17 +75,11 @@ pub fn to_egraph(graph: &Graph) -> fxhlo_ir::Result<Converted> {
             _ => None,
         };
         for (r, ty) in node.results.iter().enumerate() {
-            let v = ValueRef {
-                node: id,
-                result: r as u32,
-            };
+            let v = ValueRef { node: id, result: r as u32 };
             let enode = match &shaped {
                 Some(e) => e.clone(),
                 None => {
-                    let info = OrigInfo {
-                        ty: ty.clone(),
-                        weight_or_pure: weight_or_pure(&node.op),
-                    };
+                    let info = OrigInfo { ty: ty.clone(), weight_or_pure: weight_or_pure(&node.op) };
                     egraph.analysis.values.insert(key(v), info);
                     ENode::Orig(key(v), operands.clone())
                 }
@@ -104,10 +91,5 @@ pub fn to_egraph(graph: &Graph) -> fxhlo_ir::Result<Converted> {
         }
     }
     egraph.rebuild();
-    Ok(Converted {
-        egraph,
-        class_of,
-        enode_of,
-        order,
-    })
+    Ok(Converted { egraph, class_of, enode_of, order })
 }

@@ -27,33 +27,16 @@ const LAYOUT_COST: f64 = 1.0;
 
 /// The cost of one op with these operand types and result types, in the unit above.
 pub fn op_cost(op: &Op, operands: &[&TensorType], results: &[TensorType]) -> f64 {
-    let bytes = || {
-        results
-            .iter()
-            .map(|t| t.checked_size_bytes().unwrap_or(usize::MAX) as f64)
-            .sum::<f64>()
-    };
+    let bytes = || results.iter().map(|t| t.checked_size_bytes().unwrap_or(usize::MAX) as f64).sum::<f64>();
     match op {
         Op::Input { .. } | Op::Constant { .. } => 0.0,
         Op::Permute { .. } | Op::View { .. } => LAYOUT_COST,
         Op::Mm | Op::Bmm | Op::Addmm => {
             // The contracted size is the left factor's last dim; FLOPs = 2·(result elements)·k.
-            let a = if matches!(op, Op::Addmm) {
-                operands.get(1)
-            } else {
-                operands.first()
-            };
+            let a = if matches!(op, Op::Addmm) { operands.get(1) } else { operands.first() };
             let k = a.and_then(|t| t.shape.last().copied()).unwrap_or(1).max(1) as f64;
-            let out = results
-                .first()
-                .and_then(|t| t.checked_num_elements())
-                .unwrap_or(usize::MAX) as f64;
-            2.0 * out * k
-                + if matches!(op, Op::Addmm) {
-                    bytes()
-                } else {
-                    0.0
-                }
+            let out = results.first().and_then(|t| t.checked_num_elements()).unwrap_or(usize::MAX) as f64;
+            2.0 * out * k + if matches!(op, Op::Addmm) { bytes() } else { 0.0 }
         }
         _ => bytes(),
     }
@@ -69,9 +52,7 @@ pub fn original_cost(graph: &Graph, conv: &Converted) -> f64 {
     let mut total = 0.0;
     let mut stack: Vec<ValueRef> = graph.outputs().to_vec();
     while let Some(v) = stack.pop() {
-        let (Some(&class), Some(node)) = (conv.class_of.get(&v), conv.enode_of.get(&v)) else {
-            continue;
-        };
+        let (Some(&class), Some(node)) = (conv.class_of.get(&v), conv.enode_of.get(&v)) else { continue };
         if seen.insert(eg.find(class)) {
             total += enode_cost(eg, eg.find(class), node).unwrap_or(0.0);
             stack.extend(graph.operands(v.node));
@@ -89,11 +70,7 @@ fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode) -> Option<f64> {
         ENode::Orig(key, children) => {
             let info = egraph.analysis.values.get(key)?;
             // Leaves cost nothing; other ops their bytes (they are the same in every choice).
-            Some(if children.is_empty() {
-                0.0
-            } else {
-                info.ty.checked_size_bytes().unwrap_or(usize::MAX) as f64
-            })
+            Some(if children.is_empty() { 0.0 } else { info.ty.checked_size_bytes().unwrap_or(usize::MAX) as f64 })
         }
         _ => {
             let out = ty(class)?.clone();
@@ -154,10 +131,7 @@ fn set_cost(set: &[u64], best: &[Option<Choice>]) -> f64 {
 /// changed. The reached sets are bitsets (one bit per class), so a union is a few hundred
 /// word ORs even on graphs of ten thousand classes; a set's cost is summed from the classes'
 /// current own costs.
-pub fn dag_greedy(
-    classes: &[Vec<Candidate>],
-    roots: &[usize],
-) -> (Vec<Option<usize>>, Option<f64>) {
+pub fn dag_greedy(classes: &[Vec<Candidate>], roots: &[usize]) -> (Vec<Option<usize>>, Option<f64>) {
     let n = classes.len();
     let words = n.div_ceil(64);
     let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -193,18 +167,9 @@ pub fn dag_greedy(
             }
             reaches[i / 64] |= 1 << (i % 64);
             // This class counts at the candidate's own cost, not at its current choice's.
-            let total =
-                set_cost(&reaches, &best) - best[i].as_ref().map_or(0.0, |c| c.own) + cand.cost;
-            if best[i]
-                .as_ref()
-                .is_none_or(|b| total < b.total * (1.0 - 1e-9) - 1e-9)
-            {
-                best[i] = Some(Choice {
-                    node: k,
-                    own: cand.cost,
-                    reaches,
-                    total,
-                });
+            let total = set_cost(&reaches, &best) - best[i].as_ref().map_or(0.0, |c| c.own) + cand.cost;
+            if best[i].as_ref().is_none_or(|b| total < b.total * (1.0 - 1e-9) - 1e-9) {
+                best[i] = Some(Choice { node: k, own: cand.cost, reaches, total });
                 improved = true;
             }
         }
@@ -222,10 +187,7 @@ pub fn dag_greedy(
     // a cycle (extraction-gym's VGG e-graph does) or cost more than their sets said. The
     // bottom-up tree extraction never closes a cycle: the better of the two, scored as DAGs.
     let tree = tree_bottom_up(classes);
-    match (
-        dag_cost(classes, &greedy, roots),
-        dag_cost(classes, &tree, roots),
-    ) {
+    match (dag_cost(classes, &greedy, roots), dag_cost(classes, &tree, roots)) {
         (Some(g), Some(t)) if t < g => (tree, Some(t)),
         (None, t @ Some(_)) => (tree, t),
         (g, _) => (greedy, g),
@@ -257,11 +219,7 @@ pub fn tree_bottom_up(classes: &[Vec<Candidate>]) -> Vec<Option<usize>> {
 
 /// The cost of the DAG `choice` forms under `roots`, each class once; `None` when a root (or a
 /// class it reaches) has no choice, or the choices form a cycle.
-pub fn dag_cost(
-    classes: &[Vec<Candidate>],
-    choice: &[Option<usize>],
-    roots: &[usize],
-) -> Option<f64> {
+pub fn dag_cost(classes: &[Vec<Candidate>], choice: &[Option<usize>], roots: &[usize]) -> Option<f64> {
     let mut state = vec![0u8; classes.len()]; // 0 unseen, 1 on the path, 2 done
     let mut cost = 0.0;
     for &root in roots {
@@ -314,31 +272,19 @@ pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
                 .iter()
                 .filter_map(|node| {
                     let cost = enode_cost(egraph, class, node)?;
-                    let children = node
-                        .children()
-                        .iter()
-                        .map(|&c| index[&egraph.find(c)])
-                        .collect();
+                    let children = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
                     Some((node, Candidate { cost, children }))
                 })
                 .unzip()
         })
         .unzip();
-    let roots: Vec<usize> = roots
-        .iter()
-        .map(|r| index.get(&egraph.find(*r)).copied())
-        .collect::<Option<_>>()?;
+    let roots: Vec<usize> = roots.iter().map(|r| index.get(&egraph.find(*r)).copied()).collect::<Option<_>>()?;
     let (choice, cost) = dag_greedy(&classes, &roots);
     let choice = ids
         .iter()
         .zip(&choice)
         .enumerate()
-        .filter_map(|(i, (&id, k))| {
-            Some((id, nodes[i][(*k)?].clone().map_children(|c| egraph.find(c))))
-        })
+        .filter_map(|(i, (&id, k))| Some((id, nodes[i][(*k)?].clone().map_children(|c| egraph.find(c)))))
         .collect();
-    Some(Extraction {
-        choice,
-        cost: cost?,
-    })
+    Some(Extraction { choice, cost: cost? })
 }

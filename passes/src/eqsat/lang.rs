@@ -31,18 +31,11 @@ impl fmt::Display for Ints {
 impl FromStr for Ints {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let inner = s
-            .strip_prefix('[')
-            .and_then(|s| s.strip_suffix(']'))
-            .ok_or_else(|| format!("not an int list: {s}"))?;
+        let inner = s.strip_prefix('[').and_then(|s| s.strip_suffix(']')).ok_or_else(|| format!("not an int list: {s}"))?;
         if inner.is_empty() {
             return Ok(Ints(Vec::new()));
         }
-        inner
-            .split(',')
-            .map(|p| p.trim().parse::<i64>().map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()
-            .map(Ints)
+        inner.split(',').map(|p| p.trim().parse::<i64>().map_err(|e| e.to_string())).collect::<Result<_, _>>().map(Ints)
     }
 }
 
@@ -63,14 +56,8 @@ impl FromStr for ValueKey {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         // Only printed, never written in a rule: a pattern naming an original value is a bug.
-        let (node, result) = s
-            .strip_prefix('%')
-            .and_then(|s| s.split_once('#'))
-            .ok_or_else(|| format!("not a value key: {s}"))?;
-        Ok(ValueKey {
-            node: node.parse().map_err(|_| s.to_string())?,
-            result: result.parse().map_err(|_| s.to_string())?,
-        })
+        let (node, result) = s.strip_prefix('%').and_then(|s| s.split_once('#')).ok_or_else(|| format!("not a value key: {s}"))?;
+        Ok(ValueKey { node: node.parse().map_err(|_| s.to_string())?, result: result.parse().map_err(|_| s.to_string())? })
     }
 }
 
@@ -141,18 +128,8 @@ pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n
         ENode::Mm(c) => (Op::Mm, &c[..]),
         ENode::Bmm(c) => (Op::Bmm, &c[..]),
         ENode::Addmm(c) => (Op::Addmm, &c[..]),
-        ENode::Permute(c) => (
-            Op::Permute {
-                dims: Shape::from(attr?.0.as_slice()),
-            },
-            &c[1..],
-        ),
-        ENode::View(c) => (
-            Op::View {
-                shape: Shape::from(attr?.0.as_slice()),
-            },
-            &c[1..],
-        ),
+        ENode::Permute(c) => (Op::Permute { dims: Shape::from(attr?.0.as_slice()) }, &c[1..]),
+        ENode::View(c) => (Op::View { shape: Shape::from(attr?.0.as_slice()) }, &c[1..]),
         ENode::Add(c) => (Op::Binary(BinaryOp::Add), &c[..]),
         ENode::Mul(c) => (Op::Binary(BinaryOp::Mul), &c[..]),
         ENode::Ints(_) | ENode::Orig(..) => return None,

@@ -54,11 +54,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            iterations: 8,
-            nodes: 20_000,
-            time: Duration::from_millis(200),
-        }
+        Limits { iterations: 8, nodes: 20_000, time: Duration::from_millis(200) }
     }
 }
 
@@ -87,15 +83,9 @@ pub struct Report {
 /// the rewritten graph could not be built); the graph is then left as it was where possible.
 pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits) -> Result<Report> {
     let start = Instant::now();
-    let fail = |message: String| Error::Failed {
-        pass: "eqsat",
-        message,
-    };
+    let fail = |message: String| Error::Failed { pass: "eqsat", message };
     let conv = convert::to_egraph(graph).map_err(|e| fail(e.to_string()))?;
-    let mut report = Report {
-        cost_before: extract::original_cost(graph, &conv),
-        ..Report::default()
-    };
+    let mut report = Report { cost_before: extract::original_cost(graph, &conv), ..Report::default() };
     report.applied = rules.iter().map(|r| (r.name.to_string(), 0)).collect();
     let runner = Runner::default()
         .with_egraph(conv.egraph)
@@ -117,21 +107,11 @@ pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits) -> Result<Re
     }
     report.enodes = runner.egraph.total_number_of_nodes();
     report.eclasses = runner.egraph.number_of_classes();
-    let conv = convert::Converted {
-        egraph: runner.egraph,
-        ..conv
-    };
+    let conv = convert::Converted { egraph: runner.egraph, ..conv };
     if !conv.egraph.analysis.conflicts.is_empty() {
-        return Err(fail(format!(
-            "a rule merged unequal classes: {}",
-            conv.egraph.analysis.conflicts.join("; ")
-        )));
+        return Err(fail(format!("a rule merged unequal classes: {}", conv.egraph.analysis.conflicts.join("; "))));
     }
-    let roots: Vec<egg::Id> = graph
-        .outputs()
-        .iter()
-        .filter_map(|v| conv.class_of.get(v).copied())
-        .collect();
+    let roots: Vec<egg::Id> = graph.outputs().iter().filter_map(|v| conv.class_of.get(v).copied()).collect();
     let kept = match extract::extract(&conv.egraph, &roots) {
         None => Some("no acyclic extraction".to_string()),
         Some(ex) => {
@@ -182,21 +162,9 @@ impl Report {
     /// fired (with their counts), the extraction's cost against the input's, and why the input
     /// graph was kept when it was.
     pub fn summary(&self) -> String {
-        let fired: Vec<String> = self
-            .applied
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(r, n)| format!("{r} x{n}"))
-            .collect();
-        let fired = if fired.is_empty() {
-            "none".to_string()
-        } else {
-            fired.join(", ")
-        };
-        let after = self
-            .cost_after
-            .map(|c| format!("{c:.4e}"))
-            .unwrap_or_else(|| "-".to_string());
+        let fired: Vec<String> = self.applied.iter().filter(|(_, n)| **n > 0).map(|(r, n)| format!("{r} x{n}")).collect();
+        let fired = if fired.is_empty() { "none".to_string() } else { fired.join(", ") };
+        let after = self.cost_after.map(|c| format!("{c:.4e}")).unwrap_or_else(|| "-".to_string());
         let outcome = match (&self.kept_because, self.changed) {
             (Some(why), _) => format!("kept the input graph ({why})"),
             (None, true) => "rewrote the graph".to_string(),

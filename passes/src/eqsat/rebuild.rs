@@ -32,27 +32,15 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
     let mut first_in_class: HashMap<Id, ValueRef> = HashMap::new();
     for v in &conv.order {
         original_of.entry(canon(&conv.enode_of[v])).or_insert(*v);
-        first_in_class
-            .entry(eg.find(conv.class_of[v]))
-            .or_insert(*v);
+        first_in_class.entry(eg.find(conv.class_of[v])).or_insert(*v);
     }
-    let chosen = |c: Id| {
-        ex.choice
-            .get(&eg.find(c))
-            .ok_or_else(|| format!("no choice for class {c}"))
-    };
-    let own_chosen = |v: ValueRef| -> Result<bool, String> {
-        Ok(*chosen(conv.class_of[&v])? == canon(&conv.enode_of[&v]))
-    };
+    let chosen = |c: Id| ex.choice.get(&eg.find(c)).ok_or_else(|| format!("no choice for class {c}"));
+    let own_chosen = |v: ValueRef| -> Result<bool, String> { Ok(*chosen(conv.class_of[&v])? == canon(&conv.enode_of[&v])) };
 
     // Plan first (no edits), so that an error leaves the graph as it was.
     let mut plan: Vec<Task> = Vec::new();
     let mut state: HashMap<Task, bool> = HashMap::new(); // false: on the stack, true: done
-    let mut stack: Vec<(Task, bool)> = graph
-        .outputs()
-        .iter()
-        .map(|v| (Task::Value(*v), false))
-        .collect();
+    let mut stack: Vec<(Task, bool)> = graph.outputs().iter().map(|v| (Task::Value(*v), false)).collect();
     while let Some((task, expanded)) = stack.pop() {
         if expanded {
             state.insert(task, true);
@@ -68,11 +56,7 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
         stack.push((task, true));
         let deps: Vec<Task> = match task {
             Task::Value(v) if !conv.class_of.contains_key(&v) => Vec::new(),
-            Task::Value(v) if own_chosen(v)? => graph
-                .operands(v.node)
-                .into_iter()
-                .map(Task::Value)
-                .collect(),
+            Task::Value(v) if own_chosen(v)? => graph.operands(v.node).into_iter().map(Task::Value).collect(),
             Task::Value(v) => vec![Task::Class(eg.find(conv.class_of[&v]))],
             Task::Class(c) => {
                 let node = chosen(c)?;
@@ -80,11 +64,7 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
                     Some(v) => vec![Task::Value(*v)],
                     None => {
                         let attr = attr_child(node);
-                        node.children()
-                            .iter()
-                            .filter(|&&ch| Some(ch) != attr)
-                            .map(|&ch| Task::Class(eg.find(ch)))
-                            .collect()
+                        node.children().iter().filter(|&&ch| Some(ch) != attr).map(|&ch| Task::Class(eg.find(ch))).collect()
                     }
                 }
             }
@@ -100,10 +80,7 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
 
     // Then edit, in dependency order.
     let live_before = live_nodes(graph);
-    let mut names: HashSet<String> = graph
-        .node_ids()
-        .map(|id| graph.node(id).name.to_string())
-        .collect();
+    let mut names: HashSet<String> = graph.node_ids().map(|id| graph.node(id).name.to_string()).collect();
     let mut value: HashMap<Task, ValueRef> = HashMap::new();
     let mut copies: HashMap<NodeId, NodeId> = HashMap::new();
     let mut added = 0usize;
@@ -122,17 +99,12 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
                         None => {
                             let n = graph.node(v.node).clone();
                             let name = fresh(&mut names, n.name.as_ref());
-                            let c = graph
-                                .add_node(name, n.op, &new, n.results, n.source)
-                                .map_err(fail)?;
+                            let c = graph.add_node(name, n.op, &new, n.results, n.source).map_err(fail)?;
                             copies.insert(v.node, c);
                             c
                         }
                     };
-                    ValueRef {
-                        node: copy,
-                        result: v.result,
-                    }
+                    ValueRef { node: copy, result: v.result }
                 }
             }
             Task::Value(v) => value[&Task::Class(eg.find(conv.class_of[&v]))],
@@ -141,55 +113,33 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
                 if let Some(v) = original_of.get(node) {
                     value[&Task::Value(*v)]
                 } else {
-                    let ty = eg[c]
-                        .data
-                        .ty()
-                        .ok_or("an extracted class without a type")?
-                        .clone();
+                    let ty = eg[c].data.ty().ok_or("an extracted class without a type")?.clone();
                     let attr = attr_child(node).and_then(|a| eg[a].data.ints());
-                    let (mut op, operands) =
-                        to_op(node, attr).ok_or("an extracted node the IR cannot express")?;
+                    let (mut op, operands) = to_op(node, attr).ok_or("an extracted node the IR cannot express")?;
                     if let Op::View { shape } = &mut op {
                         // The class's shape has no `-1` left to resolve.
                         *shape = ty.shape.clone();
                     }
-                    let operands: Vec<ValueRef> = operands
-                        .iter()
-                        .map(|o| value[&Task::Class(eg.find(*o))])
-                        .collect();
+                    let operands: Vec<ValueRef> = operands.iter().map(|o| value[&Task::Class(eg.find(*o))]).collect();
                     let (base, source): (String, Option<SourceLoc>) = match first_in_class.get(&c) {
-                        Some(v) => (
-                            graph.node(v.node).name.to_string(),
-                            graph.node(v.node).source.clone(),
-                        ),
+                        Some(v) => (graph.node(v.node).name.to_string(), graph.node(v.node).source.clone()),
                         None => (String::new(), None),
                     };
                     let name = fresh(&mut names, &base);
                     added += 1;
-                    ValueRef::first(
-                        graph
-                            .add_node(name, op, &operands, vec![ty], source)
-                            .map_err(fail)?,
-                    )
+                    ValueRef::first(graph.add_node(name, op, &operands, vec![ty], source).map_err(fail)?)
                 }
             }
         };
         value.insert(task, got);
     }
-    let outputs: Vec<ValueRef> = graph
-        .outputs()
-        .iter()
-        .map(|v| value[&Task::Value(*v)])
-        .collect();
+    let outputs: Vec<ValueRef> = graph.outputs().iter().map(|v| value[&Task::Value(*v)]).collect();
     if added == 0 && copies.is_empty() && outputs == graph.outputs() {
         return Ok(false);
     }
     graph.set_outputs(outputs).map_err(fail)?;
     for id in graph.topo_order().map_err(fail)?.into_iter().rev() {
-        if live_before.contains(&id)
-            && !matches!(graph.node(id).op, Op::Input { .. })
-            && !graph.has_uses(id)
-        {
+        if live_before.contains(&id) && !matches!(graph.node(id).op, Op::Input { .. }) && !graph.has_uses(id) {
             graph.remove_node(id).map_err(fail)?;
         }
     }
@@ -212,11 +162,7 @@ fn live_nodes(graph: &Graph) -> HashSet<NodeId> {
 fn fresh(names: &mut HashSet<String>, base: &str) -> String {
     let mut n = 1;
     loop {
-        let name = if base.is_empty() {
-            format!("eqsat.{n}")
-        } else {
-            format!("{base}.eqsat.{n}")
-        };
+        let name = if base.is_empty() { format!("eqsat.{n}") } else { format!("{base}.eqsat.{n}") };
         if names.insert(name.clone()) {
             return name;
         }

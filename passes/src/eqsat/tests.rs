@@ -13,26 +13,13 @@ impl B {
         B(Graph::new("t"), 0)
     }
     fn input(&mut self, name: &str, shape: &[i64]) -> ValueRef {
-        ValueRef::first(self.0.add_input(
-            name,
-            InputKind::UserInput,
-            None,
-            TensorType::new(DType::F32, shape.to_vec()),
-            None,
-        ))
+        ValueRef::first(self.0.add_input(name, InputKind::UserInput, None, TensorType::new(DType::F32, shape.to_vec()), None))
     }
     fn op(&mut self, op: Op, operands: &[ValueRef]) -> ValueRef {
         self.1 += 1;
-        let types: Vec<&TensorType> = operands
-            .iter()
-            .map(|v| self.0.value_type(*v).unwrap())
-            .collect();
+        let types: Vec<&TensorType> = operands.iter().map(|v| self.0.value_type(*v).unwrap()).collect();
         let results = fxhlo_ir::infer::infer(&op, &types).unwrap().unwrap();
-        ValueRef::first(
-            self.0
-                .add_node(format!("n{}", self.1), op, operands, results, None)
-                .unwrap(),
-        )
+        ValueRef::first(self.0.add_node(format!("n{}", self.1), op, operands, results, None).unwrap())
     }
     fn finish(mut self, outputs: &[ValueRef]) -> Graph {
         self.0.set_outputs(outputs.to_vec()).unwrap();
@@ -52,11 +39,7 @@ fn count(g: &Graph, f: impl Fn(&Op) -> bool) -> usize {
 /// `(a·b)·c` with a wide inner product: `a·(b·c)` costs far fewer FLOPs.
 fn chain() -> Graph {
     let mut b = B::new();
-    let (x, y, z) = (
-        b.input("a", &[64, 64]),
-        b.input("b", &[64, 64]),
-        b.input("c", &[64, 2]),
-    );
+    let (x, y, z) = (b.input("a", &[64, 64]), b.input("b", &[64, 64]), b.input("c", &[64, 2]));
     let ab = b.op(Op::Mm, &[x, y]);
     let abc = b.op(Op::Mm, &[ab, z]);
     b.finish(&[abc])
@@ -102,10 +85,7 @@ fn reassociation_picks_the_cheaper_order() {
     let inner = g.operands(out)[1].node;
     assert_eq!(g.node(inner).op, Op::Mm);
     assert_eq!(&g.node(inner).results[0].shape[..], &[64, 2]);
-    assert!(
-        report.cost_after.unwrap() < report.cost_before / 10.0,
-        "{report:?}"
-    );
+    assert!(report.cost_after.unwrap() < report.cost_before / 10.0, "{report:?}");
     // Already the cheap order: nothing to do.
     let again = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
     assert!(!again.changed && again.kept_because.is_some(), "{again:?}");
@@ -116,11 +96,7 @@ fn a_shared_product_is_counted_once() {
     // (a·b) feeds the chain and an output of its own: reassociating would compute a·b anyway
     // plus b·c, so a DAG-aware extractor keeps the graph (a tree extractor would not).
     let mut b = B::new();
-    let (x, y, z) = (
-        b.input("a", &[64, 64]),
-        b.input("b", &[64, 64]),
-        b.input("c", &[64, 64]),
-    );
+    let (x, y, z) = (b.input("a", &[64, 64]), b.input("b", &[64, 64]), b.input("c", &[64, 64]));
     let ab = b.op(Op::Mm, &[x, y]);
     let abc = b.op(Op::Mm, &[ab, z]);
     let mut g = b.finish(&[abc, ab]);
@@ -142,77 +118,39 @@ fn permutes_compose_and_cancel() {
     let q2 = b.op(permute(&[0, 2, 1]), &[q1]);
     let mut g = b.finish(&[q2]);
     let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
-    assert!(
-        report.applied["permute-permute"] >= 2 && report.applied["permute-identity"] >= 1,
-        "{report:?}"
-    );
+    assert!(report.applied["permute-permute"] >= 2 && report.applied["permute-identity"] >= 1, "{report:?}");
     assert!(report.changed, "{report:?}");
     fxhlo_ir::verify(&g).unwrap();
     // The first pair cancels; the second composes into one permute [1, 2, 0].
-    let perms: Vec<Vec<i64>> = g
-        .node_ids()
-        .filter_map(|id| match &g.node(id).op {
-            Op::Permute { dims } => Some(dims.to_vec()),
-            _ => None,
-        })
-        .collect();
+    let perms: Vec<Vec<i64>> = g.node_ids().filter_map(|id| match &g.node(id).op {
+        Op::Permute { dims } => Some(dims.to_vec()),
+        _ => None,
+    }).collect();
     assert_eq!(perms, vec![vec![1, 2, 0]]);
-    let exp = g
-        .node_ids()
-        .find(|&id| matches!(g.node(id).op, Op::Unary(_)))
-        .unwrap();
-    assert!(matches!(
-        g.node(g.operands(exp)[0].node).op,
-        Op::Input { .. }
-    ));
+    let exp = g.node_ids().find(|&id| matches!(g.node(id).op, Op::Unary(_))).unwrap();
+    assert!(matches!(g.node(g.operands(exp)[0].node).op, Op::Input { .. }));
 }
 
 #[test]
 fn views_collapse() {
     let mut b = B::new();
     let x = b.input("x", &[2, 12]);
-    let v1 = b.op(
-        Op::View {
-            shape: [4, 6].into(),
-        },
-        &[x],
-    );
-    let v2 = b.op(
-        Op::View {
-            shape: [-1, 3].into(),
-        },
-        &[v1],
-    );
-    let v3 = b.op(
-        Op::View {
-            shape: [2, 12].into(),
-        },
-        &[v2],
-    );
+    let v1 = b.op(Op::View { shape: [4, 6].into() }, &[x]);
+    let v2 = b.op(Op::View { shape: [-1, 3].into() }, &[v1]);
+    let v3 = b.op(Op::View { shape: [2, 12].into() }, &[v2]);
     let y = b.op(Op::Unary(fxhlo_ir::UnaryOp::Neg), &[v3]);
     let mut g = b.finish(&[y]);
     let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
-    assert!(
-        report.applied["view-view"] >= 1 && report.applied["view-identity"] >= 1,
-        "{report:?}"
-    );
+    assert!(report.applied["view-view"] >= 1 && report.applied["view-identity"] >= 1, "{report:?}");
     fxhlo_ir::verify(&g).unwrap();
     // Three views of x back to x's own shape are no view at all.
-    assert_eq!(
-        count(&g, |op| matches!(op, Op::View { .. })),
-        0,
-        "{}",
-        fxhlo_ir::print(&g)
-    );
+    assert_eq!(count(&g, |op| matches!(op, Op::View { .. })), 0, "{}", fxhlo_ir::print(&g));
 }
 
 #[test]
 fn compose_is_checked() {
     assert_eq!(rules::layout::compose(&[1, 0], &[1, 0]), Some(vec![0, 1]));
-    assert_eq!(
-        rules::layout::compose(&[1, 2, 0], &[2, 0, 1]),
-        Some(vec![0, 1, 2])
-    );
+    assert_eq!(rules::layout::compose(&[1, 2, 0], &[2, 0, 1]), Some(vec![0, 1, 2]));
     assert_eq!(rules::layout::compose(&[0, 0], &[1, 0]), None);
     assert_eq!(rules::layout::compose(&[0, 1], &[0, 1, 2]), None);
     assert_eq!(rules::layout::compose(&[0, 5], &[1, 0]), None);
@@ -222,19 +160,13 @@ fn compose_is_checked() {
 fn a_graph_that_blows_up_stops_at_the_limit_and_stays_correct() {
     // A long chain of square products: reassociation finds Catalan-many orders.
     let mut b = B::new();
-    let xs: Vec<ValueRef> = (0..12)
-        .map(|i| b.input(&format!("x{i}"), &[8, 8]))
-        .collect();
+    let xs: Vec<ValueRef> = (0..12).map(|i| b.input(&format!("x{i}"), &[8, 8])).collect();
     let mut acc = xs[0];
     for &x in &xs[1..] {
         acc = b.op(Op::Mm, &[acc, x]);
     }
     let mut g = b.finish(&[acc]);
-    let limits = Limits {
-        iterations: 100,
-        nodes: 500,
-        time: std::time::Duration::from_secs(60),
-    };
+    let limits = Limits { iterations: 100, nodes: 500, time: std::time::Duration::from_secs(60) };
     let report = optimize(&mut g, &rules::all(), &limits).unwrap();
     assert!(report.stop_reason.contains("NodeLimit"), "{report:?}");
     // Every order costs the same FLOPs here: the guard keeps the graph.
@@ -245,17 +177,10 @@ fn a_graph_that_blows_up_stops_at_the_limit_and_stays_correct() {
 #[test]
 fn the_pass_is_registered_and_only_at_o2() {
     assert_eq!(crate::lookup("eqsat").unwrap().name(), "eqsat");
-    let names = |level| {
-        crate::pipeline(level, true)
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-    };
+    let names = |level| crate::pipeline(level, true).iter().map(|p| p.name()).collect::<Vec<_>>();
     assert!(!names(1).contains(&"eqsat"));
     assert!(names(2).contains(&"eqsat"));
-    assert!(!crate::default_pipeline()
-        .iter()
-        .any(|p| p.name() == "eqsat"));
+    assert!(!crate::default_pipeline().iter().any(|p| p.name() == "eqsat"));
 }
 
 #[test]
@@ -266,38 +191,22 @@ fn the_pass_manager_reports_the_egraph_it_built() {
     let p = b.op(permute(&[1, 2, 0]), &[x]);
     let q = b.op(permute(&[2, 0, 1]), &[p]);
     let mut g = b.finish(&[q]);
-    let runs = crate::PassManager::new(vec![&Eqsat, &crate::Dce])
-        .run(&mut g)
-        .unwrap();
-    let summary = runs[0]
-        .summary
-        .as_deref()
-        .expect("eqsat summarizes its run");
-    assert!(
-        summary.contains("e-nodes") && summary.contains("stop Saturated"),
-        "{summary}"
-    );
+    let runs = crate::PassManager::new(vec![&Eqsat, &crate::Dce]).run(&mut g).unwrap();
+    let summary = runs[0].summary.as_deref().expect("eqsat summarizes its run");
+    assert!(summary.contains("e-nodes") && summary.contains("stop Saturated"), "{summary}");
     assert!(summary.contains("permute-permute x"), "{summary}");
     // A pass without its own account says nothing more than the manager's columns.
     assert_eq!(runs[1].summary, None);
 }
 
 fn cand(cost: f64, children: &[usize]) -> extract::Candidate {
-    extract::Candidate {
-        cost,
-        children: children.to_vec(),
-    }
+    extract::Candidate { cost, children: children.to_vec() }
 }
 
 #[test]
 fn the_generic_extractor_counts_a_shared_class_once() {
     // 0: S (5); 1: X = x(S) (1); 2: Y = y(S) (1); 3: R = r(X, Y) (1). A tree count says 13.
-    let classes = vec![
-        vec![cand(5.0, &[])],
-        vec![cand(1.0, &[0])],
-        vec![cand(1.0, &[0])],
-        vec![cand(1.0, &[1, 2])],
-    ];
+    let classes = vec![vec![cand(5.0, &[])], vec![cand(1.0, &[0])], vec![cand(1.0, &[0])], vec![cand(1.0, &[1, 2])]];
     let (choice, cost) = dag_greedy(&classes, &[3]);
     assert_eq!(choice, vec![Some(0); 4]);
     assert_eq!(cost, Some(8.0));
@@ -306,10 +215,7 @@ fn the_generic_extractor_counts_a_shared_class_once() {
 #[test]
 fn the_generic_extractor_avoids_cycles_and_prefers_cheaper_candidates() {
     // 0: A = a1(B) (1) or a2 (10); 1: B = b1(A) (1) or b2 (3). From B: b2 alone costs 3.
-    let classes = vec![
-        vec![cand(1.0, &[1]), cand(10.0, &[])],
-        vec![cand(1.0, &[0]), cand(3.0, &[])],
-    ];
+    let classes = vec![vec![cand(1.0, &[1]), cand(10.0, &[])], vec![cand(1.0, &[0]), cand(3.0, &[])]];
     let (choice, cost) = dag_greedy(&classes, &[1]);
     assert_eq!(cost, Some(3.0), "{choice:?}");
     assert_eq!(choice[1], Some(1));

@@ -136,47 +136,18 @@ fn strided_upload_transposes_while_copying() {
     let client = cpu_client();
     let data: Vec<f32> = (0..6).map(|i| i as f32).collect();
     let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let buf = client
-        .upload_strided(
-            fxhlo_runtime::ElementType::F32,
-            &[3, 2],
-            Some(&[4, 12]),
-            &bytes,
-        )
-        .unwrap();
+    let buf = client.upload_strided(fxhlo_runtime::ElementType::F32, &[3, 2], Some(&[4, 12]), &bytes).unwrap();
     let host = buf.to_host().unwrap();
     assert_eq!(host.dims, vec![3, 2]);
-    assert_eq!(
-        host.to_vec::<f32>().unwrap(),
-        vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
-    );
-    let err = client
-        .upload_strided(
-            fxhlo_runtime::ElementType::F32,
-            &[3, 2],
-            Some(&[4, 16]),
-            &bytes,
-        )
-        .err()
-        .map(|e| e.to_string());
-    assert!(
-        err.unwrap_or_default().contains("reaches byte"),
-        "a view past the end must be refused"
-    );
+    assert_eq!(host.to_vec::<f32>().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    let err = client.upload_strided(fxhlo_runtime::ElementType::F32, &[3, 2], Some(&[4, 16]), &bytes).err().map(|e| e.to_string());
+    assert!(err.unwrap_or_default().contains("reaches byte"), "a view past the end must be refused");
 
     // upload_permuted gives on the device what permuting on the host first gives.
-    let t =
-        HostTensor::from_f32([2, 3, 4], &(0..24).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let t = HostTensor::from_f32([2, 3, 4], &(0..24).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
     for perm in [[2, 0, 1], [1, 2, 0], [0, 2, 1]] {
-        let got = client
-            .upload_permuted(&t, Some(&perm))
-            .unwrap()
-            .to_host()
-            .unwrap();
+        let got = client.upload_permuted(&t, Some(&perm)).unwrap().to_host().unwrap();
         assert_eq!(got, t.permuted(&perm).unwrap(), "{perm:?}");
     }
-    assert!(
-        client.upload_permuted(&t, Some(&[0, 0, 1])).is_err(),
-        "not a permutation"
-    );
+    assert!(client.upload_permuted(&t, Some(&[0, 0, 1])).is_err(), "not a permutation");
 }

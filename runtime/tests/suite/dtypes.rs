@@ -64,14 +64,7 @@ fn sample(t: ElementType) -> HostTensor {
         ElementType::C64 | ElementType::C128 => Ok(complex(
             t,
             &dims,
-            &[
-                (1.5, -0.0),
-                (f64::NAN, 2.0),
-                (-3.25, f64::INFINITY),
-                (0.1, 0.2),
-                (0.0, 0.0),
-                (-1.0, 1e30),
-            ],
+            &[(1.5, -0.0), (f64::NAN, 2.0), (-3.25, f64::INFINITY), (0.1, 0.2), (0.0, 0.0), (-1.0, 1e30)],
         )),
     };
     r.expect("sample tensor")
@@ -207,15 +200,8 @@ fn every_type_through_an_executable() {
                 let w: Vec<f64> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
                 if matches!(t, ElementType::C64 | ElementType::C128) {
                     // Imaginary parts of the opposite sign: both parts must add.
-                    let pairs = |v: &[f64]| -> Vec<(f64, f64)> {
-                        v.iter().map(|&r| (r, -r / 2.0)).collect()
-                    };
-                    (
-                        "add",
-                        complex(t, &[4], &pairs(&x)),
-                        complex(t, &[4], &pairs(&y)),
-                        complex(t, &[4], &pairs(&w)),
-                    )
+                    let pairs = |v: &[f64]| -> Vec<(f64, f64)> { v.iter().map(|&r| (r, -r / 2.0)).collect() };
+                    ("add", complex(t, &[4], &pairs(&x)), complex(t, &[4], &pairs(&y)), complex(t, &[4], &pairs(&w)))
                 } else {
                     ("add", make(&x), make(&y), make(&w))
                 }
@@ -274,32 +260,14 @@ func.func @main(%a: tensor<5xf32>, %b: tensor<5xf32>) -> (tensor<5xbf16>, tensor
 #[test]
 fn byte_transfers_check_sizes() {
     let client = cpu_client();
-    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    let err = client
-        .upload_bytes(ElementType::F32, &[4], &bytes)
-        .err()
-        .map(|e| e.to_string());
-    assert!(
-        err.as_deref()
-            .unwrap_or("")
-            .contains("needs 16 bytes, got 12"),
-        "{err:?}"
-    );
-    let buf = client
-        .upload_bytes(ElementType::F32, &[3], &bytes)
-        .expect("upload");
+    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let err = client.upload_bytes(ElementType::F32, &[4], &bytes).err().map(|e| e.to_string());
+    assert!(err.as_deref().unwrap_or("").contains("needs 16 bytes, got 12"), "{err:?}");
+    let buf = client.upload_bytes(ElementType::F32, &[3], &bytes).expect("upload");
     assert_eq!(buf.byte_size().ok(), Some(12));
     let mut small = [0u8; 8];
     let err = buf.copy_into(&mut small).err().map(|e| e.to_string());
-    assert!(
-        err.as_deref()
-            .unwrap_or("")
-            .contains("needs a 12-byte destination, got 8"),
-        "{err:?}"
-    );
+    assert!(err.as_deref().unwrap_or("").contains("needs a 12-byte destination, got 8"), "{err:?}");
     let mut out = [0u8; 12];
     buf.copy_into(&mut out).expect("download");
     assert_eq!(out.to_vec(), bytes);

@@ -157,10 +157,7 @@ fn tpu_without_a_tpu_fails_at_once() {
     let target = Target::new(DeviceKind::Tpu, cpu_target().plugin);
     let err = Client::new_in(&target, &env).err();
     assert!(start.elapsed() < Duration::from_secs(2));
-    assert!(
-        matches!(&err, Some(Error::NoTpu { dev: d }) if *d == dev),
-        "{err:?}"
-    );
+    assert!(matches!(&err, Some(Error::NoTpu { dev: d }) if *d == dev), "{err:?}");
     let msg = err.map(|e| e.to_string()).unwrap_or_default();
     assert!(
         msg.contains("no TPU found")
@@ -313,17 +310,11 @@ fn a_cpp_exception_in_the_plugin_is_a_compile_error() {
     );
     let msg = compile_err(&mlir);
     eprintln!("{msg}");
-    assert!(
-        msg.contains("threw a C++ exception in PJRT_Client_Compile"),
-        "{msg}"
-    );
+    assert!(msg.contains("threw a C++ exception in PJRT_Client_Compile"), "{msg}");
     let out = super::run_mlir(
         &cpu_client(),
         &binary_module("add", "2", "f32"),
-        &[
-            HostTensor::from_f32([2], &[1.0, 2.0]).unwrap(),
-            HostTensor::from_f32([2], &[3.0, 4.0]).unwrap(),
-        ],
+        &[HostTensor::from_f32([2], &[1.0, 2.0]).unwrap(), HostTensor::from_f32([2], &[3.0, 4.0]).unwrap()],
     );
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
 }

@@ -17,9 +17,7 @@ use super::{ty, var, Rule, EG};
 fn one_float_dtype(egraph: &EG, subst: &Subst, vars: &[&str]) -> bool {
     let types: Option<Vec<_>> = vars.iter().map(|v| ty(egraph, subst, var(v))).collect();
     match types.as_deref() {
-        Some([first, rest @ ..]) => {
-            first.dtype.is_float() && rest.iter().all(|t| t.dtype == first.dtype)
-        }
+        Some([first, rest @ ..]) => first.dtype.is_float() && rest.iter().all(|t| t.dtype == first.dtype),
         _ => false,
     }
 }
@@ -31,14 +29,12 @@ fn same_float_dtype(egraph: &mut EG, _class: Id, subst: &Subst) -> bool {
 
 /// Whether `?s` is a rank-0 tensor of the float dtype `?a` and `?b` have.
 fn scalar_of_same_dtype(egraph: &mut EG, _class: Id, subst: &Subst) -> bool {
-    one_float_dtype(egraph, subst, &["?a", "?b", "?s"])
-        && ty(egraph, subst, var("?s")).is_some_and(|s| s.rank() == 0)
+    one_float_dtype(egraph, subst, &["?a", "?b", "?s"]) && ty(egraph, subst, var("?s")).is_some_and(|s| s.rank() == 0)
 }
 
 /// Whether `?s` is a rank-0 tensor of `?x`'s float dtype.
 fn scalar_of_x_dtype(egraph: &mut EG, _class: Id, subst: &Subst) -> bool {
-    one_float_dtype(egraph, subst, &["?x", "?s"])
-        && ty(egraph, subst, var("?s")).is_some_and(|s| s.rank() == 0)
+    one_float_dtype(egraph, subst, &["?x", "?s"]) && ty(egraph, subst, var("?s")).is_some_and(|s| s.rank() == 0)
 }
 
 /// The algebra rules.

@@ -18,26 +18,10 @@ struct ComposePermutes {
 }
 
 impl Applier<ENode, TensorAnalysis> for ComposePermutes {
-    fn apply_one(
-        &self,
-        egraph: &mut EGraph<ENode, TensorAnalysis>,
-        class: Id,
-        subst: &Subst,
-        _: Option<&PatternAst<ENode>>,
-        _: Symbol,
-    ) -> Vec<Id> {
-        let ints = |v: Var| {
-            subst
-                .get(v)
-                .and_then(|&id| egraph[id].data.ints())
-                .map(|i| i.0.clone())
-        };
-        let (Some(p), Some(q), Some(&x)) = (ints(self.p), ints(self.q), subst.get(self.x)) else {
-            return vec![];
-        };
-        let Some(composed) = compose(&p, &q) else {
-            return vec![];
-        };
+    fn apply_one(&self, egraph: &mut EGraph<ENode, TensorAnalysis>, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let ints = |v: Var| subst.get(v).and_then(|&id| egraph[id].data.ints()).map(|i| i.0.clone());
+        let (Some(p), Some(q), Some(&x)) = (ints(self.p), ints(self.q), subst.get(self.x)) else { return vec![] };
+        let Some(composed) = compose(&p, &q) else { return vec![] };
         let dims = egraph.add(ENode::Ints(Ints(composed)));
         let new = egraph.add(ENode::Permute([dims, x]));
         if egraph.union(class, new) {
@@ -53,28 +37,18 @@ pub(crate) fn compose(p: &[i64], q: &[i64]) -> Option<Vec<i64>> {
     if p.len() != q.len() || !is_permutation(p) || !is_permutation(q) {
         return None;
     }
-    p.iter()
-        .map(|&i| q.get(usize::try_from(i).ok()?).copied())
-        .collect()
+    p.iter().map(|&i| q.get(usize::try_from(i).ok()?).copied()).collect()
 }
 
 /// Whether `p` holds each of `0..p.len()` once.
 fn is_permutation(p: &[i64]) -> bool {
     let mut seen = vec![false; p.len()];
-    p.iter().all(|&i| {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| seen.get_mut(i))
-            .is_some_and(|s| !std::mem::replace(s, true))
-    })
+    p.iter().all(|&i| usize::try_from(i).ok().and_then(|i| seen.get_mut(i)).is_some_and(|s| !std::mem::replace(s, true)))
 }
 
 /// Whether `?p` is the identity permutation.
 fn identity_permutation(egraph: &mut EG, _class: Id, subst: &Subst) -> bool {
-    subst
-        .get(var("?p"))
-        .and_then(|&id| egraph[id].data.ints())
-        .is_some_and(|p| p.0.iter().enumerate().all(|(i, &d)| d == i as i64))
+    subst.get(var("?p")).and_then(|&id| egraph[id].data.ints()).is_some_and(|p| p.0.iter().enumerate().all(|(i, &d)| d == i as i64))
 }
 
 /// Whether the view's result (the matched class) has `?x`'s shape (and so its value).

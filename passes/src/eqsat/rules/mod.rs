@@ -35,6 +35,5 @@ pub(crate) fn class_ty(egraph: &EG, id: Id) -> Option<&TensorType> {
 
 /// A pattern variable (`"?x"`); the names in this module's rules are static and valid.
 pub(crate) fn var(name: &str) -> Var {
-    name.parse()
-        .unwrap_or_else(|_| panic!("bad pattern variable {name}"))
+    name.parse().unwrap_or_else(|_| panic!("bad pattern variable {name}"))
 }
