@@ -30,8 +30,9 @@ struct Cli {
 /// The pass flags of `run`, `bench`, `compile`, `explain` and `cost`.
 #[derive(clap::Args)]
 struct PassArgs {
-    /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 (the default)
-    /// the pipeline for the target, -O2 that and the e-graph optimizer (`eqsat`).
+    /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 the pipeline for
+    /// the target, -O2 (the default) that and the e-graph optimizer (`eqsat`; on the CPU plugin
+    /// `batch-blocks` after it).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::DEFAULT_OPT_LEVEL,
           value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
     opt_level: u8,
