@@ -74,7 +74,8 @@ fn explain_lists_the_ops_and_the_pipeline() {
     assert_eq!(words, ["2", "aten.addmm", "aten.addmm.default", "yes"], "{text}");
     // The default pipeline, from the registry: every pass listed in order.
     let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, true).iter().map(|p| p.name()).collect();
-    assert!(text.contains(&format!("pipeline (-O1 for cpu): {} passes", pipeline.len())), "{text}");
+    let level = fxhlo::passes::DEFAULT_OPT_LEVEL;
+    assert!(text.contains(&format!("pipeline (-O{level} for cpu): {} passes", pipeline.len())), "{text}");
     let dce = text.lines().find(|l| l.trim_start().starts_with("1  dce")).unwrap_or_default();
     assert!(dce.contains(" no ") && dce.contains("10 -> 10"), "{text}");
     for (i, name) in pipeline.iter().enumerate() {
@@ -172,7 +173,8 @@ fn explain_works_without_the_device_of_the_target() {
     let out = fxhlo(&["explain", fixture().to_str().unwrap(), "--target", "tpu"], &env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = stdout(&out);
-    assert!(text.contains("pipeline (-O1 for tpu)") && text.contains("cache: unknown"), "{text}");
+    let level = fxhlo::passes::DEFAULT_OPT_LEVEL;
+    assert!(text.contains(&format!("pipeline (-O{level} for tpu)")) && text.contains("cache: unknown"), "{text}");
     assert!(text.contains("no TPU found") && text.contains("nearest: the nearest entry of this graph"), "{text}");
     fs::remove_dir_all(dir).ok();
     fs::remove_dir_all(dev).ok();

@@ -224,7 +224,7 @@ fn deterministic_args(g: &fxhlo_ir::Graph) -> Vec<HostTensor> {
         .collect()
 }
 
-/// The CPU pipeline's convolution rewrites (at -O1) compute what the convolution (-O0)
+/// The CPU pipeline's convolution rewrites (the default level) compute what the convolution (-O0)
 /// computes, for the passes' test files: `depthwise-conv-taps` (padding, bias, stride,
 /// dilation, bfloat16, a tap of the unpadded input, channels-last) and `pointwise-conv-dot`
 /// (bias, a batch, bfloat16, channels-last; at -O0 codegen lowers a channels-last

@@ -26,7 +26,7 @@ fn fixtures_import_print_and_round_trip() {
     assert!(count >= 1, "no fixture found");
 }
 
-/// The StableHLO of each model fixture at the default -O1 for the CPU plugin, snapshotted: a
+/// The StableHLO of each model fixture at the default level for the CPU plugin, snapshotted: a
 /// change to codegen or to the pipeline shows as a diff of the module PJRT gets (a refactor
 /// that should change nothing shows none).
 #[test]
