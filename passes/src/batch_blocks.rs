@@ -86,8 +86,9 @@ impl Pass for BatchBlocks {
         let seeds: Vec<NodeId> = graph.node_ids().filter(|&id| is_seed(graph, id)).collect();
         let mut changed = false;
         for seed in seeds {
-            // An earlier rewrite may have removed it (it was inside that region).
-            if !graph.node_ids().any(|id| id == seed) {
+            // An earlier rewrite may have removed it (it was inside that region), and a node
+            // added since may have taken its id: ask again.
+            if !graph.node_ids().any(|id| id == seed) || !is_seed(graph, seed) {
                 continue;
             }
             let Some(region) = grow(graph, seed).map_err(|e| fail(e.to_string()))? else {
@@ -546,6 +547,23 @@ mod tests {
             !BatchBlocks.run(&mut g).unwrap(),
             "a second run found more to split"
         );
+    }
+
+    #[test]
+    fn two_attentions_split_one_after_the_other() {
+        // The second attention reads the first's output: two regions, two concatenations.
+        let mut g = scores(16, 1024, |g, e, v| {
+            let o = add(g, "o", Op::Bmm, &[e, v]);
+            let kt2 = add(g, "kt2", Op::Permute { dims: [0, 2, 1].into() }, &[o]);
+            let s2 = add(g, "s2", Op::Bmm, &[o, kt2]);
+            let e2 = add(g, "e2", Op::Unary(UnaryOp::Exp), &[s2]);
+            vec![add(g, "o2", Op::Bmm, &[e2, o])]
+        });
+        assert!(BatchBlocks.run(&mut g).unwrap());
+        fxhlo_ir::verify(&g).unwrap();
+        assert!(cats(&g) >= 1, "{}", fxhlo_ir::print(&g));
+        let large = g.node_ids().filter(|&id| is_seed(&g, id)).count();
+        assert_eq!(large, 0, "a product over MIN_BYTES is left: {}", fxhlo_ir::print(&g));
     }
 
     #[test]
