@@ -68,14 +68,15 @@ OPTIONS = {
                      "index_select or scatter is out of range (default False: the device clamps it "
                      "to the nearest valid index, as XLA does on every device; see docs/ops.md).",
     "opt_level": "0 to run none of fxhlo's graph passes (XLA alone optimizes: the ablation "
-                 "baseline), 1 (default) to run the pipeline for the device: dce, unused-results, "
+                 "baseline), 1 to run the pipeline for the device: dce, unused-results, "
                  "channels-last (CPU plugin only: convolutions and the ops between them on "
                  "[N, H, W, C] tensors, the layout of XLA's CPU convolutions), pointwise-conv-dot "
                  "(CPU plugin only: 1x1 convolutions as matrix products), fold-constant-layouts, "
                  "depthwise-conv-taps "
                  "(CPU plugin only: XLA's CPU backend runs depthwise convolutions slowly), "
-                 "channels-last-pooling, hoist-large-constants, device-layout; 2 adds the e-graph "
-                 "optimizer (eqsat, after unused-results; see docs/optimizer.md).",
+                 "channels-last-pooling, hoist-large-constants, device-layout; 2 (default) adds the "
+                 "e-graph optimizer (eqsat, after unused-results) and, on the CPU plugin, batch-blocks "
+                 "(attention's large scores in blocks); see docs/optimizer.md.",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
               "ablation or a reproduction: [] runs none); a name not registered is refused with the "
               "valid ones (default: none given).",
@@ -100,7 +101,9 @@ class BackendOptions:
     dump: str | None = None
     fallback: str = "error"
     check_indices: bool = False
-    opt_level: int = 1
+    # fxhlo._native.DEFAULT_OPT_LEVEL, written out so that importing fxhlo does not load the
+    # extension (test_passes checks the two agree).
+    opt_level: int = 2
     passes: tuple | None = None
     max_passes: int | None = None
     dump_dir: Path | None = None

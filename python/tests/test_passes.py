@@ -100,6 +100,16 @@ def test_passes_and_max_passes_choose_what_runs():
     assert grouped == {"default": 0, "passes=[]": 1, "passes=[depthwise-conv-taps]": 0, "max_passes=1 (dce only)": 1}
 
 
+def test_the_python_default_level_is_the_compilers():
+    """``BackendOptions`` writes the default level out (importing fxhlo does not load the
+    extension); it must be the one the compiler, the CLI and the docs call the default."""
+    from fxhlo import _native
+
+    assert fxhlo.BackendOptions().opt_level == _native.DEFAULT_OPT_LEVEL
+    assert fxhlo.BackendOptions.parse({}).opt_level == _native.DEFAULT_OPT_LEVEL
+    assert "2 (default)" in fxhlo.OPTIONS["opt_level"], fxhlo.OPTIONS["opt_level"]
+
+
 def test_unknown_pass_names_list_the_valid_ones():
     compiled = torch.compile(torch.nn.Linear(2, 2), backend="fxhlo", options={"passes": ["dce", "fold-all"]})
     raises_options_error(compiled, torch.randn(1, 2),
