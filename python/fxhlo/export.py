@@ -435,6 +435,17 @@ def trace_dict(cap: Capture, name: str, root: Path, collect_weights: bool = True
         elif node.op != "placeholder":
             raise ExportError(f"FX node {node.name} has op {node.op}, which traces cannot hold")
     if cap.outputs is not None and len(outputs) != len(cap.outputs):
+        opaque = sorted({type(o).__name__ for o in cap.outputs if not isinstance(o, torch.Tensor)})
+        if opaque:
+            # An object pytree cannot flatten (transformers' DynamicCache): Dynamo returns its
+            # tensors as more graph outputs, which no output of the trace can name.
+            raise ExportError(
+                f"the model returns {', '.join(opaque)}, which is not a tensor, tuple, list or dict: Dynamo "
+                f"returns the tensors inside it as separate graph values ({len(outputs)} for the model's "
+                f"{len(cap.outputs)} outputs), which a trace cannot name. Export a wrapper that returns only "
+                "tensors (for a Hugging Face model: call it with use_cache=False, or return "
+                "out.last_hidden_state)"
+            )
         raise ExportError(
             f"the graph returns {len(outputs)} values for the model's {len(cap.outputs)} outputs: the "
             "model mutates an input or buffer (e.g. batch norm in training mode), which traces cannot express"

@@ -80,6 +80,25 @@ def test_buffer_mutation_is_refused(tmp_path):
         _export(Counter(), (torch.randn(3),), tmp_path)
 
 
+class _Cache:
+    """An output object pytree cannot flatten, holding tensors (as transformers' DynamicCache)."""
+
+    def __init__(self, keys, values):
+        self.keys, self.values = keys, values
+
+
+class ReturnsACache(torch.nn.Module):
+    def forward(self, x):
+        return x + 1, _Cache(x * 2, x * 3)
+
+
+def test_an_output_object_that_is_not_a_pytree_is_refused_by_name(tmp_path):
+    # Not a mutation, which the count mismatch used to be reported as.
+    with pytest.raises(fxhlo.ExportError, match=r"returns _Cache, which is not a tensor.*use_cache=False") as e:
+        _export(ReturnsACache(), (torch.randn(3),), tmp_path)
+    assert "mutates" not in str(e.value)
+
+
 class WithConstants(torch.nn.Module):
     def __init__(self):
         super().__init__()
