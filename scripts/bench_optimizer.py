@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The e-graph optimizer's ablation (issue 27): each model compiled with frozen weights at batch
-1 at `-O1` (the default pipeline) and at `-O2` (the same with `eqsat`, and `batch-blocks` on the
-CPU plugin), in one process, and
+1 at `-O1` (the pipeline without the optimizer) and at `-O2` (the default: the same with `eqsat`,
+and `batch-blocks` on the CPU plugin), in one process, and
 timed in turns against eager PyTorch (prints a table and asserts nothing: the machines are
 shared and noisy, so compare within one run).
 
@@ -131,13 +131,6 @@ def _compile(model, args, level: int):
     return compiled, seconds, graphs
 
 
-def _field(text: str, name: str) -> str:
-    import re
-
-    m = re.search(rf"^\s*{re.escape(name)}:\s*(\S+)", text, re.M)
-    return m[1] if m else "?"
-
-
 def tpu_cost(models: list[str], target: str) -> int:
     """`fxhlo cost --freeze -O1` against `-O2` for each model: XLA's TPU cost analysis (bytes
     accessed, flops) and the roofline on one chip, from an ahead-of-time compile (no TPU)."""
@@ -145,6 +138,7 @@ def tpu_cost(models: list[str], target: str) -> int:
     import subprocess
 
     import fxhlo
+    from bench_tpu_cost import field  # the same report fields, read the same way
 
     root = Path(__file__).resolve().parents[1]
     binary = next((p for p in (root / "target" / "release" / "fxhlo", root / "target" / "debug" / "fxhlo") if p.exists()), None)
@@ -172,7 +166,7 @@ def tpu_cost(models: list[str], target: str) -> int:
                     print(f"| {name} | -O{level} failed: {p.stderr.strip().splitlines()[-1][:120]} |")
                     break
                 roof = re.search(r"^roofline on one .*?\): (\S+) s", p.stdout, re.M)
-                out[level] = (_field(p.stdout, "flops"), _field(p.stdout, "bytes accessed"), float(roof[1]) if roof else float("nan"))
+                out[level] = (field(p.stdout, "flops"), field(p.stdout, "bytes accessed"), float(roof[1]) if roof else float("nan"))
             if len(out) == 2:
                 ratio = out[2][2] / out[1][2]
                 ratios.append(ratio)

@@ -114,8 +114,8 @@ fn is_seed(graph: &Graph, id: NodeId) -> bool {
 /// How a region node reads one operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Read {
-    /// A region value, its batch dim at this position.
-    Region(usize),
+    /// A region value (its batch dim is its node's, in `Region::nodes`).
+    Region,
     /// A value from outside, whole (it broadcasts along the batch dim).
     Whole,
     /// A value from outside, sliced along this dim.
@@ -152,12 +152,13 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
     for &id in &order[start..] {
         let operands = graph.operands(id);
         let reads_region = operands.iter().any(|v| dim_of.contains_key(&v.node));
-        if id != seed && !reads_region && !operands.iter().any(|v| tainted.contains(&v.node)) {
+        let reads_tainted = operands.iter().any(|v| tainted.contains(&v.node));
+        if id != seed && !reads_region && !reads_tainted {
             continue;
         }
         let plan = if id == seed {
             Some((0, vec![Read::Slice(0), Read::Slice(0)]))
-        } else if operands.iter().any(|v| tainted.contains(&v.node)) {
+        } else if reads_tainted {
             None
         } else {
             reads(graph, id, batch, &dim_of)
@@ -263,7 +264,7 @@ fn reads(
             .iter()
             .enumerate()
             .map(|(i, t)| match region_dim(i) {
-                Some(d) => Some(Read::Region(d)),
+                Some(_) => Some(Read::Region),
                 None => match (d_out + t.rank()).checked_sub(r_out) {
                     None => Some(Read::Whole),
                     Some(e) if t.shape[e] == 1 => Some(Read::Whole),
@@ -297,11 +298,11 @@ fn reads(
             } else {
                 d - dims.iter().filter(|&&x| x < d).count()
             };
-            Some((d_out, vec![Read::Region(d)]))
+            Some((d_out, vec![Read::Region]))
         }
         Op::Softmax { dim, .. } => {
             let d = region_dim(0)?;
-            (normalize_dim(*dim, types[0].rank()).ok()? != d).then(|| (d, vec![Read::Region(d)]))
+            (normalize_dim(*dim, types[0].rank()).ok()? != d).then(|| (d, vec![Read::Region]))
         }
         Op::View { .. } => {
             // The batch dim survives a row-major reshape when the elements before it and the
@@ -311,7 +312,7 @@ fn reads(
             let mut prefix = 1;
             for (e, &size) in out.shape.iter().enumerate() {
                 if prefix == before && size == batch {
-                    return Some((e, vec![Read::Region(d)]));
+                    return Some((e, vec![Read::Region]));
                 }
                 prefix *= size;
             }
@@ -320,18 +321,18 @@ fn reads(
         Op::Expand { .. } => {
             let d = region_dim(0)?;
             let d_out = d + out.rank() - types[0].rank();
-            (out.shape[d_out] == batch).then(|| (d_out, vec![Read::Region(d)]))
+            (out.shape[d_out] == batch).then(|| (d_out, vec![Read::Region]))
         }
         Op::Permute { dims } => {
             let d = region_dim(0)?;
             let d_out = dims
                 .iter()
                 .position(|&x| normalize_dim(x, types[0].rank()).ok() == Some(d))?;
-            Some((d_out, vec![Read::Region(d)]))
+            Some((d_out, vec![Read::Region]))
         }
         Op::Bmm => {
             let read = |i: usize| match region_dim(i) {
-                Some(0) => Some(Read::Region(0)),
+                Some(0) => Some(Read::Region),
                 Some(_) => None,
                 None if types[i].shape[0] == batch => Some(Read::Slice(0)),
                 None => None,
@@ -373,7 +374,7 @@ fn typechecks(graph: &Graph, region: &Region) -> bool {
             .iter()
             .zip(reads)
             .map(|(v, read)| match read {
-                Read::Region(_) => block_ty.get(&v.node).cloned(),
+                Read::Region => block_ty.get(&v.node).cloned(),
                 Read::Whole => graph.value_type(*v).cloned(),
                 Read::Slice(e) => graph.value_type(*v).map(|t| resized(t, *e, region.block)),
             })
@@ -403,7 +404,7 @@ fn split(graph: &mut Graph, region: &Region) -> fxhlo_ir::Result<()> {
             let mut args = Vec::with_capacity(operands.len());
             for (v, read) in operands.iter().zip(reads) {
                 args.push(match read {
-                    Read::Region(_) => copy[&v.node],
+                    Read::Region => copy[&v.node],
                     Read::Whole => *v,
                     Read::Slice(e) => {
                         if let Some(&s) = slices.get(&(*v, *e, k)) {
