@@ -214,6 +214,14 @@ pub enum Op {
     Slice { dim: i64, start: i64, end: i64, step: i64 },
     /// `aten.select.int`: index `index` of `dim`, which disappears.
     Select { dim: i64, index: i64 },
+    /// `size` elements of `dim` from a start known only at run time (operand 1, an integer
+    /// scalar), as `stablehlo.dynamic_slice`: the start is clamped to `[0, dim size - size]`.
+    /// No ATen op maps here; passes make it (loops over blocks, `batch-blocks`).
+    DynamicSlice { dim: i64, size: i64 },
+    /// Operand 0 with operand 1 written over it along `dim` from a start known only at run
+    /// time (operand 2, an integer scalar, clamped like [`Op::DynamicSlice`]'s), as
+    /// `stablehlo.dynamic_update_slice`. Made by passes, like `DynamicSlice`.
+    DynamicUpdateSlice { dim: i64 },
     /// `aten.unsqueeze`.
     Unsqueeze { dim: i64 },
     /// `aten.squeeze.dims` (all size-1 dims when `dims` is empty).
@@ -351,6 +359,8 @@ impl Op {
             Op::Expand { .. } => "aten.expand",
             Op::BroadcastInDim { .. } => "aten.broadcast_in_dim",
             Op::Slice { .. } => "aten.slice",
+            Op::DynamicSlice { .. } => "dynamic_slice",
+            Op::DynamicUpdateSlice { .. } => "dynamic_update_slice",
             Op::Select { .. } => "aten.select",
             Op::Unsqueeze { .. } => "aten.unsqueeze",
             Op::Squeeze { .. } => "aten.squeeze",
@@ -412,8 +422,8 @@ impl Op {
             Op::UpsampleNearest { .. } | Op::View { .. } | Op::Permute { .. } | Op::Expand { .. } => 1,
             Op::BroadcastInDim { .. } => 1,
             Op::Slice { .. } | Op::Select { .. } | Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Split { .. } => 1,
-            Op::Binary(_) | Op::Compare(_) | Op::Mm | Op::Bmm | Op::Embedding => 2,
-            Op::Where | Op::Addmm => 3,
+            Op::Binary(_) | Op::Compare(_) | Op::Mm | Op::Bmm | Op::Embedding | Op::DynamicSlice { .. } => 2,
+            Op::Where | Op::Addmm | Op::DynamicUpdateSlice { .. } => 3,
             Op::LayerNorm { has_weight, has_bias, .. } | Op::GroupNorm { has_weight, has_bias, .. } => {
                 1 + opt(has_weight) + opt(has_bias)
             }

@@ -114,6 +114,8 @@ impl Op {
                 ("step", step.to_string()),
             ],
             Op::Select { dim, index } => vec![("dim", dim.to_string()), ("index", index.to_string())],
+            Op::DynamicSlice { dim, size } => vec![("dim", dim.to_string()), ("size", size.to_string())],
+            Op::DynamicUpdateSlice { dim } => vec![("dim", dim.to_string())],
             Op::Unsqueeze { dim } | Op::Cat { dim } => vec![("dim", dim.to_string())],
             Op::Squeeze { dims } => vec![("dims", ints(dims))],
             Op::Split { sizes, dim } => vec![("sizes", ints(sizes)), ("dim", dim.to_string())],
@@ -326,6 +328,8 @@ impl Op {
                 Op::Slice { dim: a.int("dim")?, start: a.int("start")?, end: a.int("end")?, step: a.int("step")? }
             }
             "aten.select" => Op::Select { dim: a.int("dim")?, index: a.int("index")? },
+            "dynamic_slice" => Op::DynamicSlice { dim: a.int("dim")?, size: a.int("size")? },
+            "dynamic_update_slice" => Op::DynamicUpdateSlice { dim: a.int("dim")? },
             "aten.unsqueeze" => Op::Unsqueeze { dim: a.int("dim")? },
             "aten.squeeze" => Op::Squeeze { dims: a.ints("dims")?.into() },
             "aten.cat" => Op::Cat { dim: a.int("dim")? },

@@ -1,57 +1,57 @@
 //! `batch-blocks`: a batched matrix product whose result is too large for the cache, and the
-//! ops after it that treat each batch entry on its own, computed in blocks of the batch and
-//! concatenated, so that each block's intermediates stay in the CPU's cache.
+//! ops after it that treat each batch entry (or each row) on its own, computed block by block
+//! in a `while` loop, so that only one block's intermediates exist at a time.
 //!
 //! Why: attention's scores (`q·kᵀ`, `[heads, n, n]`) are the largest tensors of a transformer
-//! or UNet block at long sequences, and XLA's CPU backend allocates every intermediate of a
-//! call afresh. Above glibc's mmap threshold (at most 32 MiB) each allocation is a new
-//! mapping whose pages are faulted in on every call: a diffusers UNet's 16 heads x 1,024
-//! positions x 8 make 64 MB of scores, and its call faulted in 150 MB (about 40,000 page
-//! faults). In blocks of [`BLOCK_BYTES`] the temporaries come from the heap, reused: the
-//! UNet at `-O2` took 192 ms per call without this pass and 167 ms with it (`-O1` 210 ms,
-//! eager 140 ms). With glibc's tunables set (README, "Graphs with large intermediates") the
-//! faults are gone either way and the blocks neither gain nor lose (167 and 168 ms); XLA
-//! schedules the blocks breadth-first, so they do not gain from the cache either.
+//! or UNet block at long sequences, and XLA's CPU backend allocates a call's temporaries afresh
+//! on every call. Above glibc's mmap threshold (at most 32 MiB) an allocation is a new mapping
+//! whose pages are faulted in on every call: Stable Diffusion's attention at a 64x64 latent
+//! (8 heads x 4,096 positions x 40) has 512 MB of scores and took 444 ms per call at `-O1`
+//! against eager's 128. In a loop over blocks of [`BLOCK_BYTES`], XLA assigns the body's
+//! temporaries once, for one block, and they come from the heap, reused: 141 ms. (Blocks as
+//! separate ops concatenated, this pass's first form, did not bound them: XLA schedules such
+//! blocks breadth-first, every block's product before any block's softmax.)
 //!
 //! The region is grown from each `bmm` whose result is over [`MIN_BYTES`]: every later node
-//! that reads a region value and computes each batch entry from that entry alone joins it
-//! (elementwise ops with broadcasting, reductions and softmax over other dims, views that keep
-//! the batch dim whole, `expand`, `permute`, `bmm` whose operands share the batch), tracking
-//! where the batch dim goes; a node that reads a region value otherwise, or reads a node that
-//! does, stays out, and so does everything after it. The region's other operands are sliced
-//! along their batch dim, or read whole where they broadcast along it. The rewrite is made
-//! only when every value leaving the region is at most a quarter of the product's size (so
-//! the blocks end in reductions or products, not in a `cat` of large tensors), and each
-//! block's type is checked by the IR's inference before the graph is touched.
+//! that reads a region value and computes each entry of the blocked dim from that entry alone
+//! joins it (elementwise ops with broadcasting, reductions and softmax over other dims, views
+//! that keep the dim whole, `expand`, `permute`, `bmm` whose operands share the batch, `bmm`
+//! over rows of its left factor), tracking where the blocked dim goes; a node that reads a
+//! region value otherwise, or reads a node that does, stays out, and so does everything after
+//! it. The region's other operands are sliced along the blocked dim, or read whole where they
+//! broadcast along it. The rewrite is made only when every value leaving the region is at most
+//! a quarter of the product's size (so that the accumulators the loop writes stay small), and
+//! each block's type is checked by the IR's inference before the graph is touched.
 //!
-//! Blocks are the largest divisor of the batch whose share of the product is at most
-//! [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] blocks (up to [`MAX_BLOCK_BYTES`] each where
-//! that needs larger ones); a product whose blocks would be larger still is left whole (a
-//! single head of Stable Diffusion's 4,096-position attention is 64 MB). The CPU plugin only: other
-//! targets allocate and fuse their own way; and `-O2` only, with the e-graph, until the ablation
-//! makes `-O2` the default.
+//! The blocked dim is the product's batch where one batch entry is at most [`BLOCK_BYTES`],
+//! else its rows (each block every batch entry's rows: a head of 4,096 x 4,096 scores is 64
+//! MB); the block is the largest divisor of that dim's size whose share of the product is at
+//! most [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] iterations. The CPU plugin only: other
+//! targets allocate and fuse their own way; `-O2` only, with the e-graph.
 //!
 //! Relies on: verified input. Preserves: every output's value and type (each element is
 //! computed by the same ops; XLA may pick another dot kernel for the smaller shapes); the
-//! region's nodes are removed.
+//! region's nodes move into the loop's body.
 //!
 //! ```text
 //! before:  %s = aten.bmm %q, %kt : f32[16,1024,1024]
 //!          %e = aten.exp %s : f32[16,1024,1024]
 //!          %o = aten.bmm %e, %v : f32[16,1024,8]
-//! after:   %q.block0 = aten.slice %q {dim = 0, start = 0, end = 2, step = 1} : f32[2,1024,8]
-//!          ... (%kt and %v sliced the same way)
-//!          %s.block0 = aten.bmm %q.block0, %kt.block0 : f32[2,1024,1024]
-//!          %e.block0 = aten.exp %s.block0 : f32[2,1024,1024]
-//!          %o.block0 = aten.bmm %e.block0, %v.block0 : f32[2,1024,8]
-//!          ... (blocks 1 to 7)
-//!          %o.blocks = aten.cat %o.block0, ..., %o.block7 {dim = 0} : f32[16,1024,8]
+//! after:   %o.blocks = higher_order.while_loop %first, %zeros, %q, %kt, %v {cond = 0, body = 1}
+//!          region 1 (the body; region 0 is `index < 8`):
+//!            %start = aten.mul %index, %block : i64[]            (block = 2 heads)
+//!            %q.block = dynamic_slice %q, %start {dim = 0, size = 2} : f32[2,1024,8]
+//!            ... (%kt and %v sliced the same way)
+//!            %s = aten.bmm %q.block, %kt.block : f32[2,1024,1024]
+//!            %e = aten.exp %s : f32[2,1024,1024]
+//!            %o = aten.bmm %e, %v.block : f32[2,1024,8]
+//!            %o.written = dynamic_update_slice %out, %o, %start {dim = 0} : f32[16,1024,8]
 //! ```
 
 use std::collections::{HashMap, HashSet};
 
 use fxhlo_ir::infer::{infer, normalize_dim};
-use fxhlo_ir::{Graph, NodeId, Op, TensorType, ValueRef};
+use fxhlo_ir::{BinaryOp, CompareOp, DType, Graph, InputKind, NodeId, Op, Scalar, TensorType, ValueRef};
 
 use crate::{Error, Pass, Result};
 
@@ -59,13 +59,9 @@ use crate::{Error, Pass, Result};
 /// MiB), so that a block's intermediates are reused heap memory (see the module doc).
 pub const BLOCK_BYTES: usize = 8 << 20;
 
-/// The largest block where [`BLOCK_BYTES`] would make more than [`MAX_BLOCKS`] blocks: half of
-/// glibc's largest mmap threshold.
-pub const MAX_BLOCK_BYTES: usize = 16 << 20;
-
-/// The most blocks one product is split into: each block is a copy of the region's nodes
-/// (about 25 for attention), which XLA compiles one by one.
-pub const MAX_BLOCKS: i64 = 16;
+/// The most iterations of one loop (each costs XLA's CPU runtime a few microseconds per op of
+/// the body).
+pub const MAX_BLOCKS: i64 = 256;
 
 /// Products at most this large are left whole: two blocks at least.
 pub const MIN_BYTES: usize = 2 * BLOCK_BYTES;
@@ -94,7 +90,7 @@ impl Pass for BatchBlocks {
             let Some(region) = grow(graph, seed).map_err(|e| fail(e.to_string()))? else {
                 continue;
             };
-            split(graph, &region).map_err(|e| fail(e.to_string()))?;
+            loop_blocks(graph, &region).map_err(|e| fail(e.to_string()))?;
             changed = true;
         }
         Ok(changed)
@@ -124,26 +120,26 @@ enum Read {
 
 /// The region grown from one seed.
 struct Region {
-    /// The batch size.
-    batch: i64,
-    /// Entries per block.
+    /// The size of the blocked dim (the product's batch or its rows).
+    size: i64,
+    /// Entries of the blocked dim per block.
     block: i64,
-    /// Region nodes in topological order, with their result's batch dim and operand reads.
+    /// Region nodes in topological order, with their result's blocked dim and operand reads.
     nodes: Vec<(NodeId, usize, Vec<Read>)>,
-    /// Region values read outside it (or returned), with their batch dim.
+    /// Region values read outside it (or returned), with their blocked dim.
     outputs: Vec<(NodeId, usize)>,
 }
 
 /// The region of `seed`, or `None` when splitting it would not pay or cannot be typed.
 fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
     let seed_ty = &graph.node(seed).results[0];
-    let batch = seed_ty.shape[0];
     let Some(seed_bytes) = seed_ty.checked_size_bytes() else {
         return Ok(None);
     };
-    if batch < 2 {
+    let Some((seed_dim, block)) = plan(&seed_ty.shape, seed_bytes) else {
         return Ok(None);
-    }
+    };
+    let size = seed_ty.shape[seed_dim];
     let order = graph.topo_order()?;
     let start = order.iter().position(|&id| id == seed).unwrap_or(0);
     let mut dim_of: HashMap<NodeId, usize> = HashMap::new();
@@ -157,11 +153,13 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
             continue;
         }
         let plan = if id == seed {
-            Some((0, vec![Read::Slice(0), Read::Slice(0)]))
+            // Blocks of the batch slice both factors; blocks of rows slice the left one and
+            // read the right one whole.
+            Some((seed_dim, if seed_dim == 0 { vec![Read::Slice(0), Read::Slice(0)] } else { vec![Read::Slice(1), Read::Whole] }))
         } else if reads_tainted {
             None
         } else {
-            reads(graph, id, batch, &dim_of)
+            reads(graph, id, size, &dim_of)
         };
         match plan {
             Some((d, reads)) => {
@@ -190,11 +188,8 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
     if outputs.is_empty() || out_bytes * 4 > seed_bytes {
         return Ok(None);
     }
-    let Some(block) = block_size(batch, seed_bytes / batch as usize) else {
-        return Ok(None);
-    };
     let region = Region {
-        batch,
+        size,
         block,
         nodes,
         outputs,
@@ -202,29 +197,36 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
     Ok(typechecks(graph, &region).then_some(region))
 }
 
-/// Entries per block for a product of `batch` entries of `per_entry` bytes: the largest
-/// divisor of `batch` whose block is at most [`BLOCK_BYTES`], or, where that makes more than
-/// [`MAX_BLOCKS`] blocks, the smallest that makes at most that many, if its block is at most
-/// [`MAX_BLOCK_BYTES`]; `None` when no block size does both (blocks that large would be
-/// mapped afresh anyway, or there would be too many for the compile).
-fn block_size(batch: i64, per_entry: usize) -> Option<i64> {
-    let divisors = (1..=batch).filter(|b| batch % b == 0);
-    let fits = |b: &i64, bytes: usize| {
-        (*b as usize).saturating_mul(per_entry) <= bytes && batch / b <= MAX_BLOCKS
+/// How to block a `[batch, rows, cols]` product of `bytes`: along the batch (dim 0) where one
+/// entry is at most [`BLOCK_BYTES`], else along the rows (dim 1, every batch entry in each
+/// block); the dim and the entries per block (the largest divisor of its size whose block is
+/// at most [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] blocks); `None` when neither fits.
+fn plan(shape: &[i64], bytes: usize) -> Option<(usize, i64)> {
+    let (&batch, &rows) = (shape.first()?, shape.get(1)?);
+    if batch < 1 || rows < 1 {
+        return None;
+    }
+    let per_entry = bytes / batch as usize;
+    let largest = |size: i64, per: usize| {
+        (1..=size)
+            .filter(|b| size % b == 0 && size / b <= MAX_BLOCKS && (*b as usize).saturating_mul(per) <= BLOCK_BYTES)
+            .last()
     };
-    divisors
-        .clone()
-        .filter(|b| fits(b, BLOCK_BYTES))
-        .last()
-        .or_else(|| divisors.filter(|b| fits(b, MAX_BLOCK_BYTES)).next())
+    if per_entry <= BLOCK_BYTES {
+        // One block would be the whole product: nothing to gain.
+        largest(batch, per_entry).filter(|&b| b < batch).map(|b| (0, b))
+    } else {
+        largest(rows, bytes / rows as usize).filter(|&r| r < rows).map(|r| (1, r))
+    }
 }
 
-/// The batch dim of node `id`'s result and how it reads each operand, when it computes each
-/// batch entry from that entry of its region operands alone; `None` otherwise.
+/// The blocked dim of node `id`'s result and how it reads each operand, when it computes each
+/// entry of that dim (of `size` entries) from that entry of its region operands alone; `None`
+/// otherwise.
 fn reads(
     graph: &Graph,
     id: NodeId,
-    batch: i64,
+    size: i64,
     dim_of: &HashMap<NodeId, usize>,
 ) -> Option<(usize, Vec<Read>)> {
     let node = graph.node(id);
@@ -257,7 +259,7 @@ fn reads(
             }
         }
         let d_out = d_out?;
-        if out.shape.get(d_out) != Some(&batch) {
+        if out.shape.get(d_out) != Some(&size) {
             return None;
         }
         let reads = types
@@ -268,7 +270,7 @@ fn reads(
                 None => match (d_out + t.rank()).checked_sub(r_out) {
                     None => Some(Read::Whole),
                     Some(e) if t.shape[e] == 1 => Some(Read::Whole),
-                    Some(e) if t.shape[e] == batch => Some(Read::Slice(e)),
+                    Some(e) if t.shape[e] == size => Some(Read::Slice(e)),
                     Some(_) => None,
                 },
             })
@@ -305,23 +307,23 @@ fn reads(
             (normalize_dim(*dim, types[0].rank()).ok()? != d).then(|| (d, vec![Read::Region]))
         }
         Op::View { .. } => {
-            // The batch dim survives a row-major reshape when the elements before it and the
+            // The blocked dim survives a row-major reshape when the elements before it and the
             // dim itself map onto whole dims of the result.
             let d = region_dim(0)?;
             let before: i64 = types[0].shape[..d].iter().product();
             let mut prefix = 1;
-            for (e, &size) in out.shape.iter().enumerate() {
-                if prefix == before && size == batch {
+            for (e, &size_) in out.shape.iter().enumerate() {
+                if prefix == before && size == size_ {
                     return Some((e, vec![Read::Region]));
                 }
-                prefix *= size;
+                prefix *= size_;
             }
             None
         }
         Op::Expand { .. } => {
             let d = region_dim(0)?;
             let d_out = d + out.rank() - types[0].rank();
-            (out.shape[d_out] == batch).then(|| (d_out, vec![Read::Region]))
+            (out.shape[d_out] == size).then(|| (d_out, vec![Read::Region]))
         }
         Op::Permute { dims } => {
             let d = region_dim(0)?;
@@ -330,11 +332,13 @@ fn reads(
                 .position(|&x| normalize_dim(x, types[0].rank()).ok() == Some(d))?;
             Some((d_out, vec![Read::Region]))
         }
+        // Rows of the left factor: the right one is read whole.
+        Op::Bmm if region_dim(0) == Some(1) && region_dim(1).is_none() => Some((1, vec![Read::Region, Read::Whole])),
         Op::Bmm => {
             let read = |i: usize| match region_dim(i) {
                 Some(0) => Some(Read::Region),
                 Some(_) => None,
-                None if types[i].shape[0] == batch => Some(Read::Slice(0)),
+                None if types[i].shape[0] == size => Some(Read::Slice(0)),
                 None => None,
             };
             Some((0, vec![read(0)?, read(1)?]))
@@ -391,82 +395,101 @@ fn typechecks(graph: &Graph, region: &Region) -> bool {
     true
 }
 
-/// Replaces the region with its blocks and a `cat` per value leaving it.
-fn split(graph: &mut Graph, region: &Region) -> fxhlo_ir::Result<()> {
-    let blocks = region.batch / region.block;
-    let mut slices: HashMap<(ValueRef, usize, i64), ValueRef> = HashMap::new();
-    let mut per_output: Vec<Vec<ValueRef>> = vec![Vec::new(); region.outputs.len()];
-    for k in 0..blocks {
-        let (start, end) = (k * region.block, (k + 1) * region.block);
-        let mut copy: HashMap<NodeId, ValueRef> = HashMap::new();
-        for (id, d, reads) in &region.nodes {
-            let operands = graph.operands(*id);
-            let mut args = Vec::with_capacity(operands.len());
-            for (v, read) in operands.iter().zip(reads) {
-                args.push(match read {
-                    Read::Region => copy[&v.node],
-                    Read::Whole => *v,
-                    Read::Slice(e) => {
-                        if let Some(&s) = slices.get(&(*v, *e, k)) {
-                            s
-                        } else {
-                            let ty = resized(
-                                graph.value_type(*v).expect("a verified operand"),
-                                *e,
-                                region.block,
-                            );
-                            let name = format!("{}.block{k}", graph.node(v.node).name);
-                            let op = Op::Slice {
-                                dim: *e as i64,
-                                start,
-                                end,
-                                step: 1,
-                            };
-                            let source = graph.node(v.node).source.clone();
-                            let s = ValueRef::first(graph.add_node(
-                                name.as_str(),
-                                op,
-                                &[*v],
-                                vec![ty],
-                                source,
-                            )?);
-                            slices.insert((*v, *e, k), s);
-                            s
-                        }
-                    }
-                });
+/// Replaces the region with a `while` loop over its blocks: the loop carries the block index
+/// and one accumulator per value leaving the region (zeros at first); its body slices the
+/// region's sliced operands at the block (`dynamic_slice`), computes the block, and writes each
+/// leaving value's block into its accumulator (`dynamic_update_slice`). The values read from
+/// outside are the loop's invariant operands.
+fn loop_blocks(graph: &mut Graph, region: &Region) -> fxhlo_ir::Result<()> {
+    let seed = graph.node(region.nodes[0].0);
+    let (base, source) = (seed.name.to_string(), seed.source.clone());
+    let index_t = TensorType::new(DType::I64, vec![]);
+    // The values read from outside, in the order first read.
+    let mut outside: Vec<ValueRef> = Vec::new();
+    for (id, _, reads) in &region.nodes {
+        for (v, read) in graph.operands(*id).iter().zip(reads) {
+            if *read != Read::Region && !outside.contains(v) {
+                outside.push(*v);
             }
-            let node = graph.node(*id);
-            let ty = resized(&node.results[0], *d, region.block);
-            let (name, op, source) = (
-                format!("{}.block{k}", node.name),
-                block_op(&node.op, &ty),
-                node.source.clone(),
-            );
-            copy.insert(
-                *id,
-                ValueRef::first(graph.add_node(name.as_str(), op, &args, vec![ty], source)?),
-            );
-        }
-        for (i, (id, _)) in region.outputs.iter().enumerate() {
-            per_output[i].push(copy[id]);
         }
     }
-    for ((id, d), parts) in region.outputs.iter().zip(per_output) {
+    let out_types: Vec<TensorType> = region.outputs.iter().map(|(id, _)| graph.node(*id).results[0].clone()).collect();
+    let mut operand_types = vec![index_t.clone()];
+    operand_types.extend(out_types.iter().cloned());
+    for v in &outside {
+        operand_types.push(graph.value_type(*v).ok_or(fxhlo_ir::Error::DanglingOutput)?.clone());
+    }
+    let loop_inputs = |g: &mut Graph| -> Vec<ValueRef> {
+        let inputs = operand_types.iter().enumerate();
+        inputs.map(|(i, t)| ValueRef::first(g.add_input(format!("arg{i}"), InputKind::UserInput, None, t.clone(), None))).collect()
+    };
+    let index = |g: &mut Graph, name: &str, value: i64| -> fxhlo_ir::Result<ValueRef> {
+        g.add_node(name, Op::Full { value: Scalar::Int(value) }, &[], vec![index_t.clone()], None).map(ValueRef::first)
+    };
+
+    // The condition: index < blocks.
+    let mut cond = Graph::new(format!("{base}.blocks.cond"));
+    let args = loop_inputs(&mut cond);
+    let blocks = index(&mut cond, "blocks", region.size / region.block)?;
+    let more = cond.add_node("more", Op::Compare(CompareOp::Lt), &[args[0], blocks], vec![TensorType::new(DType::Bool, vec![])], None)?;
+    cond.set_outputs(vec![ValueRef::first(more)])?;
+
+    // The body: one block.
+    let mut body = Graph::new(format!("{base}.blocks.body"));
+    let args = loop_inputs(&mut body);
+    let block = index(&mut body, "block", region.block)?;
+    let start = ValueRef::first(body.add_node("start", Op::Binary(BinaryOp::Mul), &[args[0], block], vec![index_t.clone()], None)?);
+    let arg_of: HashMap<ValueRef, ValueRef> = outside.iter().copied().zip(args[1 + out_types.len()..].iter().copied()).collect();
+    let mut slices: HashMap<(ValueRef, usize), ValueRef> = HashMap::new();
+    let mut copy: HashMap<NodeId, ValueRef> = HashMap::new();
+    for (id, d, reads) in &region.nodes {
+        let mut operands = Vec::new();
+        for (v, read) in graph.operands(*id).iter().zip(reads) {
+            operands.push(match read {
+                Read::Region => copy[&v.node],
+                Read::Whole => arg_of[v],
+                Read::Slice(e) => match slices.get(&(*v, *e)) {
+                    Some(&s) => s,
+                    None => {
+                        let ty = resized(graph.value_type(*v).expect("a verified operand"), *e, region.block);
+                        let producer = graph.node(v.node);
+                        let op = Op::DynamicSlice { dim: *e as i64, size: region.block };
+                        let name = format!("{}.block", producer.name);
+                        let s = ValueRef::first(body.add_node(name.as_str(), op, &[arg_of[v], start], vec![ty], producer.source.clone())?);
+                        slices.insert((*v, *e), s);
+                        s
+                    }
+                },
+            });
+        }
         let node = graph.node(*id);
-        let (name, ty, source) = (
-            format!("{}.blocks", node.name),
-            node.results[0].clone(),
-            node.source.clone(),
-        );
-        let cat = graph.add_node(
-            name.as_str(),
-            Op::Cat { dim: *d as i64 },
-            &parts,
-            vec![ty],
-            source,
-        )?;
-        graph.replace_all_uses(ValueRef::first(*id), ValueRef::first(cat))?;
+        let ty = resized(&node.results[0], *d, region.block);
+        let op = block_op(&node.op, &ty);
+        copy.insert(*id, ValueRef::first(body.add_node(&node.name, op, &operands, vec![ty], node.source.clone())?));
+    }
+    let one = index(&mut body, "one", 1)?;
+    let next = body.add_node("next", Op::Binary(BinaryOp::Add), &[args[0], one], vec![index_t.clone()], None)?;
+    let mut carried = vec![ValueRef::first(next)];
+    for (j, ((id, d), ty)) in region.outputs.iter().zip(&out_types).enumerate() {
+        let name = format!("{}.written", graph.node(*id).name);
+        let op = Op::DynamicUpdateSlice { dim: *d as i64 };
+        carried.push(ValueRef::first(body.add_node(name.as_str(), op, &[args[1 + j], copy[id], start], vec![ty.clone()], None)?));
+    }
+    body.set_outputs(carried)?;
+
+    // The loop, where the region was.
+    let (cond, body) = (graph.add_region(cond), graph.add_region(body));
+    let mut operands = vec![index(graph, &format!("{base}.blocks.first"), 0)?];
+    for ((id, _), ty) in region.outputs.iter().zip(&out_types) {
+        let name = format!("{}.blocks.init", graph.node(*id).name);
+        operands.push(ValueRef::first(graph.add_node(name.as_str(), Op::Full { value: Scalar::Int(0) }, &[], vec![ty.clone()], None)?));
+    }
+    operands.extend(outside.iter().copied());
+    let mut results = vec![index_t];
+    results.extend(out_types);
+    let looped = graph.add_node(format!("{base}.blocks").as_str(), Op::While { cond, body }, &operands, results, source)?;
+    for (j, (id, _)) in region.outputs.iter().enumerate() {
+        graph.replace_all_uses(ValueRef::first(*id), ValueRef { node: looped, result: j as u32 + 1 })?;
     }
     for (id, _, _) in region.nodes.iter().rev() {
         graph.remove_node(*id)?;
@@ -514,17 +537,27 @@ mod tests {
         ValueRef::first(g.add_node(name, op, operands, results, None).unwrap())
     }
 
-    fn cats(g: &Graph) -> usize {
+    /// The loops of `g` and the shapes of the products in their bodies.
+    fn loops(g: &Graph) -> Vec<Vec<Vec<i64>>> {
         g.node_ids()
-            .filter(|&id| matches!(g.node(id).op, Op::Cat { .. }))
-            .count()
+            .filter_map(|id| match g.node(id).op {
+                Op::While { body, .. } => Some(&g.regions()[body as usize]),
+                _ => None,
+            })
+            .map(|body| {
+                body.node_ids()
+                    .filter(|&id| matches!(body.node(id).op, Op::Bmm))
+                    .map(|id| body.node(id).results[0].shape.to_vec())
+                    .collect()
+            })
+            .collect()
     }
 
     #[test]
-    fn attention_sized_products_split_and_merged_heads_read_the_cat() {
+    fn attention_sized_products_loop_over_blocks_of_heads() {
         let mut g = scores(16, 1024, |g, e, v| {
             let o = add(g, "o", Op::Bmm, &[e, v]);
-            // Merging the heads mixes batch entries: it stays out and reads the concatenation.
+            // Merging the heads mixes batch entries: it stays out and reads the loop's result.
             vec![add(
                 g,
                 "merged",
@@ -536,14 +569,9 @@ mod tests {
         });
         assert!(BatchBlocks.run(&mut g).unwrap());
         fxhlo_ir::verify(&g).unwrap();
-        assert_eq!(cats(&g), 1);
-        // 64 MB of scores in blocks of 8 MB: 8 blocks of 2 heads.
-        let blocks: Vec<_> = g
-            .node_ids()
-            .filter(|&id| matches!(g.node(id).op, Op::Bmm))
-            .map(|id| g.node(id).results[0].shape[0])
-            .collect();
-        assert_eq!(blocks, vec![2; 16], "{}", fxhlo_ir::print(&g));
+        // 64 MB of scores in blocks of 8 MB: a loop whose body multiplies 2 heads at a time.
+        assert_eq!(loops(&g), vec![vec![vec![2, 1024, 1024], vec![2, 1024, 8]]], "{}", fxhlo_ir::print(&g));
+        assert!(!g.node_ids().any(|id| matches!(g.node(id).op, Op::Bmm)), "{}", fxhlo_ir::print(&g));
         assert!(
             !BatchBlocks.run(&mut g).unwrap(),
             "a second run found more to split"
@@ -551,8 +579,17 @@ mod tests {
     }
 
     #[test]
-    fn two_attentions_split_one_after_the_other() {
-        // The second attention reads the first's output: two regions, two concatenations.
+    fn a_head_too_large_for_a_block_loops_over_blocks_of_rows() {
+        // One head of 4,096 x 4,096 (64 MB): blocks of 512 query rows, keys and values whole.
+        let mut g = scores(1, 4096, |g, e, v| vec![add(g, "o", Op::Bmm, &[e, v])]);
+        assert!(BatchBlocks.run(&mut g).unwrap());
+        fxhlo_ir::verify(&g).unwrap();
+        assert_eq!(loops(&g), vec![vec![vec![1, 512, 4096], vec![1, 512, 8]]], "{}", fxhlo_ir::print(&g));
+    }
+
+    #[test]
+    fn a_second_attention_over_the_same_heads_joins_the_loop() {
+        // The second attention reads the first's output head by head: one region, one loop.
         let mut g = scores(16, 1024, |g, e, v| {
             let o = add(g, "o", Op::Bmm, &[e, v]);
             let kt2 = add(g, "kt2", Op::Permute { dims: [0, 2, 1].into() }, &[o]);
@@ -562,28 +599,31 @@ mod tests {
         });
         assert!(BatchBlocks.run(&mut g).unwrap());
         fxhlo_ir::verify(&g).unwrap();
-        assert!(cats(&g) >= 1, "{}", fxhlo_ir::print(&g));
+        let products = vec![vec![2, 1024, 1024], vec![2, 1024, 8], vec![2, 1024, 1024], vec![2, 1024, 8]];
+        assert_eq!(loops(&g), vec![products], "{}", fxhlo_ir::print(&g));
         let large = g.node_ids().filter(|&id| is_seed(&g, id)).count();
         assert_eq!(large, 0, "a product over MIN_BYTES is left: {}", fxhlo_ir::print(&g));
     }
 
     #[test]
-    fn block_sizes_keep_blocks_small_and_few() {
+    fn blocks_are_at_most_block_bytes_along_the_batch_else_the_rows() {
         let mb = 1 << 20;
-        // 16 heads of 4 MB: 8 blocks of 2 heads.
-        assert_eq!(block_size(16, 4 * mb), Some(2));
-        // 128 entries (8 images x 16 heads) of 4 MB: 16 blocks of 8 entries would be 32 MB.
-        assert_eq!(block_size(128, 4 * mb), None);
-        // 64 entries of 1 MB: 8 MB blocks are 8 entries, 8 blocks.
-        assert_eq!(block_size(64, mb), Some(8));
-        // 256 entries of 0.5 MB: 8 MB blocks would be 16 blocks of 16.
-        assert_eq!(block_size(256, mb / 2), Some(16));
-        // 32 heads of 12 MB: one head a block is 32 blocks; 2 heads are 24 MB.
-        assert_eq!(block_size(32, 12 * mb), None);
-        // 8 heads of 64 MB: no block under the threshold.
-        assert_eq!(block_size(8, 64 * mb), None);
+        let f32s = |shape: &[i64]| shape.iter().product::<i64>() as usize * 4;
+        // 16 heads of 4 MB: blocks of 2 heads.
+        assert_eq!(plan(&[16, 1024, 1024], f32s(&[16, 1024, 1024])), Some((0, 2)));
+        // 128 entries (8 images x 16 heads) of 4 MB: 64 blocks of 2.
+        assert_eq!(plan(&[128, 1024, 1024], f32s(&[128, 1024, 1024])), Some((0, 2)));
         // 24 heads of 1.5 MB: the largest divisor under 8 MB is 4 (6 blocks).
-        assert_eq!(block_size(24, 3 * mb / 2), Some(4));
+        assert_eq!(plan(&[24, 768, 512], 24 * 3 * mb / 2), Some((0, 4)));
+        // Stable Diffusion's 8 heads of 4,096 x 4,096 (64 MB each): rows, 64 of every head
+        // (8 MB), 64 blocks.
+        assert_eq!(plan(&[8, 4096, 4096], f32s(&[8, 4096, 4096])), Some((1, 64)));
+        // One head of 64 MB: blocks of 512 rows.
+        assert_eq!(plan(&[1, 4096, 4096], f32s(&[1, 4096, 4096])), Some((1, 512)));
+        // Rows too wide for a block (one row of 2 x 8M floats is 64 MB): left whole.
+        assert_eq!(plan(&[2, 2, 8 << 20], f32s(&[2, 2, 8 << 20])), None);
+        // More than MAX_BLOCKS blocks: left whole.
+        assert_eq!(plan(&[1, 1 << 20, 1024], f32s(&[1, 1 << 20, 1024])), None);
     }
 
     #[test]

@@ -133,6 +133,8 @@ pub fn lower<'c, 'a>(
         Op::BroadcastInDim { shape: _, dims } => one(shape::broadcast_in_dim(e, dims, operands, out?, loc)),
         Op::Slice { dim, start, end, step } => one(shape::slice(e, *dim, *start, *end, *step, operands, out?, loc)),
         Op::Select { dim, index } => one(shape::select(e, *dim, *index, operands, out?, loc)),
+        Op::DynamicSlice { dim, size: _ } => one(shape::dynamic_slice(e, *dim, operands, out?, loc)),
+        Op::DynamicUpdateSlice { dim } => one(shape::dynamic_update_slice(e, *dim, operands, out?, loc)),
         Op::Cat { dim } => one(shape::cat(e, *dim, operands, out?, loc)),
         Op::Split { sizes: _, dim } => shape::split(e, *dim, operands, results, loc),
         Op::Pad { pad, mode } => one(shape::pad(e, pad, *mode, operands, out?, loc)),

@@ -53,6 +53,32 @@ pub fn slice<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, start: i64, end: i64, step: 
     slice_dim(e, x, d, lo, lo + (out.shape[d] - 1).max(0) * step + 1, step, out, loc)
 }
 
+/// The start indices of a dynamic slice along dim `d` of a rank-`rank` tensor: `start` there,
+/// zeros of its type elsewhere.
+fn dynamic_starts<'c, 'a>(e: &Emitter<'c, 'a>, start: Operand<'c, 'a, '_>, d: usize, rank: usize, loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let zero = e.splat(Scalar::Int(0), start.1, loc)?;
+    Ok((0..rank).map(|i| if i == d { start.0 } else { zero }).collect())
+}
+
+/// `dynamic_slice(x, start)` along `dim`: `stablehlo.dynamic_slice` with the whole of every
+/// other dim.
+pub fn dynamic_slice<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (x, start) = (arg(e, operands, 0)?, arg(e, operands, 1)?);
+    let d = norm(e, dim, x.1.rank())?;
+    let mut values = vec![x.0];
+    values.extend(dynamic_starts(e, start, d, x.1.rank(), loc)?);
+    e.op("stablehlo.dynamic_slice", loc, &values, out, &[("slice_sizes", crate::attr::i64s(e.ctx, &out.shape))])
+}
+
+/// `dynamic_update_slice(x, update, start)` along `dim`: `stablehlo.dynamic_update_slice`.
+pub fn dynamic_update_slice<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
+    let (x, update, start) = (arg(e, operands, 0)?, arg(e, operands, 1)?, arg(e, operands, 2)?);
+    let d = norm(e, dim, x.1.rank())?;
+    let mut values = vec![x.0, update.0];
+    values.extend(dynamic_starts(e, start, d, x.1.rank(), loc)?);
+    e.op("stablehlo.dynamic_update_slice", loc, &values, out, &[])
+}
+
 /// `select(x, dim, index)`: a one-wide slice, reshaped without the dim.
 pub fn select<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, index: i64, operands: &[Operand<'c, 'a, '_>], out: &TensorType, loc: Location<'c>) -> Result<V<'c, 'a>> {
     let x = arg(e, operands, 0)?;

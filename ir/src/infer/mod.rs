@@ -132,6 +132,8 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
         | Op::Expand { .. }
         | Op::BroadcastInDim { .. }
         | Op::Slice { .. }
+        | Op::DynamicSlice { .. }
+        | Op::DynamicUpdateSlice { .. }
         | Op::Select { .. }
         | Op::Unsqueeze { .. }
         | Op::Squeeze { .. }

@@ -5,7 +5,7 @@ use smallvec::{smallvec, SmallVec};
 
 use super::{broadcast_shapes, normalize_dim, result_type, InferResult};
 use crate::op::Op;
-use crate::types::{Shape, TensorType};
+use crate::types::{DType, Shape, TensorType};
 
 fn one(t: TensorType) -> InferResult {
     Ok(Some(smallvec![t]))
@@ -41,6 +41,14 @@ pub fn sized_dim(op: &Op, d: i64, rank: usize) -> Result<usize, String> {
         return Err(format!("{} cannot be applied to a 0-d tensor", op.name()));
     }
     normalize_dim(d, rank)
+}
+
+/// A dynamic slice's start: an integer scalar.
+fn start_index(op: &Op, t: &TensorType) -> Result<(), String> {
+    if t.rank() != 0 || !matches!(t.dtype, DType::I64 | DType::I32) {
+        return Err(format!("{}'s start must be an i32 or i64 scalar, not {t}", op.name()));
+    }
+    Ok(())
 }
 
 /// Shape ops.
@@ -131,6 +139,28 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             // ceil((hi - lo) / step), written so that a huge step cannot overflow.
             shape[d] = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
             with(shape)
+        }
+        Op::DynamicSlice { dim, size } => {
+            let d = sized_dim(op, *dim, rank)?;
+            start_index(op, operands[1])?;
+            if *size < 0 || *size > x.shape[d] {
+                return Err(format!("dynamic_slice of {size} elements from dim {d} of {x}"));
+            }
+            let mut shape = x.shape.clone();
+            shape[d] = *size;
+            with(shape)
+        }
+        Op::DynamicUpdateSlice { dim } => {
+            let d = sized_dim(op, *dim, rank)?;
+            let update = operands[1];
+            start_index(op, operands[2])?;
+            let fits = update.dtype == x.dtype
+                && update.rank() == rank
+                && update.shape.iter().zip(&x.shape).enumerate().all(|(i, (&u, &s))| if i == d { u <= s } else { u == s });
+            if !fits {
+                return Err(format!("dynamic_update_slice of {update} into {x} along dim {d}"));
+            }
+            one(x.clone())
         }
         Op::Select { dim, index } => {
             let d = sized_dim(op, *dim, rank)?;
