@@ -9,8 +9,9 @@ asserts nothing: the machines are shared and noisy, so compare within one run.
 Models: torchvision ResNet-50, MobileNet-V3-large, EfficientNet-B0, ConvNeXt-tiny, ViT-B/16
 (224x224); Hugging Face BERT-base and T5-small's encoder (128 tokens), GPT-2 and a small
 Llama-style decoder (128 tokens); diffusers' unconditional ``UNet2DModel`` (64x64) and a
-conditional ``UNet2DConditionModel`` (32x32 latent, 77 text tokens). Target (issue 27): fxhlo's
-geomean at least 1.4x eager, no model below eager.
+conditional ``UNet2DConditionModel`` (32x32 latent, 77 text tokens), and the same at Stable
+Diffusion's 64x64 latent. Target (issue 27): fxhlo's geomean at least 1.4x eager, no model
+below eager.
 
 Usage: .venv/bin/python scripts/bench_zoo.py [--models a,b] [--rounds 5] [--runs 5] [--skip-inductor]
        [--fxhlo-options '{"freeze": true}']
@@ -64,16 +65,16 @@ def _unet():
     return model.eval(), (torch.randn(1, 3, 64, 64), torch.tensor([10]))
 
 
-def _cond_unet():
+def _cond_unet(size: int = 32):
     import diffusers
 
     model = diffusers.UNet2DConditionModel(
-        sample_size=32, in_channels=4, out_channels=4, layers_per_block=2, block_out_channels=(128, 256, 512),
+        sample_size=size, in_channels=4, out_channels=4, layers_per_block=2, block_out_channels=(128, 256, 512),
         down_block_types=("CrossAttnDownBlock2D", "CrossAttnDownBlock2D", "DownBlock2D"),
         up_block_types=("UpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D"),
         cross_attention_dim=512, attention_head_dim=8,
     )
-    return model.eval(), (torch.randn(1, 4, 32, 32), torch.tensor([10]), torch.randn(1, 77, 512))
+    return model.eval(), (torch.randn(1, 4, size, size), torch.tensor([10]), torch.randn(1, 77, 512))
 
 
 MODELS = {
@@ -90,6 +91,8 @@ MODELS = {
         num_key_value_heads=4, use_cache=False))),
     "unet": _unet,
     "cond_unet": _cond_unet,
+    # Stable Diffusion's latent size (512x512 images): 4,096 positions, 64 MB of scores per head.
+    "cond_unet_64": lambda: _cond_unet(64),
 }
 
 
