@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_backend import call_times, round_robin  # noqa: E402
+from bench_optimizer import _unet  # noqa: E402 (the same unconditional UNet as the ablation's)
 
 
 def _vision(name):
@@ -52,17 +53,6 @@ def _hf(build_model):
         transformers.logging.set_verbosity_error()
         return build_model(transformers).eval(), (_tokens(),)
     return build
-
-
-def _unet():
-    import diffusers
-
-    model = diffusers.UNet2DModel(
-        sample_size=64, in_channels=3, out_channels=3, layers_per_block=2, block_out_channels=(64, 128, 256),
-        down_block_types=("DownBlock2D", "AttnDownBlock2D", "AttnDownBlock2D"),
-        up_block_types=("AttnUpBlock2D", "AttnUpBlock2D", "UpBlock2D"),
-    )
-    return model.eval(), (torch.randn(1, 3, 64, 64), torch.tensor([10]))
 
 
 def _cond_unet(size: int = 32):
