@@ -312,11 +312,11 @@ fn reads(
             let d = region_dim(0)?;
             let before: i64 = types[0].shape[..d].iter().product();
             let mut prefix = 1;
-            for (e, &size_) in out.shape.iter().enumerate() {
-                if prefix == before && size == size_ {
+            for (e, &s) in out.shape.iter().enumerate() {
+                if prefix == before && s == size {
                     return Some((e, vec![Read::Region]));
                 }
-                prefix *= size_;
+                prefix *= s;
             }
             None
         }
@@ -416,9 +416,7 @@ fn loop_blocks(graph: &mut Graph, region: &Region) -> fxhlo_ir::Result<()> {
     let out_types: Vec<TensorType> = region.outputs.iter().map(|(id, _)| graph.node(*id).results[0].clone()).collect();
     let mut operand_types = vec![index_t.clone()];
     operand_types.extend(out_types.iter().cloned());
-    for v in &outside {
-        operand_types.push(graph.value_type(*v).ok_or(fxhlo_ir::Error::DanglingOutput)?.clone());
-    }
+    operand_types.extend(outside.iter().map(|v| graph.value_type(*v).expect("a verified operand").clone()));
     let loop_inputs = |g: &mut Graph| -> Vec<ValueRef> {
         let inputs = operand_types.iter().enumerate();
         inputs.map(|(i, t)| ValueRef::first(g.add_input(format!("arg{i}"), InputKind::UserInput, None, t.clone(), None))).collect()
