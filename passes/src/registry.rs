@@ -30,7 +30,6 @@ pub static PASSES: &[&dyn Pass] = &[
     &crate::DepthwiseConvTaps,
     &crate::DEVICE_LAYOUT,
     &crate::Eqsat,
-    &crate::FoldBatchNorm,
     &crate::FoldConstantLayouts,
     &crate::Freeze,
     &crate::HoistLargeConstants,
@@ -70,9 +69,6 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
             // reuses (see the pass's doc).
             passes.push(&crate::BatchBlocks);
         }
-        // Frozen batch norms into their convolutions, before the passes that rewrite
-        // convolutions (see the pass's doc).
-        passes.push(&crate::FoldBatchNorm);
     }
     if cpu {
         // XLA's CPU backend runs convolutions channels-last and every other op along its
