@@ -341,6 +341,22 @@ mod tests {
     }
 
     #[test]
+    fn dynamic_slices_take_an_integer_scalar_start_and_keep_other_dims() {
+        let start = TensorType::new(I64, vec![]);
+        let r = infer(&Op::DynamicSlice { dim: 1, size: 4 }, &[&t(&[2, 16, 3]), &start]).unwrap().unwrap();
+        assert_eq!(r[0], t(&[2, 4, 3]));
+        // A float start, a vector start, and more elements than the dim has are refused.
+        assert!(infer(&Op::DynamicSlice { dim: 1, size: 4 }, &[&t(&[2, 16, 3]), &t(&[])]).is_err());
+        assert!(infer(&Op::DynamicSlice { dim: 1, size: 4 }, &[&t(&[2, 16, 3]), &TensorType::new(I64, vec![1])]).is_err());
+        assert!(infer(&Op::DynamicSlice { dim: 1, size: 17 }, &[&t(&[2, 16, 3]), &start]).is_err());
+        // An update is the target's type but along `dim`, where it may be shorter.
+        let op = Op::DynamicUpdateSlice { dim: 1 };
+        assert_eq!(infer(&op, &[&t(&[2, 16, 3]), &t(&[2, 4, 3]), &start]).unwrap().unwrap()[0], t(&[2, 16, 3]));
+        assert!(infer(&op, &[&t(&[2, 16, 3]), &t(&[1, 4, 3]), &start]).is_err());
+        assert!(infer(&op, &[&t(&[2, 16, 3]), &TensorType::new(I64, vec![2, 4, 3]), &start]).is_err());
+    }
+
+    #[test]
     fn slicing_follows_python() {
         // x[1:] on size 5 (FX passes end = i64::MAX), x[-2:], x[::2]: hand-computed lengths.
         assert_eq!(slice_bounds(1, i64::MAX, 5), (1, 5));
