@@ -27,9 +27,9 @@
 //! the block is the largest divisor of the batch whose share of the product is at most
 //! [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] iterations. A larger entry (a head of 4,096 x
 //! 4,096 scores is 64 MB) is blocked by its rows: with a batch of one, the rows are the loop's
-//! blocked dim; with more, the loop runs over single entries and its body, blocked in turn,
-//! over that entry's rows, so that each block reads one head's keys and values, not every
-//! head's (Stable Diffusion's attention: 141 ms per call with every head's rows in each
+//! blocked dim; with more, the loop runs over single entries and its body, blocked in turn
+//! (where the entry is over [`MIN_BYTES`]), over that entry's rows, so that each block reads
+//! one head's keys and values, not every head's (Stable Diffusion's attention: 141 ms per call with every head's rows in each
 //! block, 124 ms with the nested loops). The CPU plugin only: other
 //! targets allocate and fuse their own way; `-O2` only, with the e-graph.
 //!
@@ -221,8 +221,9 @@ fn plan(shape: &[i64], bytes: usize) -> Option<(usize, i64)> {
         // One block would be the whole product: nothing to gain.
         largest(batch, per_entry).filter(|&b| b < batch).map(|b| (0, b))
     } else if batch > 1 && batch <= MAX_BLOCKS {
-        // One entry a block, when its rows can be blocked in turn (the loop's body is blocked
-        // again, so each block reads one entry's right factor, not every entry's).
+        // One entry a block, when its rows could be blocked: the loop's body is blocked again,
+        // by rows where the entry is over MIN_BYTES (each block then reads one entry's right
+        // factor, not every entry's); an entry of at most MIN_BYTES stays whole in the body.
         plan(&[1, rows], per_entry).map(|_| (0, 1))
     } else {
         largest(rows, bytes / rows as usize).filter(|&r| r < rows).map(|r| (1, r))

@@ -157,3 +157,28 @@ def test_o2_matches_eager_and_reports_each_pass_with_the_egraph_summary():
     assert "e-nodes" in eqsat["summary"] and "stop " in eqsat["summary"], eqsat
     assert all(p["s"] >= 0 and p["nodes_after"] > 0 for p in passes)
     assert all(p["summary"] is None for p in passes if p["name"] != "eqsat")
+
+
+@pytest.mark.parametrize("heads,n,d", [(16, 1024, 8), (2, 2048, 16), (2, 4096, 8)])
+def test_large_attention_runs_in_loops_over_blocks_and_matches_eager(heads, n, d):
+    """`batch-blocks` on PyTorch's own attention (`F.scaled_dot_product_attention`, decomposed
+    as on the CPU): 16 heads of 4 MB scores loop over blocks of heads; 2 heads of 16 MB loop
+    over single heads (16 MB is no longer a product to split); 2 heads of 64 MB loop over the
+    heads with each head's rows in a nested loop. Values match eager; the module has the loops
+    (`stablehlo.while`) and `-O1`'s does not."""
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, heads, n, d) for _ in range(3))
+    f = torch.nn.functional.scaled_dot_product_attention
+    with torch.no_grad():
+        want = f(q, k, v)
+        modules = {}
+        for level in (1, 2):
+            got = compile_at(f, level)(q, k, v)
+            err = (got - want).abs().max().item()
+            print(f"{heads} x {n} x {d} -O{level}: max abs err {err:.2e}")
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            modules[level] = fxhlo.compiled_graphs()[-1].executable.mlir
+    loops = {level: m.count("stablehlo.while") for level, m in modules.items()}
+    print(f"  while loops in the module: {loops}")
+    assert loops[1] == 0
+    assert loops[2] == (2 if n == 4096 else 1), loops
