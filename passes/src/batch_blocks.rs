@@ -133,6 +133,8 @@ struct Region {
     nodes: Vec<(NodeId, usize, Vec<Read>)>,
     /// Region values read outside it (or returned), with their blocked dim.
     outputs: Vec<(NodeId, usize)>,
+    /// Each region node's result type for one block, as inference gave it.
+    block_types: HashMap<NodeId, TensorType>,
 }
 
 /// The region of `seed`, or `None` when splitting it would not pay or cannot be typed.
@@ -193,19 +195,25 @@ fn grow(graph: &Graph, seed: NodeId) -> fxhlo_ir::Result<Option<Region>> {
     if outputs.is_empty() || out_bytes * 4 > seed_bytes {
         return Ok(None);
     }
-    let region = Region {
+    let mut region = Region {
         size,
         block,
         nodes,
         outputs,
+        block_types: HashMap::new(),
     };
-    Ok(typechecks(graph, &region).then_some(region))
+    let Some(block_types) = block_types(graph, &region) else {
+        return Ok(None);
+    };
+    region.block_types = block_types;
+    Ok(Some(region))
 }
 
 /// How to block a `[batch, rows, cols]` product of `bytes`: along the batch (dim 0) where one
-/// entry is at most [`BLOCK_BYTES`], else along the rows (dim 1, every batch entry in each
-/// block); the dim and the entries per block (the largest divisor of its size whose block is
-/// at most [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] blocks); `None` when neither fits.
+/// entry is at most [`BLOCK_BYTES`]; one entry a block where an entry is larger and there are
+/// several (the loop's body is then blocked by rows in turn); else, with a batch of one, along
+/// the rows (dim 1). The dim and the entries per block (the largest divisor of its size whose
+/// block is at most [`BLOCK_BYTES`], in at most [`MAX_BLOCKS`] blocks); `None` when none fits.
 fn plan(shape: &[i64], bytes: usize) -> Option<(usize, i64)> {
     let (&batch, &rows) = (shape.first()?, shape.get(1)?);
     if batch < 1 || rows < 1 {
@@ -377,8 +385,9 @@ fn block_op(op: &Op, out: &TensorType) -> Op {
     }
 }
 
-/// Whether every region node, fed one block, infers the block's type of its result.
-fn typechecks(graph: &Graph, region: &Region) -> bool {
+/// Each region node's result type for one block, when every node fed one block infers the
+/// block's type of its result; `None` when one does not.
+fn block_types(graph: &Graph, region: &Region) -> Option<HashMap<NodeId, TensorType>> {
     let mut block_ty: HashMap<NodeId, TensorType> = HashMap::new();
     for (id, d, reads) in &region.nodes {
         let node = graph.node(*id);
@@ -393,16 +402,16 @@ fn typechecks(graph: &Graph, region: &Region) -> bool {
                 Read::Slice(e) => graph.value_type(*v).map(|t| resized(t, *e, region.block)),
             })
             .collect();
-        let Some(types) = types else { return false };
+        let types = types?;
         let refs: Vec<&TensorType> = types.iter().collect();
         match infer(&block_op(&node.op, &want), &refs) {
             Ok(Some(results)) if results.len() == 1 && results[0] == want => {
                 block_ty.insert(*id, want);
             }
-            _ => return false,
+            _ => return None,
         }
     }
-    true
+    Some(block_ty)
 }
 
 /// Replaces the region with a `while` loop over its blocks: the loop carries the block index
@@ -450,7 +459,7 @@ fn loop_blocks(graph: &mut Graph, region: &Region) -> fxhlo_ir::Result<()> {
     let arg_of: HashMap<ValueRef, ValueRef> = outside.iter().copied().zip(args[1 + out_types.len()..].iter().copied()).collect();
     let mut slices: HashMap<(ValueRef, usize), ValueRef> = HashMap::new();
     let mut copy: HashMap<NodeId, ValueRef> = HashMap::new();
-    for (id, d, reads) in &region.nodes {
+    for (id, _, reads) in &region.nodes {
         let mut operands = Vec::new();
         for (v, read) in graph.operands(*id).iter().zip(reads) {
             operands.push(match read {
@@ -471,7 +480,7 @@ fn loop_blocks(graph: &mut Graph, region: &Region) -> fxhlo_ir::Result<()> {
             });
         }
         let node = graph.node(*id);
-        let ty = resized(&node.results[0], *d, region.block);
+        let ty = region.block_types[id].clone();
         let op = block_op(&node.op, &ty);
         copy.insert(*id, ValueRef::first(body.add_node(&node.name, op, &operands, vec![ty], node.source.clone())?));
     }
