@@ -92,7 +92,7 @@ impl Options {
         let cpu = self.device.device == fxhlo_runtime::DeviceKind::Cpu;
         let mut passes = match &self.passes {
             // Unknown names are refused by `check` (`from_json`, `Pipeline::lower`).
-            Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).collect(),
+            Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).map(|p| fxhlo_passes::for_target(p, cpu)).collect(),
             None => fxhlo_passes::pipeline(self.opt_level, cpu),
         };
         if let Some(n) = self.max_passes {

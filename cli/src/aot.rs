@@ -68,41 +68,14 @@ pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option
     ))
 }
 
-/// A TPU chip's published peaks, for the roofline estimate.
-pub(crate) struct Chip {
-    /// Generation prefix of topology names (`v6e` in `v6e:2x2`).
-    pub prefix: &'static str,
-    pub name: &'static str,
-    /// Peak dense bf16 matrix throughput per chip, FLOP/s.
-    pub peak_flops: f64,
-    /// HBM bandwidth per chip, bytes/s.
-    pub hbm_bytes_per_s: f64,
-}
-
-/// Per-chip peaks from Google Cloud's TPU system architecture pages (cloud.google.com/tpu/docs:
-/// "TPU v6e", "TPU v5e", "TPU v5p", "TPU v4"), bf16 dense matmul and HBM bandwidth.
-pub(crate) const CHIPS: &[Chip] = &[
-    // v6e (Trillium): 918 TFLOP/s bf16, 1640 GB/s HBM.
-    Chip { prefix: "v6e", name: "TPU v6e", peak_flops: 918e12, hbm_bytes_per_s: 1640e9 },
-    // v5e: 197 TFLOP/s bf16, 819 GB/s HBM.
-    Chip { prefix: "v5e", name: "TPU v5e", peak_flops: 197e12, hbm_bytes_per_s: 819e9 },
-    // v5p: 459 TFLOP/s bf16, 2765 GB/s HBM.
-    Chip { prefix: "v5p", name: "TPU v5p", peak_flops: 459e12, hbm_bytes_per_s: 2765e9 },
-    // v4: 275 TFLOP/s bf16, 1200 GB/s HBM.
-    Chip { prefix: "v4", name: "TPU v4", peak_flops: 275e12, hbm_bytes_per_s: 1200e9 },
-];
-
-/// The chip of a topology name (`v6e:2x2` → v6e).
-pub(crate) fn chip(topology: &str) -> Option<&'static Chip> {
-    let generation = topology.split(':').next()?;
-    CHIPS.iter().find(|c| c.prefix.eq_ignore_ascii_case(generation))
-}
+/// A TPU chip's published peaks, for the roofline estimate (the e-graph's cost model's table).
+pub(crate) use fxhlo::passes::eqsat::cost::{tpu_chip as chip, Roofline as Chip};
 
 /// The roofline time of one chip: the larger of compute time at peak and memory time at full
 /// bandwidth, and whether compute is the larger.
 pub(crate) fn roofline(cost: &CostAnalysis, chip: &Chip) -> Option<(f64, bool)> {
     let compute = cost.flops()? / chip.peak_flops;
-    let memory = cost.bytes_accessed()? / chip.hbm_bytes_per_s;
+    let memory = cost.bytes_accessed()? / chip.bytes_per_s;
     Some((compute.max(memory), compute >= memory))
 }
 
@@ -162,7 +135,7 @@ pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: Durati
                 "roofline on one {} ({:.0} TFLOP/s bf16, {:.0} GB/s HBM): ",
                 chip.name,
                 chip.peak_flops / 1e12,
-                chip.hbm_bytes_per_s / 1e9
+                chip.bytes_per_s / 1e9
             ));
             match roofline(cost, chip) {
                 Some((s, compute_bound)) => {

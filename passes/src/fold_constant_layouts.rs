@@ -1,7 +1,8 @@
 //! `fold-constant-layouts`: computes layout ops of constants at compile time, so that the
 //! constant arrives in the layout its consumer reads. A `permute` of a constant becomes a
 //! constant holding the permuted bytes; a `view`, `unsqueeze`, `squeeze` or `copy` of one
-//! becomes a constant of the new type sharing the same bytes. Chains fold in one run.
+//! becomes a constant of the new type sharing the same bytes; a `cat` of constants (the
+//! weights of products `eqsat` merged) becomes one constant. Chains fold in one run.
 //!
 //! Why here and not in XLA: XLA folds a transpose of a constant with its generic evaluator,
 //! element by element; for frozen weights (`freeze`), every `nn.Linear` reads its weight
@@ -34,12 +35,16 @@ impl Pass for FoldConstantLayouts {
         // Topological order: a folded node is a constant by the time its users are seen.
         for id in graph.topo_order().map_err(fail)? {
             let Some(data) = folded(graph, id) else { continue };
-            let source = graph.operands(id)[0].node;
-            // The node becomes a constant: its operand edge goes.
+            let mut sources: Vec<NodeId> = graph.operands(id).iter().map(|v| v.node).collect();
+            sources.sort();
+            sources.dedup();
+            // The node becomes a constant: its operand edges go.
             graph.node_mut(id).op = Op::Constant { data };
             graph.disconnect_operands(id);
-            if !graph.has_uses(source) {
-                graph.remove_node(source).map_err(fail)?;
+            for source in sources {
+                if !graph.has_uses(source) {
+                    graph.remove_node(source).map_err(fail)?;
+                }
             }
             changed = true;
         }
@@ -50,6 +55,28 @@ impl Pass for FoldConstantLayouts {
 /// The data of node `id` as a constant, when it is a layout op of a constant with bytes.
 fn folded(graph: &Graph, id: NodeId) -> Option<TensorData> {
     let node = graph.node(id);
+    if let Op::Cat { dim } = node.op {
+        // The concatenated weights of merged products (`eqsat`'s merge rules).
+        let out = &node.results[0];
+        let dim = usize::try_from(if dim < 0 { dim + out.rank() as i64 } else { dim }).ok()?;
+        let size = out.dtype.size_bytes();
+        let outer: usize = out.shape[..dim].iter().map(|&d| d as usize).product();
+        let mut parts = Vec::new();
+        for v in graph.operands(id) {
+            let Op::Constant { data } = &graph.node(v.node).op else { return None };
+            let t = graph.value_type(v)?;
+            // Bytes per outer index: this operand's extent of `dim` times the inner dims.
+            let chunk: usize = t.shape[dim..].iter().map(|&d| d as usize).product::<usize>() * size;
+            parts.push((data.bytes()?, chunk));
+        }
+        let mut bytes = Vec::with_capacity(out.checked_size_bytes()?);
+        for o in 0..outer {
+            for (data, chunk) in &parts {
+                bytes.extend_from_slice(data.get(o * chunk..(o + 1) * chunk)?);
+            }
+        }
+        return Some(TensorData::new(bytes));
+    }
     let [operand]: [ValueRef; 1] = graph.operands(id).try_into().ok()?;
     let Op::Constant { data } = &graph.node(operand.node).op else { return None };
     let input = &graph.node(operand.node).results[0];
@@ -139,6 +166,27 @@ fn permute_n<const S: usize>(bytes: &[u8], shape: &[usize], perm: &[usize]) -> V
 #[cfg(test)]
 mod tests {
     use super::permute;
+    use crate::Pass;
+    use fxhlo_ir::{DType, Graph, Op, TensorData, TensorType, ValueRef};
+
+    #[test]
+    fn a_cat_of_constants_becomes_one_constant() {
+        // [[0, 1], [2, 3]] and [[4], [5]] along dim 1: [[0, 1, 4], [2, 3, 5]] (u8 elements).
+        let mut g = Graph::new("cat");
+        let ty = |shape: &[i64]| TensorType::new(DType::U8, shape.to_vec());
+        let constant = |g: &mut Graph, name: &str, bytes: Vec<u8>, shape: &[i64]| {
+            ValueRef::first(g.add_node(name, Op::Constant { data: TensorData::new(bytes) }, &[], vec![ty(shape)], None).unwrap())
+        };
+        let a = constant(&mut g, "a", vec![0, 1, 2, 3], &[2, 2]);
+        let b = constant(&mut g, "b", vec![4, 5], &[2, 1]);
+        let c = ValueRef::first(g.add_node("c", Op::Cat { dim: -1 }, &[a, b], vec![ty(&[2, 3])], None).unwrap());
+        g.set_outputs(vec![c]).unwrap();
+        assert!(super::FoldConstantLayouts.run(&mut g).unwrap());
+        let Op::Constant { data } = &g.node(c.node).op else { panic!("not folded: {}", fxhlo_ir::print(&g)) };
+        assert_eq!(data.bytes().unwrap(), &[0, 1, 4, 2, 3, 5]);
+        // The operands went with their last reader.
+        assert_eq!(g.node_ids().count(), 1);
+    }
 
     #[test]
     fn permute_moves_elements_as_a_transpose_does() {

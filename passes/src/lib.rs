@@ -28,7 +28,7 @@ pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;
 pub use depthwise_conv_taps::DepthwiseConvTaps;
-pub use eqsat::Eqsat;
+pub use eqsat::{Eqsat, EQSAT, EQSAT_ACCELERATOR};
 pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use fold_constant_layouts::FoldConstantLayouts;
 pub use freeze::Freeze;
@@ -36,7 +36,7 @@ pub use hoist_large_constants::{HoistLargeConstants, LARGE_CONSTANT_ELEMENTS};
 pub use pointwise_conv_dot::PointwiseConvDot;
 pub use unused_results::UnusedResults;
 pub use manager::{PassManager, PassRun};
-pub use registry::{default_pipeline, lookup, pipeline, Pass, DEFAULT_OPT_LEVEL, MAX_OPT_LEVEL, PASSES};
+pub use registry::{default_pipeline, for_target, lookup, pipeline, Pass, DEFAULT_OPT_LEVEL, MAX_OPT_LEVEL, PASSES};
 
 /// A pass error.
 #[derive(Debug, thiserror::Error)]

@@ -29,7 +29,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &crate::Dce,
     &crate::DepthwiseConvTaps,
     &crate::DEVICE_LAYOUT,
-    &crate::Eqsat,
+    &crate::EQSAT,
     &crate::FoldConstantLayouts,
     &crate::Freeze,
     &crate::HoistLargeConstants,
@@ -62,7 +62,7 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
         // `-O2`: the e-graph sees the model's own ops in their logical layout, after dead code
         // is gone (the cost model counts only what outputs read) and before the layout passes,
         // which rewrite convolutions the e-graph does not model yet.
-        passes.push(&crate::Eqsat);
+        passes.push(if cpu { &crate::EQSAT } else { &crate::EQSAT_ACCELERATOR });
         if cpu {
             // After the e-graph (which moves attention's scale off the scores it splits):
             // large batched products and what follows them in blocks whose temporaries glibc
@@ -103,6 +103,16 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
 /// The default pipeline: `-O2` for the CPU plugin.
 pub fn default_pipeline() -> Vec<&'static dyn Pass> {
     pipeline(DEFAULT_OPT_LEVEL, true)
+}
+
+/// The instance of `pass` for the target (`cpu`: the PJRT CPU plugin): passes that price
+/// their choices on a target's figures (`eqsat`) have one instance per target, under one name.
+pub fn for_target(pass: &'static dyn Pass, cpu: bool) -> &'static dyn Pass {
+    if pass.name() == crate::EQSAT.name() && !cpu {
+        &crate::EQSAT_ACCELERATOR
+    } else {
+        pass
+    }
 }
 
 /// The pass named `name`, or an error listing the valid names.

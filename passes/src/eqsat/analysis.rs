@@ -22,14 +22,19 @@ pub struct OrigInfo {
     /// constant node. For a non-leaf: whether the op is pure (its value follows from its
     /// operands), so that "reads only weights" can flow through it.
     pub weight_or_pure: bool,
+    /// A leaf whose value is in the graph (a constant node: frozen weights), or a pure
+    /// non-leaf op: "reads only constants" flows through it, and such values are computed
+    /// once at compile time.
+    pub constant_or_pure: bool,
 }
 
 /// The data of one e-class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Data {
-    /// A tensor value: its type, and whether it reads only weights and constants (a
-    /// subgraph that could be precomputed once; the first use will be the weights rules).
-    Tensor { ty: TensorType, weights_only: bool },
+    /// A tensor value: its type, whether it reads only weights and constants (a subgraph
+    /// that could be precomputed once), and whether it reads only constants (frozen weights:
+    /// it is computed at compile time, so the cost model prices it at zero).
+    Tensor { ty: TensorType, weights_only: bool, consts_only: bool },
     /// An attribute leaf.
     Ints(Ints),
     /// A node whose type inference failed (a rule built an invalid node): never extracted.
@@ -75,12 +80,10 @@ impl Analysis<ENode> for TensorAnalysis {
             ENode::Ints(i) => Data::Ints(i.clone()),
             ENode::Orig(key, children) => match egraph.analysis.values.get(key) {
                 Some(info) => {
-                    let weights_only = if children.is_empty() {
-                        info.weight_or_pure
-                    } else {
-                        info.weight_or_pure && children.iter().all(|&c| matches!(data(c), Data::Tensor { weights_only: true, .. }))
-                    };
-                    Data::Tensor { ty: info.ty.clone(), weights_only }
+                    let all = |f: fn(&Data) -> bool| children.iter().all(|&c| f(data(c)));
+                    let weights_only = info.weight_or_pure && all(|d| matches!(d, Data::Tensor { weights_only: true, .. }));
+                    let consts_only = info.constant_or_pure && all(|d| matches!(d, Data::Tensor { consts_only: true, .. }));
+                    Data::Tensor { ty: info.ty.clone(), weights_only, consts_only }
                 }
                 None => Data::Invalid(format!("no type for original value {key}")),
             },
@@ -90,18 +93,19 @@ impl Analysis<ENode> for TensorAnalysis {
                     return Data::Invalid("an attribute that is not an int list".to_string());
                 };
                 let mut types = Vec::with_capacity(operands.len());
-                let mut weights_only = true;
+                let (mut weights_only, mut consts_only) = (true, true);
                 for &o in operands {
                     match data(o) {
-                        Data::Tensor { ty, weights_only: w } => {
+                        Data::Tensor { ty, weights_only: w, consts_only: c } => {
                             types.push(ty);
                             weights_only &= *w;
+                            consts_only &= *c;
                         }
                         _ => return Data::Invalid(format!("{} has an operand that is not a tensor", op.name())),
                     }
                 }
                 match fxhlo_ir::infer::infer(&op, &types) {
-                    Ok(Some(results)) if results.len() == 1 => Data::Tensor { ty: results[0].clone(), weights_only },
+                    Ok(Some(results)) if results.len() == 1 => Data::Tensor { ty: results[0].clone(), weights_only, consts_only },
                     Ok(_) => Data::Invalid(format!("{} has no single inferred result", op.name())),
                     Err(e) => Data::Invalid(e),
                 }
@@ -111,15 +115,16 @@ impl Analysis<ENode> for TensorAnalysis {
 
     fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
         match (&mut *a, b) {
-            (Data::Tensor { ty, weights_only }, Data::Tensor { ty: ty_b, weights_only: w_b }) => {
+            (Data::Tensor { ty, weights_only, consts_only }, Data::Tensor { ty: ty_b, weights_only: w_b, consts_only: c_b }) => {
                 if *ty != ty_b {
                     self.conflict(format!("merged a {ty} class with a {ty_b} one"));
                     return DidMerge(false, true);
                 }
-                // One equivalent form reading only weights proves the value does.
-                let was = *weights_only;
+                // One equivalent form reading only weights (constants) proves the value does.
+                let was = (*weights_only, *consts_only);
                 *weights_only |= w_b;
-                DidMerge(*weights_only != was, w_b != *weights_only)
+                *consts_only |= c_b;
+                DidMerge((*weights_only, *consts_only) != was, (w_b, c_b) != (*weights_only, *consts_only))
             }
             (Data::Ints(x), Data::Ints(y)) => {
                 if *x != y {

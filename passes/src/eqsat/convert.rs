@@ -41,6 +41,16 @@ fn weight_or_pure(op: &Op) -> bool {
     }
 }
 
+/// Whether a leaf's value is in the graph (a constant node, as frozen weights are), or a
+/// non-leaf op is pure.
+fn constant_or_pure(op: &Op) -> bool {
+    match op {
+        Op::Input { .. } => false,
+        Op::Constant { .. } | Op::Full { .. } | Op::Arange { .. } => true,
+        _ => weight_or_pure(op),
+    }
+}
+
 /// Whether inference gives `id` the type it has. Only then may the e-graph model it: the
 /// analysis types structured nodes by inference, and the rebuilt node must keep its type.
 fn infers_as_declared(graph: &Graph, id: fxhlo_ir::NodeId) -> bool {
@@ -79,7 +89,7 @@ pub fn to_egraph(graph: &Graph) -> fxhlo_ir::Result<Converted> {
             let enode = match &shaped {
                 Some(e) => e.clone(),
                 None => {
-                    let info = OrigInfo { ty: ty.clone(), weight_or_pure: weight_or_pure(&node.op) };
+                    let info = OrigInfo { ty: ty.clone(), weight_or_pure: weight_or_pure(&node.op), constant_or_pure: constant_or_pure(&node.op) };
                     egraph.analysis.values.insert(key(v), info);
                     ENode::Orig(key(v), operands.clone())
                 }

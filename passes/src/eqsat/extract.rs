@@ -1,9 +1,4 @@
-//! Cost model and a DAG-aware greedy extractor.
-//!
-//! The cost of a node is a rough time proxy in one unit: FLOPs for matrix products (2·m·k·n
-//! per product), bytes written for other ops, and near zero for `permute` and `view` (XLA
-//! folds most of them into their users' layouts, so layout is chosen by what it enables).
-//! Leaves (inputs, constants) cost nothing.
+//! A DAG-aware greedy extractor under the cost model of `cost` (a roofline per target).
 //!
 //! The extractor is TENSAT's lesson: a greedy tree extractor counts a shared subgraph once per
 //! user and picks worse graphs. Here each class's candidate cost is the sum over the *set* of
@@ -16,37 +11,18 @@ use std::collections::HashMap;
 use egg::{Id, Language};
 use fxhlo_ir::{Graph, Op, TensorType, ValueRef};
 
+use super::cost::{bytes, op_cost, Roofline};
+
 use super::convert::Converted;
 
 use super::analysis::{Data, TensorGraph};
 use super::lang::ENode;
 
-/// The cost of `permute` and `view`: not zero, so that of two equal graphs the one with fewer
-/// layout ops wins.
-const LAYOUT_COST: f64 = 1.0;
-
-/// The cost of one op with these operand types and result types, in the unit above.
-pub fn op_cost(op: &Op, operands: &[&TensorType], results: &[TensorType]) -> f64 {
-    let bytes = || results.iter().map(|t| t.checked_size_bytes().unwrap_or(usize::MAX) as f64).sum::<f64>();
-    match op {
-        Op::Input { .. } | Op::Constant { .. } => 0.0,
-        Op::Permute { .. } | Op::View { .. } => LAYOUT_COST,
-        Op::Mm | Op::Bmm | Op::Addmm => {
-            // The contracted size is the left factor's last dim; FLOPs = 2·(result elements)·k.
-            let a = if matches!(op, Op::Addmm) { operands.get(1) } else { operands.first() };
-            let k = a.and_then(|t| t.shape.last().copied()).unwrap_or(1).max(1) as f64;
-            let out = results.first().and_then(|t| t.checked_num_elements()).unwrap_or(usize::MAX) as f64;
-            2.0 * out * k + if matches!(op, Op::Addmm) { bytes() } else { 0.0 }
-        }
-        _ => bytes(),
-    }
-}
-
 /// The cost of the original graph measured as the extractor measures a choice: each class an
 /// output reads, once, at the cost of the e-node its original value was added as (so the
 /// guard compares like with like: results nothing reads, such as unused indices, count in
 /// neither).
-pub fn original_cost(graph: &Graph, conv: &Converted) -> f64 {
+pub fn original_cost(graph: &Graph, conv: &Converted, target: &Roofline) -> f64 {
     let eg = &conv.egraph;
     let mut seen = std::collections::HashSet::new();
     let mut total = 0.0;
@@ -54,30 +30,38 @@ pub fn original_cost(graph: &Graph, conv: &Converted) -> f64 {
     while let Some(v) = stack.pop() {
         let (Some(&class), Some(node)) = (conv.class_of.get(&v), conv.enode_of.get(&v)) else { continue };
         if seen.insert(eg.find(class)) {
-            total += enode_cost(eg, eg.find(class), node).unwrap_or(0.0);
+            total += enode_cost(eg, eg.find(class), node, target).unwrap_or(0.0);
             stack.extend(graph.operands(v.node));
         }
     }
     total
 }
 
-/// The cost of one e-node in `egraph`; `None` for a node that must not be extracted (its
-/// class's data is invalid, or an operand is not a tensor).
-fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode) -> Option<f64> {
+/// The cost of one e-node in `egraph` on `target` (seconds); `None` for a node that must not be
+/// extracted (its class's data is invalid, or an operand is not a tensor). A value that reads
+/// only constants is computed at compile time and costs nothing, except a matrix product
+/// (XLA's constant folding evaluates it element by element: a slow compile, not a free op).
+fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode, target: &Roofline) -> Option<f64> {
     let ty = |id: Id| egraph[id].data.ty();
+    let consts_only = matches!(egraph[class].data, Data::Tensor { consts_only: true, .. });
     match node {
         ENode::Ints(_) => Some(0.0),
         ENode::Orig(key, children) => {
             let info = egraph.analysis.values.get(key)?;
-            // Leaves cost nothing; other ops their bytes (they are the same in every choice).
-            Some(if children.is_empty() { 0.0 } else { info.ty.checked_size_bytes().unwrap_or(usize::MAX) as f64 })
+            // Leaves cost nothing; other ops their writes (they are the same in every choice).
+            let free = children.is_empty() || consts_only;
+            Some(if free { 0.0 } else { target.seconds(0.0, bytes(&[&info.ty])) })
         }
         _ => {
-            let out = ty(class)?.clone();
+            let out = ty(class)?;
             let attr = super::lang::attr_child(node).and_then(|a| egraph[a].data.ints());
             let (op, operands) = super::lang::to_op(node, attr)?;
             let types: Option<Vec<&TensorType>> = operands.iter().map(|&o| ty(o)).collect();
-            Some(op_cost(&op, &types?, &[out]))
+            let types = types?;
+            if consts_only && !matches!(op, Op::Mm | Op::Bmm | Op::Addmm) {
+                return Some(0.0);
+            }
+            Some(op_cost(&op, &types, &[out], target))
         }
     }
 }
@@ -187,11 +171,68 @@ pub fn dag_greedy(classes: &[Vec<Candidate>], roots: &[usize]) -> (Vec<Option<us
     // a cycle (extraction-gym's VGG e-graph does) or cost more than their sets said. The
     // bottom-up tree extraction never closes a cycle: the better of the two, scored as DAGs.
     let tree = tree_bottom_up(classes);
-    match (dag_cost(classes, &greedy, roots), dag_cost(classes, &tree, roots)) {
-        (Some(g), Some(t)) if t < g => (tree, Some(t)),
-        (None, t @ Some(_)) => (tree, t),
-        (g, _) => (greedy, g),
+    let (mut choice, cost) = match (dag_cost(classes, &greedy, roots), dag_cost(classes, &tree, roots)) {
+        (Some(g), Some(t)) if t < g => (tree, t),
+        (None, Some(t)) => (tree, t),
+        (Some(g), _) => (greedy, g),
+        (None, None) => return (greedy, None),
+    };
+    let cost = share(classes, &mut choice, roots, cost);
+    (choice, Some(cost))
+}
+
+/// What a per-class choice cannot see: a class several classes could read at once, whose cost
+/// no single one of them would pay alone (two products merged into one, each reading its
+/// slice of the result; TENSAT's ResNet-50 convolutions that share an input). For each class
+/// read by candidates of two or more classes, the candidates through it are taken in all
+/// those classes together, and kept when the whole DAG is cheaper; a few rounds. Returns the
+/// cost of the final choice (never more than `cost`).
+fn share(classes: &[Vec<Candidate>], choice: &mut [Option<usize>], roots: &[usize], mut cost: f64) -> f64 {
+    const ROUNDS: usize = 3;
+    // Per class, the (class, candidate) pairs whose candidate reads it, cheapest first.
+    let mut via: Vec<Vec<(usize, usize)>> = vec![Vec::new(); classes.len()];
+    for (p, candidates) in classes.iter().enumerate() {
+        for (k, cand) in candidates.iter().enumerate() {
+            for &c in &cand.children {
+                via[c].push((p, k));
+            }
+        }
     }
+    for _ in 0..ROUNDS {
+        let mut improved = false;
+        for readers in &via {
+            let mut switch: Vec<(usize, usize)> = Vec::new();
+            for &(p, k) in readers {
+                match switch.iter_mut().find(|(q, _)| *q == p) {
+                    Some(entry) if classes[p][k].cost < classes[p][entry.1].cost => entry.1 = k,
+                    Some(_) => {}
+                    None => switch.push((p, k)),
+                }
+            }
+            if switch.len() < 2 || switch.iter().all(|&(p, k)| choice[p] == Some(k)) {
+                continue;
+            }
+            let old: Vec<Option<usize>> = switch.iter().map(|&(p, _)| choice[p]).collect();
+            for &(p, k) in &switch {
+                choice[p] = Some(k);
+            }
+            match dag_cost(classes, choice, roots) {
+                Some(c) if c < cost * (1.0 - 1e-9) => {
+                    cost = c;
+                    improved = true;
+                }
+                _ => {
+                    for (&(p, _), o) in switch.iter().zip(old) {
+                        choice[p] = o;
+                    }
+                }
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    cost
 }
 
 /// Bottom-up tree extraction (egg's default): each class's cheapest candidate counting its
@@ -253,7 +294,7 @@ pub fn dag_cost(classes: &[Vec<Candidate>], choice: &[Option<usize>], roots: &[u
 /// Extracts a DAG for `roots` (canonical ids) from fxhlo's e-graph with [`dag_greedy`]; `None`
 /// if some root has no acyclic choice. Nodes the cost model refuses ([`enode_cost`] `None`)
 /// and classes of invalid data are not candidates.
-pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
+pub fn extract(egraph: &TensorGraph, roots: &[Id], target: &Roofline) -> Option<Extraction> {
     let ids: Vec<Id> = {
         let mut c: Vec<Id> = egraph.classes().map(|c| c.id).collect();
         c.sort();
@@ -271,7 +312,7 @@ pub fn extract(egraph: &TensorGraph, roots: &[Id]) -> Option<Extraction> {
                 .nodes
                 .iter()
                 .filter_map(|node| {
-                    let cost = enode_cost(egraph, class, node)?;
+                    let cost = enode_cost(egraph, class, node, target)?;
                     let children = node.children().iter().map(|&c| index[&egraph.find(c)]).collect();
                     Some((node, Candidate { cost, children }))
                 })

@@ -1,8 +1,9 @@
 //! The e-graph language over fxhlo's IR: the ops rules look into, an attribute leaf, and one
 //! opaque node kind for everything else.
 //!
-//! Only the ops the first rules need have structure: `mm`, `bmm`, `addmm`, `permute`, `view`,
-//! elementwise `add` and `mul`. An op's integer attribute (a permutation, a view's shape) is a
+//! Only the ops the rules need have structure: `mm`, `bmm`, `addmm`, `permute`, `view`,
+//! elementwise `add` and `mul`, `slice`, and `cat` of two tensors. An op's integer attribute
+//! (a permutation, a view's shape, a slice's `[dim, start, end, step]`, a cat's `[dim]`) is a
 //! child e-class holding an [`Ints`] leaf, as in TENSAT, so that rules bind it with a pattern
 //! variable and appliers compute new ones. Every other value (inputs, constants, any other op,
 //! each result of a multi-result op) is an `orig` node: it names the original value
@@ -17,7 +18,8 @@ use std::str::FromStr;
 use egg::{define_language, Id};
 use fxhlo_ir::{BinaryOp, Op, Shape};
 
-/// An integer list attribute: a permutation's dims or a view's target shape (`[1,0,2]`).
+/// An integer list attribute: a permutation's dims, a view's target shape (`[1,0,2]`), a
+/// slice's `[dim, start, end, step]` or a cat's `[dim]`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ints(pub Vec<i64>);
 
@@ -63,7 +65,8 @@ impl FromStr for ValueKey {
 
 define_language! {
     /// An e-node. Children of structured ops are in the IR's operand order, the attribute
-    /// first where there is one: `(permute dims x)`, `(view shape x)`, `(addmm bias a b)`.
+    /// first where there is one: `(permute dims x)`, `(view shape x)`, `(addmm bias a b)`,
+    /// `(slice [dim,start,end,step] x)`, `(cat [dim] a b)`.
     pub enum ENode {
         "mm" = Mm([Id; 2]),
         "bmm" = Bmm([Id; 2]),
@@ -72,6 +75,8 @@ define_language! {
         "view" = View([Id; 2]),
         "add" = Add([Id; 2]),
         "mul" = Mul([Id; 2]),
+        "slice" = Slice([Id; 2]),
+        "cat" = Cat([Id; 3]),
         Ints(Ints),
         Orig(ValueKey, Vec<Id>),
     }
@@ -88,6 +93,9 @@ pub(crate) fn structured(op: &Op) -> Option<(Kind, Option<Ints>)> {
         Op::View { shape } => (Kind::View, Some(Ints(shape.to_vec()))),
         Op::Binary(BinaryOp::Add) => (Kind::Add, None),
         Op::Binary(BinaryOp::Mul) => (Kind::Mul, None),
+        Op::Slice { dim, start, end, step } => (Kind::Slice, Some(Ints(vec![*dim, *start, *end, *step]))),
+        // A cat of two (`Kind::enode` refuses other counts: those stay opaque).
+        Op::Cat { dim } => (Kind::Cat, Some(Ints(vec![*dim]))),
         _ => return None,
     })
 }
@@ -102,6 +110,8 @@ pub(crate) enum Kind {
     View,
     Add,
     Mul,
+    Slice,
+    Cat,
 }
 
 impl Kind {
@@ -116,13 +126,16 @@ impl Kind {
             (Kind::View, &[s, x]) => ENode::View([s, x]),
             (Kind::Add, &[a, b]) => ENode::Add([a, b]),
             (Kind::Mul, &[a, b]) => ENode::Mul([a, b]),
+            (Kind::Slice, &[s, x]) => ENode::Slice([s, x]),
+            (Kind::Cat, &[d, a, b]) => ENode::Cat([d, a, b]),
             _ => return None,
         })
     }
 }
 
-/// The IR op of a structured e-node, given its attribute (`attr`, for `permute` and `view`),
-/// and its tensor operands (children less the attribute). `None` for `ints` and `orig`.
+/// The IR op of a structured e-node, given its attribute (`attr`, for `permute`, `view`,
+/// `slice` and `cat`), and its tensor operands (children less the attribute). `None` for
+/// `ints` and `orig`, and for an attribute of the wrong length.
 pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n [Id])> {
     Some(match node {
         ENode::Mm(c) => (Op::Mm, &c[..]),
@@ -132,14 +145,24 @@ pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n
         ENode::View(c) => (Op::View { shape: Shape::from(attr?.0.as_slice()) }, &c[1..]),
         ENode::Add(c) => (Op::Binary(BinaryOp::Add), &c[..]),
         ENode::Mul(c) => (Op::Binary(BinaryOp::Mul), &c[..]),
+        ENode::Slice(c) => match attr?.0[..] {
+            [dim, start, end, step] => (Op::Slice { dim, start, end, step }, &c[1..]),
+            _ => return None,
+        },
+        ENode::Cat(c) => match attr?.0[..] {
+            [dim] => (Op::Cat { dim }, &c[1..]),
+            _ => return None,
+        },
         ENode::Ints(_) | ENode::Orig(..) => return None,
     })
 }
 
-/// The attribute child of a structured e-node (`permute`'s dims, `view`'s shape).
+/// The attribute child of a structured e-node (`permute`'s dims, `view`'s shape, `slice`'s
+/// and `cat`'s integers).
 pub(crate) fn attr_child(node: &ENode) -> Option<Id> {
     match node {
-        ENode::Permute(c) | ENode::View(c) => Some(c[0]),
+        ENode::Permute(c) | ENode::View(c) | ENode::Slice(c) => Some(c[0]),
+        ENode::Cat(c) => Some(c[0]),
         _ => None,
     }
 }

@@ -20,6 +20,7 @@
 
 mod analysis;
 mod convert;
+pub mod cost;
 mod extract;
 mod lang;
 mod rebuild;
@@ -32,7 +33,8 @@ use egg::{BackoffScheduler, Runner, StopReason};
 use fxhlo_ir::Graph;
 
 pub use analysis::{Data, TensorAnalysis};
-pub use extract::{dag_cost, dag_greedy, op_cost, tree_bottom_up, Candidate};
+pub use cost::Roofline;
+pub use extract::{dag_cost, dag_greedy, tree_bottom_up, Candidate};
 pub use lang::{ENode, Ints, ValueKey};
 pub use rules::Rule;
 
@@ -50,11 +52,14 @@ pub struct Limits {
     /// A wall-clock bound makes the result depend on the machine's speed; it is a safety net,
     /// set well above what the node and iteration limits allow in practice.
     pub time: Duration,
+    /// Rounds of the multi-pattern rules (`rules::merge`), which grow the e-graph
+    /// quadratically per round: the first rounds run every rule, the rest only the others.
+    pub multi_rounds: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { iterations: 8, nodes: 20_000, time: Duration::from_millis(200) }
+        Limits { iterations: 8, nodes: 20_000, time: Duration::from_millis(200), multi_rounds: 2 }
     }
 }
 
@@ -79,40 +84,59 @@ pub struct Report {
 }
 
 /// Runs `rules` on `graph` under `limits` and rewrites it when the extraction is at least
-/// [`MIN_GAIN`] cheaper. An error means a bug (a rule merged classes of different types, or
-/// the rewritten graph could not be built); the graph is then left as it was where possible.
-pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits) -> Result<Report> {
+/// [`MIN_GAIN`] cheaper on `target`'s roofline. An error means a bug (a rule merged classes of
+/// different types, or the rewritten graph could not be built); the graph is then left as it
+/// was where possible.
+pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits, target: &Roofline) -> Result<Report> {
     let start = Instant::now();
     let fail = |message: String| Error::Failed { pass: "eqsat", message };
     let conv = convert::to_egraph(graph).map_err(|e| fail(e.to_string()))?;
-    let mut report = Report { cost_before: extract::original_cost(graph, &conv), ..Report::default() };
+    let mut report = Report { cost_before: extract::original_cost(graph, &conv, target), ..Report::default() };
     report.applied = rules.iter().map(|r| (r.name.to_string(), 0)).collect();
-    let runner = Runner::default()
-        .with_egraph(conv.egraph)
-        .with_iter_limit(limits.iterations)
-        .with_node_limit(limits.nodes)
-        .with_time_limit(limits.time)
-        .with_scheduler(BackoffScheduler::default())
-        .run(rules);
-    report.stop_reason = match &runner.stop_reason {
-        Some(StopReason::Other(s)) => s.clone(),
-        Some(r) => format!("{r:?}"),
-        None => "none".to_string(),
-    };
-    report.iterations = runner.iterations.len();
-    for it in &runner.iterations {
-        for (rule, n) in &it.applied {
-            *report.applied.entry(rule.to_string()).or_default() += n;
+    // Two phases: every rule for `multi_rounds` rounds, then the single-pattern ones alone
+    // for the iterations left (phase two starts saturated if nothing new can fire).
+    let single: Vec<&Rule> = rules.iter().filter(|r| !rules::is_multi_pattern(r)).collect();
+    let multi_rounds = if single.len() < rules.len() { limits.multi_rounds.min(limits.iterations) } else { 0 };
+    let mut egraph = conv.egraph;
+    let mut phases: Vec<(Vec<&Rule>, usize)> = Vec::new();
+    if multi_rounds > 0 {
+        phases.push((rules.iter().collect(), multi_rounds));
+    }
+    phases.push((single, limits.iterations - multi_rounds));
+    for (phase_rules, iterations) in phases {
+        let left = limits.time.saturating_sub(start.elapsed());
+        let runner = Runner::default()
+            .with_egraph(egraph)
+            .with_iter_limit(iterations)
+            .with_node_limit(limits.nodes)
+            .with_time_limit(left)
+            .with_scheduler(BackoffScheduler::default())
+            .run(phase_rules.iter().copied());
+        report.stop_reason = match &runner.stop_reason {
+            Some(StopReason::Other(s)) => s.clone(),
+            Some(r) => format!("{r:?}"),
+            None => "none".to_string(),
+        };
+        report.iterations += runner.iterations.len();
+        for it in &runner.iterations {
+            for (rule, n) in &it.applied {
+                *report.applied.entry(rule.to_string()).or_default() += n;
+            }
+        }
+        let bounded = matches!(runner.stop_reason, Some(StopReason::NodeLimit(_) | StopReason::TimeLimit(_)));
+        egraph = runner.egraph;
+        if bounded {
+            break;
         }
     }
-    report.enodes = runner.egraph.total_number_of_nodes();
-    report.eclasses = runner.egraph.number_of_classes();
-    let conv = convert::Converted { egraph: runner.egraph, ..conv };
+    report.enodes = egraph.total_number_of_nodes();
+    report.eclasses = egraph.number_of_classes();
+    let conv = convert::Converted { egraph, ..conv };
     if !conv.egraph.analysis.conflicts.is_empty() {
         return Err(fail(format!("a rule merged unequal classes: {}", conv.egraph.analysis.conflicts.join("; "))));
     }
     let roots: Vec<egg::Id> = graph.outputs().iter().filter_map(|v| conv.class_of.get(v).copied()).collect();
-    let kept = match extract::extract(&conv.egraph, &roots) {
+    let kept = match extract::extract(&conv.egraph, &roots, target) {
         None => Some("no acyclic extraction".to_string()),
         Some(ex) => {
             report.cost_after = Some(ex.cost);
@@ -139,8 +163,30 @@ pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits) -> Result<Re
     Ok(report)
 }
 
-/// The pass; see the module doc.
-pub struct Eqsat;
+/// The pass; see the module doc. It prices graphs on one target's roofline: the registry's
+/// instance is [`EQSAT`] (the CPU plugin's), the pipeline for other devices takes
+/// [`EQSAT_ACCELERATOR`] (TPU v6e's); both are named `eqsat`.
+pub struct Eqsat {
+    target: &'static Roofline,
+}
+
+/// The pass pricing graphs for the PJRT CPU plugin.
+pub static EQSAT: Eqsat = Eqsat::new(&cost::CPU);
+
+/// The pass pricing graphs for an accelerator (TPU v6e's peaks).
+pub static EQSAT_ACCELERATOR: Eqsat = Eqsat::new(&cost::ACCELERATOR);
+
+impl Eqsat {
+    /// The pass pricing graphs on `target`.
+    pub const fn new(target: &'static Roofline) -> Eqsat {
+        Eqsat { target }
+    }
+
+    /// The roofline this instance prices graphs on.
+    pub fn target(&self) -> &'static Roofline {
+        self.target
+    }
+}
 
 impl Pass for Eqsat {
     fn name(&self) -> &'static str {
@@ -152,7 +198,7 @@ impl Pass for Eqsat {
     }
 
     fn run_summarized(&self, graph: &mut Graph) -> Result<(bool, Option<String>)> {
-        let report = optimize(graph, &rules::all(), &Limits::default())?;
+        let report = optimize(graph, &rules::all(), &Limits::default(), self.target)?;
         Ok((report.changed, Some(report.summary())))
     }
 }

@@ -15,6 +15,13 @@ impl B {
     fn input(&mut self, name: &str, shape: &[i64]) -> ValueRef {
         ValueRef::first(self.0.add_input(name, InputKind::UserInput, None, TensorType::new(DType::F32, shape.to_vec()), None))
     }
+    /// A constant of `shape` (zeros: structure tests read no values).
+    fn constant(&mut self, shape: &[i64]) -> ValueRef {
+        self.1 += 1;
+        let ty = TensorType::new(DType::F32, shape.to_vec());
+        let data = fxhlo_ir::TensorData::new(vec![0u8; ty.checked_size_bytes().unwrap()]);
+        ValueRef::first(self.0.add_node(format!("c{}", self.1), Op::Constant { data }, &[], vec![ty], None).unwrap())
+    }
     fn op(&mut self, op: Op, operands: &[ValueRef]) -> ValueRef {
         self.1 += 1;
         let types: Vec<&TensorType> = operands.iter().map(|v| self.0.value_type(*v).unwrap()).collect();
@@ -68,7 +75,7 @@ fn without_rules_the_graph_round_trips_unchanged() {
     let p = b.op(permute(&[1, 0]), &[t]);
     let mut g = b.finish(&[p, t]);
     let before = fxhlo_ir::print(&g);
-    let report = optimize(&mut g, &[], &Limits::default()).unwrap();
+    let report = optimize(&mut g, &[], &Limits::default(), &cost::CPU).unwrap();
     assert!(!report.changed, "{report:?}");
     assert_eq!(fxhlo_ir::print(&g), before);
 }
@@ -76,7 +83,7 @@ fn without_rules_the_graph_round_trips_unchanged() {
 #[test]
 fn reassociation_picks_the_cheaper_order() {
     let mut g = chain();
-    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::CPU).unwrap();
     assert!(report.applied["mm-assoc"] >= 1, "{report:?}");
     assert!(report.changed, "{report:?}");
     fxhlo_ir::verify(&g).unwrap();
@@ -85,9 +92,11 @@ fn reassociation_picks_the_cheaper_order() {
     let inner = g.operands(out)[1].node;
     assert_eq!(g.node(inner).op, Op::Mm);
     assert_eq!(&g.node(inner).results[0].shape[..], &[64, 2]);
-    assert!(report.cost_after.unwrap() < report.cost_before / 10.0, "{report:?}");
+    // 64x fewer FLOPs, but at this size both orders are memory-bound on the CPU's roofline:
+    // the saving is the [64,64] intermediate's traffic, about half.
+    assert!(report.cost_after.unwrap() < report.cost_before / 1.8, "{report:?}");
     // Already the cheap order: nothing to do.
-    let again = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    let again = optimize(&mut g, &rules::all(), &Limits::default(), &cost::CPU).unwrap();
     assert!(!again.changed && again.kept_because.is_some(), "{again:?}");
 }
 
@@ -101,7 +110,7 @@ fn a_shared_product_is_counted_once() {
     let abc = b.op(Op::Mm, &[ab, z]);
     let mut g = b.finish(&[abc, ab]);
     let before = fxhlo_ir::print(&g);
-    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::CPU).unwrap();
     assert!(report.applied["mm-assoc"] >= 1, "{report:?}");
     assert!(!report.changed, "{report:?}");
     assert_eq!(fxhlo_ir::print(&g), before);
@@ -117,7 +126,7 @@ fn permutes_compose_and_cancel() {
     let q1 = b.op(permute(&[1, 0, 2]), &[e]);
     let q2 = b.op(permute(&[0, 2, 1]), &[q1]);
     let mut g = b.finish(&[q2]);
-    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::CPU).unwrap();
     assert!(report.applied["permute-permute"] >= 2 && report.applied["permute-identity"] >= 1, "{report:?}");
     assert!(report.changed, "{report:?}");
     fxhlo_ir::verify(&g).unwrap();
@@ -140,11 +149,67 @@ fn views_collapse() {
     let v3 = b.op(Op::View { shape: [2, 12].into() }, &[v2]);
     let y = b.op(Op::Unary(fxhlo_ir::UnaryOp::Neg), &[v3]);
     let mut g = b.finish(&[y]);
-    let report = optimize(&mut g, &rules::all(), &Limits::default()).unwrap();
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::CPU).unwrap();
     assert!(report.applied["view-view"] >= 1 && report.applied["view-identity"] >= 1, "{report:?}");
     fxhlo_ir::verify(&g).unwrap();
     // Three views of x back to x's own shape are no view at all.
     assert_eq!(count(&g, |op| matches!(op, Op::View { .. })), 0, "{}", fxhlo_ir::print(&g));
+}
+
+/// BERT-base's Q, K and V projections of one input, weights frozen (constants): the merge
+/// into one product reads the input once, which pays on a memory-bound target (TPU v6e's
+/// roofline at 128 tokens) and not on a compute-bound one (the CPU plugin's); with weights
+/// passed in, the concatenation would run on every call, and nothing merges.
+#[test]
+fn shared_input_products_merge_where_the_roofline_says_so() {
+    let build = |frozen: bool| {
+        let mut b = B::new();
+        let x = b.input("x", &[128, 768]);
+        let outs: Vec<ValueRef> = (0..3)
+            .map(|i| {
+                let w = if frozen { b.constant(&[768, 768]) } else { b.input(&format!("w{i}"), &[768, 768]) };
+                b.op(Op::Mm, &[x, w])
+            })
+            .collect();
+        b.finish(&outs)
+    };
+    let mut g = build(true);
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::ACCELERATOR).unwrap();
+    assert!(report.applied["merge-mm"] >= 2 && report.changed, "{report:?}");
+    fxhlo_ir::verify(&g).unwrap();
+    // Two rounds of merges: one product over the three weights concatenated (a cat of a
+    // merged pair's cat and the third), sliced three ways (slices of slices composed).
+    assert_eq!(count(&g, |op| matches!(op, Op::Mm)), 1, "{}", fxhlo_ir::print(&g));
+    assert_eq!(count(&g, |op| matches!(op, Op::Slice { .. })), 3, "{}", fxhlo_ir::print(&g));
+    assert_eq!(count(&g, |op| matches!(op, Op::Cat { .. })), 2, "{}", fxhlo_ir::print(&g));
+    let mut g = build(true);
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::CPU).unwrap();
+    assert!(report.applied["merge-mm"] >= 2 && !report.changed, "{report:?}");
+    let mut g = build(false);
+    let report = optimize(&mut g, &rules::all(), &Limits::default(), &cost::ACCELERATOR).unwrap();
+    assert!(report.applied["merge-mm"] >= 2 && !report.changed, "{report:?}");
+}
+
+/// The merges run for `multi_rounds` rounds only: with one round, pairs merge and no triple
+/// does (it needs a merged pair to merge again).
+#[test]
+fn multi_pattern_rounds_are_capped() {
+    let mut b = B::new();
+    let x = b.input("x", &[512, 16]);
+    let outs: Vec<ValueRef> = (0..4).map(|i| {
+        let w = b.input(&format!("w{i}"), &[16, 8]);
+        b.op(Op::Mm, &[x, w])
+    }).collect();
+    let g = b.finish(&outs);
+    let applied = |rounds: usize| {
+        let limits = Limits { multi_rounds: rounds, ..Limits::default() };
+        optimize(&mut g.clone(), &rules::all(), &limits, &cost::CPU).unwrap().applied["merge-mm"]
+    };
+    // 4 products: 6 pairs in round one (each merge counts its two classes); round two also
+    // pairs merged products.
+    assert_eq!(applied(1), 12);
+    assert!(applied(2) > 12);
+    assert_eq!(applied(0), 0);
 }
 
 #[test]
@@ -166,8 +231,8 @@ fn a_graph_that_blows_up_stops_at_the_limit_and_stays_correct() {
         acc = b.op(Op::Mm, &[acc, x]);
     }
     let mut g = b.finish(&[acc]);
-    let limits = Limits { iterations: 100, nodes: 500, time: std::time::Duration::from_secs(60) };
-    let report = optimize(&mut g, &rules::all(), &limits).unwrap();
+    let limits = Limits { iterations: 100, nodes: 500, time: std::time::Duration::from_secs(60), ..Limits::default() };
+    let report = optimize(&mut g, &rules::all(), &limits, &cost::CPU).unwrap();
     assert!(report.stop_reason.contains("NodeLimit"), "{report:?}");
     // Every order costs the same FLOPs here: the guard keeps the graph.
     assert!(!report.changed, "{report:?}");
@@ -191,7 +256,7 @@ fn the_pass_manager_reports_the_egraph_it_built() {
     let p = b.op(permute(&[1, 2, 0]), &[x]);
     let q = b.op(permute(&[2, 0, 1]), &[p]);
     let mut g = b.finish(&[q]);
-    let runs = crate::PassManager::new(vec![&Eqsat, &crate::Dce]).run(&mut g).unwrap();
+    let runs = crate::PassManager::new(vec![&EQSAT, &crate::Dce]).run(&mut g).unwrap();
     let summary = runs[0].summary.as_deref().expect("eqsat summarizes its run");
     assert!(summary.contains("e-nodes") && summary.contains("stop Saturated"), "{summary}");
     assert!(summary.contains("permute-permute x"), "{summary}");

@@ -1,4 +1,4 @@
-//! Layout rules: permutations and views that compose or cancel. XLA's simplifier does the
+//! Layout rules: permutations, views and slices that compose or cancel. XLA's simplifier does the
 //! same on its side; doing it here lets the e-graph see the dot chains and elementwise ops
 //! behind the layout ops the import and the other passes leave.
 
@@ -46,6 +46,34 @@ fn is_permutation(p: &[i64]) -> bool {
     p.iter().all(|&i| usize::try_from(i).ok().and_then(|i| seen.get_mut(i)).is_some_and(|s| !std::mem::replace(s, true)))
 }
 
+/// `slice(s, slice(t, x)) = slice(s∘t, x)`: two step-1 slices of one dim, both within bounds
+/// (`0 <= start <= end <= size`), are one slice from `t.start + s.start`.
+struct ComposeSlices;
+
+impl Applier<ENode, TensorAnalysis> for ComposeSlices {
+    fn apply_one(&self, egraph: &mut EGraph<ENode, TensorAnalysis>, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let Some(x) = ty(egraph, subst, var("?x")) else { return vec![] };
+        let rank = x.rank() as i64;
+        let size = |d: i64| x.shape.get(d as usize).copied();
+        let slice = |v: &str| -> Option<[i64; 4]> {
+            let [dim, start, end, step] = egraph[*subst.get(var(v))?].data.ints()?.0[..] else { return None };
+            Some([if dim < 0 { dim + rank } else { dim }, start, end, step])
+        };
+        let (Some([d, s0, s1, 1]), Some([e, t0, t1, 1])) = (slice("?s"), slice("?t")) else { return vec![] };
+        let within = |a: i64, b: i64, n: i64| 0 <= a && a <= b && b <= n;
+        if d != e || d < 0 || d >= rank || !size(d).is_some_and(|n| within(t0, t1, n)) || !within(s0, s1, t1 - t0) {
+            return vec![];
+        }
+        let ints = egraph.add(ENode::Ints(Ints(vec![d, t0 + s0, t0 + s1, 1])));
+        let new = egraph.add(ENode::Slice([ints, subst[var("?x")]]));
+        if egraph.union(class, new) {
+            vec![class]
+        } else {
+            vec![]
+        }
+    }
+}
+
 /// Whether `?p` is the identity permutation.
 fn identity_permutation(egraph: &mut EG, _class: Id, subst: &Subst) -> bool {
     subst.get(var("?p")).and_then(|&id| egraph[id].data.ints()).is_some_and(|p| p.0.iter().enumerate().all(|(i, &d)| d == i as i64))
@@ -70,6 +98,8 @@ pub fn rules() -> Vec<Rule> {
         // view(s, view(t, x)) = view(s, x): a view is a row-major reinterpretation, so only
         // the last one counts (the element count is the same throughout).
         rewrite!("view-view"; "(view ?s (view ?t ?x))" => "(view ?s ?x)"),
+        // slice(s, slice(t, x)) = slice(s∘t, x) (step-1 slices of one dim)
+        rewrite!("slice-slice"; "(slice ?s (slice ?t ?x))" => { ComposeSlices }),
         // view(s, x) = x when the result has x's shape.
         rewrite!("view-identity"; "(view ?s ?x)" => "?x" if same_shape_as_x),
     ]

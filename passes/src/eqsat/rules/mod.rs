@@ -3,6 +3,7 @@
 
 pub mod algebra;
 pub mod layout;
+pub mod merge;
 
 use egg::{Id, Rewrite, Subst, Var};
 use fxhlo_ir::TensorType;
@@ -20,7 +21,13 @@ pub type EG = egg::EGraph<ENode, TensorAnalysis>;
 pub fn all() -> Vec<Rule> {
     let mut rules = algebra::rules();
     rules.extend(layout::rules());
+    rules.extend(merge::rules());
     rules
+}
+
+/// Whether `rule` is a multi-pattern rule (run for a capped number of rounds).
+pub fn is_multi_pattern(rule: &Rule) -> bool {
+    merge::MULTI_PATTERN.contains(&rule.name.as_str())
 }
 
 /// The type of the tensor class bound to `var`, if it is one.

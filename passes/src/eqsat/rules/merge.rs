@@ -1,0 +1,172 @@
+//! Merge rules: matrix products that share their left operand become one product over the
+//! concatenated right operands, whose result is sliced back (BERT's separate Q, K and V
+//! projections of one input); and the reverse, a slice of a product's columns as the product
+//! with the slice of the weight. The e-graph holds both forms and the cost model chooses: on
+//! a memory-bound target one product reads the shared input once; on a compute-bound one the
+//! FLOPs are the same and the merge gains nothing. The concatenated weights cost nothing when
+//! they are constants (frozen weights: `fold-constant-layouts` concatenates them at compile
+//! time); otherwise the `cat` is paid on every call.
+//!
+//! The merges are multi-patterns (two products anywhere in the graph), which grow the e-graph
+//! quadratically per round: [`MULTI_PATTERN`] names them, and the pass runs them for
+//! `Limits::multi_rounds` rounds only (TENSAT's lesson), the other rules to saturation.
+//! XLA merges dots sharing an operand on some backends, below a size cap; it never merges by
+//! cost.
+
+use egg::{rewrite, Applier, Id, MultiPattern, PatternAst, Rewrite, Subst, Symbol, Var};
+
+use super::{ty, var, Rule, EG};
+use crate::eqsat::analysis::TensorAnalysis;
+use crate::eqsat::lang::{ENode, Ints};
+
+/// The names of the multi-pattern rules (run for a capped number of rounds).
+pub const MULTI_PATTERN: &[&str] = &["merge-mm", "merge-addmm"];
+
+/// `x·a, x·b = slice(x·cat(a, b))` (with `cat(c, d)` added to `x·cat(a, b)` for `addmm`):
+/// for `x: [m,k]`, `a: [k,n1]`, `b: [k,n2]` of one float dtype, and 1-D biases `c: [n1]`,
+/// `d: [n2]` of that dtype.
+struct MergeProducts {
+    bias: bool,
+}
+
+impl Applier<ENode, TensorAnalysis> for MergeProducts {
+    fn apply_one(&self, egraph: &mut EG, _class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let (Some(&p), Some(&q)) = (subst.get(var("?p")), subst.get(var("?q"))) else { return vec![] };
+        // One merge per unordered pair: (a, b) and (b, a) would add two equal products.
+        if egraph.find(p) >= egraph.find(q) {
+            return vec![];
+        }
+        let (Some(x), Some(a), Some(b)) = (ty(egraph, subst, var("?x")), ty(egraph, subst, var("?a")), ty(egraph, subst, var("?b"))) else {
+            return vec![];
+        };
+        let dtype = x.dtype;
+        let matrices = [x, a, b].iter().all(|t| t.rank() == 2 && t.dtype == dtype);
+        if !dtype.is_float() || !matrices || a.shape[0] != b.shape[0] {
+            return vec![];
+        }
+        let (n1, n2) = (a.shape[1], b.shape[1]);
+        if self.bias {
+            let biases = (ty(egraph, subst, var("?c")), ty(egraph, subst, var("?d")));
+            let (Some(c), Some(d)) = biases else { return vec![] };
+            if c.dtype != dtype || d.dtype != dtype || c.shape[..] != [n1] || d.shape[..] != [n2] {
+                return vec![];
+            }
+        }
+        let get = |v: &str| subst[var(v)];
+        let dim1 = egraph.add(ENode::Ints(Ints(vec![1])));
+        let weights = egraph.add(ENode::Cat([dim1, get("?a"), get("?b")]));
+        let product = if self.bias {
+            let dim0 = egraph.add(ENode::Ints(Ints(vec![0])));
+            let biases = egraph.add(ENode::Cat([dim0, get("?c"), get("?d")]));
+            egraph.add(ENode::Addmm([biases, get("?x"), weights]))
+        } else {
+            egraph.add(ENode::Mm([get("?x"), weights]))
+        };
+        let first = egraph.add(ENode::Ints(Ints(vec![1, 0, n1, 1])));
+        let first = egraph.add(ENode::Slice([first, product]));
+        let second = egraph.add(ENode::Ints(Ints(vec![1, n1, n1 + n2, 1])));
+        let second = egraph.add(ENode::Slice([second, product]));
+        let mut changed = Vec::new();
+        for (class, new) in [(p, first), (q, second)] {
+            if egraph.union(class, new) {
+                changed.push(class);
+            }
+        }
+        changed
+    }
+}
+
+/// A slice's `[dim, start, end, step]`, with a negative dim resolved for `rank`.
+fn slice_attr(egraph: &EG, subst: &Subst, v: Var, rank: usize) -> Option<[i64; 4]> {
+    let ints = egraph[*subst.get(v)?].data.ints()?;
+    let [dim, start, end, step] = ints.0[..] else { return None };
+    let dim = if dim < 0 { dim + rank as i64 } else { dim };
+    Some([dim, start, end, step])
+}
+
+/// `slice(x·w, columns) = x·slice(w, columns)`, and for `addmm` the 1-D bias sliced too: a
+/// slice along the last dim of a 2-D product (the reverse of the merges).
+struct SliceProduct {
+    bias: bool,
+}
+
+impl Applier<ENode, TensorAnalysis> for SliceProduct {
+    fn apply_one(&self, egraph: &mut EG, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let Some([dim, start, end, step]) = slice_attr(egraph, subst, var("?s"), 2) else { return vec![] };
+        let Some(w) = ty(egraph, subst, var("?w")) else { return vec![] };
+        if dim != 1 || w.rank() != 2 {
+            return vec![];
+        }
+        if self.bias && ty(egraph, subst, var("?c")).is_none_or(|c| c.shape[..] != [w.shape[1]]) {
+            return vec![];
+        }
+        let get = |v: &str| subst[var(v)];
+        let columns = egraph.add(ENode::Ints(Ints(vec![1, start, end, step])));
+        let weight = egraph.add(ENode::Slice([columns, get("?w")]));
+        let new = if self.bias {
+            let entries = egraph.add(ENode::Ints(Ints(vec![0, start, end, step])));
+            let bias = egraph.add(ENode::Slice([entries, get("?c")]));
+            egraph.add(ENode::Addmm([bias, get("?x"), weight]))
+        } else {
+            egraph.add(ENode::Mm([get("?x"), weight]))
+        };
+        if egraph.union(class, new) {
+            vec![class]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// `slice(cat(a, b), a's part) = a` and `slice(cat(a, b), b's part) = b`: a step-1 slice along
+/// the cat's dim that covers exactly one operand.
+struct SliceOfCat;
+
+impl Applier<ENode, TensorAnalysis> for SliceOfCat {
+    fn apply_one(&self, egraph: &mut EG, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let (Some(a), Some(b)) = (ty(egraph, subst, var("?a")), ty(egraph, subst, var("?b"))) else { return vec![] };
+        let rank = a.rank();
+        let Some([dim, start, end, step]) = slice_attr(egraph, subst, var("?s"), rank) else { return vec![] };
+        let Some(cat_dim) = egraph[subst[var("?d")]].data.ints().and_then(|i| i.0.first().copied()) else { return vec![] };
+        let cat_dim = if cat_dim < 0 { cat_dim + rank as i64 } else { cat_dim };
+        if dim != cat_dim || step != 1 || dim < 0 || dim as usize >= rank {
+            return vec![];
+        }
+        let (na, nb) = (a.shape[dim as usize], b.shape[dim as usize]);
+        let part = if (start, end) == (0, na) {
+            subst[var("?a")]
+        } else if (start, end) == (na, na + nb) {
+            subst[var("?b")]
+        } else {
+            return vec![];
+        };
+        if egraph.union(class, part) {
+            vec![class]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// A multi-pattern rule (the patterns are static and valid).
+fn multi(name: &str, pattern: &str, applier: impl Applier<ENode, TensorAnalysis> + Send + Sync + 'static) -> Rule {
+    let searcher: MultiPattern<ENode> = pattern.parse().unwrap_or_else(|e| panic!("bad multi-pattern {pattern}: {e}"));
+    Rewrite::new(name, searcher, applier).unwrap_or_else(|e| panic!("bad rule {name}: {e}"))
+}
+
+/// The merge rules.
+#[rustfmt::skip]
+pub fn rules() -> Vec<Rule> {
+    vec![
+        // x·a, x·b = slice(x·cat(a, b), [0, n1)), slice(x·cat(a, b), [n1, n1+n2))
+        multi("merge-mm", "?p = (mm ?x ?a), ?q = (mm ?x ?b)", MergeProducts { bias: false }),
+        // c + x·a, d + x·b = the same with cat(c, d) added
+        multi("merge-addmm", "?p = (addmm ?c ?x ?a), ?q = (addmm ?d ?x ?b)", MergeProducts { bias: true }),
+        // slice(x·w, columns) = x·slice(w, columns)
+        rewrite!("slice-mm"; "(slice ?s (mm ?x ?w))" => { SliceProduct { bias: false } }),
+        // slice(c + x·w, columns) = slice(c) + x·slice(w, columns)
+        rewrite!("slice-addmm"; "(slice ?s (addmm ?c ?x ?w))" => { SliceProduct { bias: true } }),
+        // slice(cat(a, b), a's part) = a, and b's
+        rewrite!("slice-cat"; "(slice ?s (cat ?d ?a ?b))" => { SliceOfCat }),
+    ]
+}
