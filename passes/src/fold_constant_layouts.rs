@@ -60,13 +60,17 @@ fn folded(graph: &Graph, id: NodeId) -> Option<TensorData> {
         let out = &node.results[0];
         let dim = usize::try_from(if dim < 0 { dim + out.rank() as i64 } else { dim }).ok()?;
         let size = out.dtype.size_bytes();
-        let outer: usize = out.shape[..dim].iter().map(|&d| d as usize).product();
+        let outer: usize = out.shape.get(..dim)?.iter().map(|&d| d as usize).product();
         let mut parts = Vec::new();
         for v in graph.operands(id) {
             let Op::Constant { data } = &graph.node(v.node).op else { return None };
             let t = graph.value_type(v)?;
+            // PyTorch's cat also takes empty 1-D tensors beside others: not folded here.
+            if t.rank() != out.rank() {
+                return None;
+            }
             // Bytes per outer index: this operand's extent of `dim` times the inner dims.
-            let chunk: usize = t.shape[dim..].iter().map(|&d| d as usize).product::<usize>() * size;
+            let chunk: usize = t.shape.get(dim..)?.iter().map(|&d| d as usize).product::<usize>() * size;
             parts.push((data.bytes()?, chunk));
         }
         let mut bytes = Vec::with_capacity(out.checked_size_bytes()?);
@@ -186,6 +190,14 @@ mod tests {
         assert_eq!(data.bytes().unwrap(), &[0, 1, 4, 2, 3, 5]);
         // The operands went with their last reader.
         assert_eq!(g.node_ids().count(), 1);
+
+        // An empty 1-D operand beside a 2-D one (PyTorch allows it): left alone, no panic.
+        let mut g = Graph::new("legacy_cat");
+        let a = constant(&mut g, "a", vec![0, 1, 2, 3], &[2, 2]);
+        let e = constant(&mut g, "e", vec![], &[0]);
+        let c = ValueRef::first(g.add_node("c", Op::Cat { dim: 1 }, &[a, e], vec![ty(&[2, 2])], None).unwrap());
+        g.set_outputs(vec![c]).unwrap();
+        assert!(!super::FoldConstantLayouts.run(&mut g).unwrap());
     }
 
     #[test]

@@ -146,6 +146,53 @@ fn merged_and_sliced_products_keep_their_values() {
     assert!(err < 1e-5, "{err}");
 }
 
+/// A convolution of `x` by `w` (and `b`): 3x3, padding 1, or 1x1 without padding.
+fn conv(b: &mut Builder, x: ValueRef, w: ValueRef, bias: Option<ValueRef>, k: i64) -> ValueRef {
+    let op = Op::Convolution {
+        stride: [1, 1].into(),
+        padding: [k / 2, k / 2].into(),
+        dilation: [1, 1].into(),
+        transposed: false,
+        output_padding: [0, 0].into(),
+        groups: 1,
+        has_bias: bias.is_some(),
+        channels_last: false,
+    };
+    let operands: Vec<ValueRef> = [x, w].into_iter().chain(bias).collect();
+    b.op(op, &operands, None)
+}
+
+/// Convolutions sharing their input and parameters merge where the input's traffic dominates
+/// (two 1x1 convolutions of a 16-channel image into 8 channels each; with biases, 3x3), and
+/// a slice of a convolution's channels becomes the convolution by the sliced filters.
+#[test]
+fn merged_and_sliced_convolutions_keep_their_values() {
+    let mut b = Builder::new("merge_conv");
+    let x = b.input("x", DType::F32, &[1, 16, 32, 32]);
+    let (w1, w2) = (b.input("w1", DType::F32, &[8, 16, 1, 1]), b.input("w2", DType::F32, &[4, 16, 1, 1]));
+    let (y1, y2) = (conv(&mut b, x, w1, None, 1), conv(&mut b, x, w2, None, 1));
+    let err = rewrite_and_compare(&b.finish(&[y1, y2]), "merge-conv");
+    println!("merge_conv: max abs error {err:e}");
+    assert!(err < 1e-5, "{err}");
+
+    let mut b = Builder::new("merge_convb");
+    let x = b.input("x", DType::F32, &[1, 4, 32, 32]);
+    let (w1, w2) = (b.input("w1", DType::F32, &[2, 4, 3, 3]), b.input("w2", DType::F32, &[2, 4, 3, 3]));
+    let (b1, b2) = (b.input("b1", DType::F32, &[2]), b.input("b2", DType::F32, &[2]));
+    let (y1, y2) = (conv(&mut b, x, w1, Some(b1), 3), conv(&mut b, x, w2, Some(b2), 3));
+    let err = rewrite_and_compare(&b.finish(&[y1, y2]), "merge-convb");
+    println!("merge_convb: max abs error {err:e}");
+    assert!(err < 1e-5, "{err}");
+
+    let mut b = Builder::new("slice_conv");
+    let (x, w) = (b.input("x", DType::F32, &[1, 8, 16, 16]), b.input("w", DType::F32, &[32, 8, 3, 3]));
+    let y = conv(&mut b, x, w, None, 3);
+    let part = b.op(Op::Slice { dim: 1, start: 8, end: 16, step: 1 }, &[y], None);
+    let err = rewrite_and_compare(&b.finish(&[part]), "slice-conv");
+    println!("slice_conv: max abs error {err:e}");
+    assert!(err < 1e-5, "{err}");
+}
+
 /// A broken comparison must fail: a graph and a different one are told apart.
 #[test]
 fn the_value_check_can_fail() {

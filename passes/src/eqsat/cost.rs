@@ -4,7 +4,7 @@
 //! target's memory bandwidth ([`Roofline::seconds`]). What the bytes are is where fusion
 //! enters, since XLA fuses elementwise chains and layout ops into their neighbours on every
 //! backend:
-//! - a matrix product reads its operands and writes its result;
+//! - a matrix product or a convolution reads its operands and writes its result;
 //! - an elementwise op (`add`, `mul`) writes its result only: its operands are read inside the
 //!   fusion that produced them (the discount for elementwise chains);
 //! - `permute`, `view` and `slice` cost a nanosecond ([`LAYOUT_SECONDS`]): XLA folds them into
@@ -72,8 +72,17 @@ pub(crate) fn bytes(types: &[&TensorType]) -> f64 {
 }
 
 /// The FLOPs of a matrix product (2·m·k·n per product: 2 × result elements × the contracted
-/// size, the left factor's last dim); 0 for other ops.
+/// size, the left factor's last dim) or a convolution; 0 for other ops.
 pub fn flops(op: &Op, operands: &[&TensorType], results: &[&TensorType]) -> f64 {
+    let elements = |t: Option<&&TensorType>| t.and_then(|t| t.checked_num_elements()).unwrap_or(usize::MAX) as f64;
+    if let Op::Convolution { transposed, .. } = op {
+        // 2 × (output elements, or input elements when transposed) × what each one sums:
+        // the weight's dims after the first (`[out, in/groups, k...]`, transposed
+        // `[in, out/groups, k...]`).
+        let per = operands.get(1).map_or(1.0, |w| w.shape[1..].iter().product::<i64>().max(1) as f64);
+        let base = if *transposed { elements(operands.first()) } else { elements(results.first()) };
+        return 2.0 * base * per;
+    }
     let a = match op {
         Op::Mm | Op::Bmm => operands.first(),
         Op::Addmm => operands.get(1),
@@ -90,7 +99,7 @@ pub fn op_cost(op: &Op, operands: &[&TensorType], results: &[&TensorType], targe
     match op {
         Op::Input { .. } | Op::Constant { .. } => 0.0,
         Op::Permute { .. } | Op::View { .. } | Op::Slice { .. } => LAYOUT_SECONDS,
-        Op::Mm | Op::Bmm | Op::Addmm => target.seconds(flops(op, operands, results), bytes(operands) + bytes(results)),
+        Op::Mm | Op::Bmm | Op::Addmm | Op::Convolution { .. } => target.seconds(flops(op, operands, results), bytes(operands) + bytes(results)),
         // Elementwise ops, `cat` and every other op: their writes.
         _ => target.seconds(0.0, bytes(results)),
     }

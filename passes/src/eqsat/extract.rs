@@ -39,7 +39,8 @@ pub fn original_cost(graph: &Graph, conv: &Converted, target: &Roofline) -> f64 
 
 /// The cost of one e-node in `egraph` on `target` (seconds); `None` for a node that must not be
 /// extracted (its class's data is invalid, or an operand is not a tensor). A value that reads
-/// only constants is computed at compile time and costs nothing, except a matrix product
+/// only constants is computed at compile time and costs nothing, except a matrix product or
+/// a convolution
 /// (XLA's constant folding evaluates it element by element: a slow compile, not a free op).
 fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode, target: &Roofline) -> Option<f64> {
     let ty = |id: Id| egraph[id].data.ty();
@@ -58,7 +59,7 @@ fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode, target: &Roofline) 
             let (op, operands) = super::lang::to_op(node, attr)?;
             let types: Option<Vec<&TensorType>> = operands.iter().map(|&o| ty(o)).collect();
             let types = types?;
-            if consts_only && !matches!(op, Op::Mm | Op::Bmm | Op::Addmm) {
+            if consts_only && !matches!(op, Op::Mm | Op::Bmm | Op::Addmm | Op::Convolution { .. }) {
                 return Some(0.0);
             }
             Some(op_cost(&op, &types, &[out], target))

@@ -1,9 +1,10 @@
 //! The e-graph language over fxhlo's IR: the ops rules look into, an attribute leaf, and one
 //! opaque node kind for everything else.
 //!
-//! Only the ops the rules need have structure: `mm`, `bmm`, `addmm`, `permute`, `view`,
-//! elementwise `add` and `mul`, `slice`, and `cat` of two tensors. An op's integer attribute
-//! (a permutation, a view's shape, a slice's `[dim, start, end, step]`, a cat's `[dim]`) is a
+//! Only the ops the rules need have structure: `mm`, `bmm`, `addmm`, `conv` (without and with
+//! a bias: `convb`), `permute`, `view`, elementwise `add` and `mul`, `slice`, and `cat` of two
+//! tensors. An op's integer attribute (a permutation, a view's shape, a slice's
+//! `[dim, start, end, step]`, a cat's `[dim]`, a convolution's parameters: [`ConvAttr`]) is a
 //! child e-class holding an [`Ints`] leaf, as in TENSAT, so that rules bind it with a pattern
 //! variable and appliers compute new ones. Every other value (inputs, constants, any other op,
 //! each result of a multi-result op) is an `orig` node: it names the original value
@@ -75,6 +76,8 @@ define_language! {
         "view" = View([Id; 2]),
         "add" = Add([Id; 2]),
         "mul" = Mul([Id; 2]),
+        "conv" = Conv([Id; 3]),
+        "convb" = ConvBias([Id; 4]),
         "slice" = Slice([Id; 2]),
         "cat" = Cat([Id; 3]),
         Ints(Ints),
@@ -93,6 +96,7 @@ pub(crate) fn structured(op: &Op) -> Option<(Kind, Option<Ints>)> {
         Op::View { shape } => (Kind::View, Some(Ints(shape.to_vec()))),
         Op::Binary(BinaryOp::Add) => (Kind::Add, None),
         Op::Binary(BinaryOp::Mul) => (Kind::Mul, None),
+        Op::Convolution { .. } => (Kind::Conv, Some(ConvAttr::encode(op)?)),
         Op::Slice { dim, start, end, step } => (Kind::Slice, Some(Ints(vec![*dim, *start, *end, *step]))),
         // A cat of two (`Kind::enode` refuses other counts: those stay opaque).
         Op::Cat { dim } => (Kind::Cat, Some(Ints(vec![*dim]))),
@@ -110,6 +114,7 @@ pub(crate) enum Kind {
     View,
     Add,
     Mul,
+    Conv,
     Slice,
     Cat,
 }
@@ -126,6 +131,8 @@ impl Kind {
             (Kind::View, &[s, x]) => ENode::View([s, x]),
             (Kind::Add, &[a, b]) => ENode::Add([a, b]),
             (Kind::Mul, &[a, b]) => ENode::Mul([a, b]),
+            (Kind::Conv, &[a, x, w]) => ENode::Conv([a, x, w]),
+            (Kind::Conv, &[a, x, w, b]) => ENode::ConvBias([a, x, w, b]),
             (Kind::Slice, &[s, x]) => ENode::Slice([s, x]),
             (Kind::Cat, &[d, a, b]) => ENode::Cat([d, a, b]),
             _ => return None,
@@ -145,6 +152,8 @@ pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n
         ENode::View(c) => (Op::View { shape: Shape::from(attr?.0.as_slice()) }, &c[1..]),
         ENode::Add(c) => (Op::Binary(BinaryOp::Add), &c[..]),
         ENode::Mul(c) => (Op::Binary(BinaryOp::Mul), &c[..]),
+        ENode::Conv(c) => (ConvAttr::decode(attr?, false)?, &c[1..]),
+        ENode::ConvBias(c) => (ConvAttr::decode(attr?, true)?, &c[1..]),
         ENode::Slice(c) => match attr?.0[..] {
             [dim, start, end, step] => (Op::Slice { dim, start, end, step }, &c[1..]),
             _ => return None,
@@ -162,7 +171,59 @@ pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n
 pub(crate) fn attr_child(node: &ENode) -> Option<Id> {
     match node {
         ENode::Permute(c) | ENode::View(c) | ENode::Slice(c) => Some(c[0]),
-        ENode::Cat(c) => Some(c[0]),
+        ENode::Cat(c) | ENode::Conv(c) => Some(c[0]),
+        ENode::ConvBias(c) => Some(c[0]),
         _ => None,
+    }
+}
+
+/// A convolution's parameters as one integer list, so that two convolutions with the same
+/// parameters share an attribute class (the merge rules bind it once):
+/// `[n, stride × n, padding × n, dilation × n, transposed, output_padding × n, groups,
+/// channels_last]` for `n` spatial dims. Whether it has a bias is the node's kind.
+pub struct ConvAttr;
+
+impl ConvAttr {
+    /// The attribute of `op` (a convolution), `None` for lists of unequal lengths.
+    pub fn encode(op: &Op) -> Option<Ints> {
+        let Op::Convolution { stride, padding, dilation, transposed, output_padding, groups, channels_last, .. } = op else { return None };
+        let n = stride.len();
+        if padding.len() != n || dilation.len() != n || output_padding.len() != n {
+            return None;
+        }
+        let mut v = vec![n as i64];
+        v.extend(stride.iter().chain(padding.iter()).chain(dilation.iter()));
+        v.push(*transposed as i64);
+        v.extend(output_padding.iter());
+        v.extend([*groups, *channels_last as i64]);
+        Some(Ints(v))
+    }
+
+    /// The convolution of `attr`, with or without a bias.
+    pub fn decode(attr: &Ints, has_bias: bool) -> Option<Op> {
+        let v = &attr.0;
+        let n = usize::try_from(*v.first()?).ok()?;
+        if v.len() != 4 * n + 4 {
+            return None;
+        }
+        let part = |i: usize| -> Box<[i64]> { v[1 + i * n..1 + (i + 1) * n].into() };
+        Some(Op::Convolution {
+            stride: part(0),
+            padding: part(1),
+            dilation: part(2),
+            transposed: v[1 + 3 * n] != 0,
+            output_padding: v[2 + 3 * n..2 + 4 * n].into(),
+            groups: v[2 + 4 * n],
+            has_bias,
+            channels_last: v[3 + 4 * n] != 0,
+        })
+    }
+
+    /// `(groups, transposed, channels_last)` of `attr`.
+    pub fn flags(attr: &Ints) -> Option<(i64, bool, bool)> {
+        match Self::decode(attr, false)? {
+            Op::Convolution { groups, transposed, channels_last, .. } => Some((groups, transposed, channels_last)),
+            _ => None,
+        }
     }
 }

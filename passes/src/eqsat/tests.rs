@@ -213,6 +213,26 @@ fn multi_pattern_rounds_are_capped() {
 }
 
 #[test]
+fn convolution_parameters_round_trip_through_their_attribute() {
+    use crate::eqsat::lang::ConvAttr;
+    let op = Op::Convolution {
+        stride: [2, 1].into(),
+        padding: [3, 0].into(),
+        dilation: [1, 2].into(),
+        transposed: true,
+        output_padding: [1, 0].into(),
+        groups: 4,
+        has_bias: true,
+        channels_last: true,
+    };
+    let attr = ConvAttr::encode(&op).unwrap();
+    assert_eq!(attr.0, vec![2, 2, 1, 3, 0, 1, 2, 1, 1, 0, 4, 1]);
+    assert_eq!(ConvAttr::decode(&attr, true), Some(op));
+    assert_eq!(ConvAttr::flags(&attr), Some((4, true, true)));
+    assert_eq!(ConvAttr::decode(&Ints(vec![2, 1, 1]), false), None);
+}
+
+#[test]
 fn compose_is_checked() {
     assert_eq!(rules::layout::compose(&[1, 0], &[1, 0]), Some(vec![0, 1]));
     assert_eq!(rules::layout::compose(&[1, 2, 0], &[2, 0, 1]), Some(vec![0, 1, 2]));

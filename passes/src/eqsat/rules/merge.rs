@@ -1,7 +1,9 @@
 //! Merge rules: matrix products that share their left operand become one product over the
 //! concatenated right operands, whose result is sliced back (BERT's separate Q, K and V
-//! projections of one input); and the reverse, a slice of a product's columns as the product
-//! with the slice of the weight. The e-graph holds both forms and the cost model chooses: on
+//! projections of one input), and convolutions with the same parameters that share their
+//! input one convolution over the concatenated filters (Inception's branches, ResNet's first
+//! downsampling shortcut beside its block); and the reverse, a slice of a product's columns
+//! (a convolution's channels) as the product with the slice of the weight. The e-graph holds both forms and the cost model chooses: on
 //! a memory-bound target one product reads the shared input once; on a compute-bound one the
 //! FLOPs are the same and the merge gains nothing. The concatenated weights cost nothing when
 //! they are constants (frozen weights: `fold-constant-layouts` concatenates them at compile
@@ -17,10 +19,10 @@ use egg::{rewrite, Applier, Id, MultiPattern, PatternAst, Rewrite, Subst, Symbol
 
 use super::{ty, var, Rule, EG};
 use crate::eqsat::analysis::TensorAnalysis;
-use crate::eqsat::lang::{ENode, Ints};
+use crate::eqsat::lang::{ConvAttr, ENode, Ints};
 
 /// The names of the multi-pattern rules (run for a capped number of rounds).
-pub const MULTI_PATTERN: &[&str] = &["merge-mm", "merge-addmm"];
+pub const MULTI_PATTERN: &[&str] = &["merge-mm", "merge-addmm", "merge-conv", "merge-convb"];
 
 /// `x·a, x·b = slice(x·cat(a, b))` (with `cat(c, d)` added to `x·cat(a, b)` for `addmm`):
 /// for `x: [m,k]`, `a: [k,n1]`, `b: [k,n2]` of one float dtype, and 1-D biases `c: [n1]`,
@@ -73,6 +75,92 @@ impl Applier<ENode, TensorAnalysis> for MergeProducts {
             }
         }
         changed
+    }
+}
+
+/// `conv(x, w1), conv(x, w2) = slice(conv(x, cat(w1, w2)), channels)` (biases concatenated
+/// too for `convb`): same parameters (one attribute class), not grouped, not transposed, the
+/// filters `[o1, c, k...]` and `[o2, c, k...]` of one dtype with the same kernel. The result's
+/// channels are dim 1, or the last dim when the convolution is `channels_last`.
+struct MergeConvolutions {
+    bias: bool,
+}
+
+impl Applier<ENode, TensorAnalysis> for MergeConvolutions {
+    fn apply_one(&self, egraph: &mut EG, _class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let (Some(&p), Some(&q)) = (subst.get(var("?p")), subst.get(var("?q"))) else { return vec![] };
+        if egraph.find(p) >= egraph.find(q) {
+            return vec![];
+        }
+        let Some((groups, transposed, channels_last)) = egraph[subst[var("?a")]].data.ints().and_then(ConvAttr::flags) else { return vec![] };
+        let (Some(x), Some(w1), Some(w2)) = (ty(egraph, subst, var("?x")), ty(egraph, subst, var("?w1")), ty(egraph, subst, var("?w2"))) else {
+            return vec![];
+        };
+        if groups != 1 || transposed || !x.dtype.is_float() || w1.dtype != x.dtype || w2.dtype != x.dtype || w1.shape[1..] != w2.shape[1..] {
+            return vec![];
+        }
+        let (o1, o2) = (w1.shape[0], w2.shape[0]);
+        if self.bias {
+            let (Some(b1), Some(b2)) = (ty(egraph, subst, var("?b1")), ty(egraph, subst, var("?b2"))) else { return vec![] };
+            if b1.dtype != x.dtype || b2.dtype != x.dtype || b1.shape[..] != [o1] || b2.shape[..] != [o2] {
+                return vec![];
+            }
+        }
+        let channel = if channels_last { x.rank() as i64 - 1 } else { 1 };
+        let get = |v: &str| subst[var(v)];
+        let dim0 = egraph.add(ENode::Ints(Ints(vec![0])));
+        let filters = egraph.add(ENode::Cat([dim0, get("?w1"), get("?w2")]));
+        let conv = if self.bias {
+            let biases = egraph.add(ENode::Cat([dim0, get("?b1"), get("?b2")]));
+            egraph.add(ENode::ConvBias([get("?a"), get("?x"), filters, biases]))
+        } else {
+            egraph.add(ENode::Conv([get("?a"), get("?x"), filters]))
+        };
+        let first = egraph.add(ENode::Ints(Ints(vec![channel, 0, o1, 1])));
+        let first = egraph.add(ENode::Slice([first, conv]));
+        let second = egraph.add(ENode::Ints(Ints(vec![channel, o1, o1 + o2, 1])));
+        let second = egraph.add(ENode::Slice([second, conv]));
+        let mut changed = Vec::new();
+        for (class, new) in [(p, first), (q, second)] {
+            if egraph.union(class, new) {
+                changed.push(class);
+            }
+        }
+        changed
+    }
+}
+
+/// `slice(conv(x, w), channels) = conv(x, slice(w, filters))` (and the bias sliced for
+/// `convb`): a step-1 slice of the result's channels of an ungrouped, untransposed
+/// convolution (the reverse of the merges).
+struct SliceConvolution {
+    bias: bool,
+}
+
+impl Applier<ENode, TensorAnalysis> for SliceConvolution {
+    fn apply_one(&self, egraph: &mut EG, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let Some((groups, transposed, channels_last)) = egraph[subst[var("?a")]].data.ints().and_then(ConvAttr::flags) else { return vec![] };
+        let Some(x) = ty(egraph, subst, var("?x")) else { return vec![] };
+        let rank = x.rank();
+        let Some([dim, start, end, step]) = slice_attr(egraph, subst, var("?s"), rank) else { return vec![] };
+        let channel = if channels_last { rank as i64 - 1 } else { 1 };
+        if groups != 1 || transposed || dim != channel {
+            return vec![];
+        }
+        let get = |v: &str| subst[var(v)];
+        let filters = egraph.add(ENode::Ints(Ints(vec![0, start, end, step])));
+        let weight = egraph.add(ENode::Slice([filters, get("?w")]));
+        let new = if self.bias {
+            let bias = egraph.add(ENode::Slice([filters, get("?b")]));
+            egraph.add(ENode::ConvBias([get("?a"), get("?x"), weight, bias]))
+        } else {
+            egraph.add(ENode::Conv([get("?a"), get("?x"), weight]))
+        };
+        if egraph.union(class, new) {
+            vec![class]
+        } else {
+            vec![]
+        }
     }
 }
 
@@ -166,6 +254,12 @@ pub fn rules() -> Vec<Rule> {
         rewrite!("slice-mm"; "(slice ?s (mm ?x ?w))" => { SliceProduct { bias: false } }),
         // slice(c + x·w, columns) = slice(c) + x·slice(w, columns)
         rewrite!("slice-addmm"; "(slice ?s (addmm ?c ?x ?w))" => { SliceProduct { bias: true } }),
+        // conv(x, w1), conv(x, w2) = slices of conv(x, cat(w1, w2)) along the channels
+        multi("merge-conv", "?p = (conv ?a ?x ?w1), ?q = (conv ?a ?x ?w2)", MergeConvolutions { bias: false }),
+        multi("merge-convb", "?p = (convb ?a ?x ?w1 ?b1), ?q = (convb ?a ?x ?w2 ?b2)", MergeConvolutions { bias: true }),
+        // slice(conv(x, w), channels) = conv(x, slice(w, filters))
+        rewrite!("slice-conv"; "(slice ?s (conv ?a ?x ?w))" => { SliceConvolution { bias: false } }),
+        rewrite!("slice-convb"; "(slice ?s (convb ?a ?x ?w ?b))" => { SliceConvolution { bias: true } }),
         // slice(cat(a, b), a's part) = a, and b's
         rewrite!("slice-cat"; "(slice ?s (cat ?d ?a ?b))" => { SliceOfCat }),
     ]
