@@ -24,6 +24,28 @@ use crate::eqsat::lang::{ConvAttr, ENode, Ints};
 /// The names of the multi-pattern rules (run for a capped number of rounds).
 pub const MULTI_PATTERN: &[&str] = &["merge-mm", "merge-addmm", "merge-conv", "merge-convb"];
 
+/// The classes a weight is concatenated from (itself when it is no `cat`).
+fn cat_leaves(egraph: &EG, id: Id, out: &mut Vec<Id>) {
+    let id = egraph.find(id);
+    match egraph[id].nodes.iter().find_map(|n| if let ENode::Cat([_, a, b]) = n { Some((*a, *b)) } else { None }) {
+        Some((a, b)) if out.len() < 64 => {
+            cat_leaves(egraph, a, out);
+            cat_leaves(egraph, b, out);
+        }
+        _ => out.push(id),
+    }
+}
+
+/// Whether the weights bound to `a` and `b` are concatenated from disjoint sets of weights:
+/// a merge of a merged product with one of its own parts (or of two merges sharing a part)
+/// would compute a weight's product twice, and only grows the e-graph.
+fn disjoint_weights(egraph: &EG, subst: &Subst, a: &str, b: &str) -> bool {
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    cat_leaves(egraph, subst[var(a)], &mut left);
+    cat_leaves(egraph, subst[var(b)], &mut right);
+    left.iter().all(|l| !right.contains(l))
+}
+
 /// `x·a, x·b = slice(x·cat(a, b))` (with `cat(c, d)` added to `x·cat(a, b)` for `addmm`):
 /// for `x: [m,k]`, `a: [k,n1]`, `b: [k,n2]` of one float dtype, and 1-D biases `c: [n1]`,
 /// `d: [n2]` of that dtype.
@@ -47,6 +69,9 @@ impl Applier<ENode, TensorAnalysis> for MergeProducts {
             return vec![];
         }
         let (n1, n2) = (a.shape[1], b.shape[1]);
+        if !disjoint_weights(egraph, subst, "?a", "?b") {
+            return vec![];
+        }
         if self.bias {
             let biases = (ty(egraph, subst, var("?c")), ty(egraph, subst, var("?d")));
             let (Some(c), Some(d)) = biases else { return vec![] };
@@ -100,6 +125,9 @@ impl Applier<ENode, TensorAnalysis> for MergeConvolutions {
             return vec![];
         }
         let (o1, o2) = (w1.shape[0], w2.shape[0]);
+        if !disjoint_weights(egraph, subst, "?w1", "?w2") {
+            return vec![];
+        }
         if self.bias {
             let (Some(b1), Some(b2)) = (ty(egraph, subst, var("?b1")), ty(egraph, subst, var("?b2"))) else { return vec![] };
             if b1.dtype != x.dtype || b2.dtype != x.dtype || b1.shape[..] != [o1] || b2.shape[..] != [o2] {
