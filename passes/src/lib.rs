@@ -28,7 +28,7 @@ pub use channels_last_pooling::ChannelsLastPooling;
 pub use check_indices::{check_name, checked_node, CheckIndices};
 pub use dce::Dce;
 pub use depthwise_conv_taps::DepthwiseConvTaps;
-pub use eqsat::{Eqsat, EQSAT, EQSAT_ACCELERATOR};
+pub use eqsat::{Eqsat, EQSAT, EQSAT_ACCELERATOR, EQSAT_LAYOUT};
 pub use device_layout::{DeviceLayout, DEVICE_LAYOUT};
 pub use fold_constant_layouts::FoldConstantLayouts;
 pub use freeze::Freeze;

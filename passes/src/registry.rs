@@ -30,6 +30,7 @@ pub static PASSES: &[&dyn Pass] = &[
     &crate::DepthwiseConvTaps,
     &crate::DEVICE_LAYOUT,
     &crate::EQSAT,
+    &crate::EQSAT_LAYOUT,
     &crate::FoldConstantLayouts,
     &crate::Freeze,
     &crate::HoistLargeConstants,

@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 
 use egg::{Analysis, DidMerge, EGraph, Id};
-use fxhlo_ir::TensorType;
+use fxhlo_ir::{Op, TensorType};
 
-use super::lang::{to_op, ENode, Ints, ValueKey};
+use super::lang::{to_op, ENode, Ints, OpRef, ValueKey};
 
 /// What the analysis knows of one original value (an `orig` node's payload points here).
 #[derive(Clone, Debug)]
@@ -26,6 +26,8 @@ pub struct OrigInfo {
     /// non-leaf op: "reads only constants" flows through it, and such values are computed
     /// once at compile time.
     pub constant_or_pure: bool,
+    /// The op that computed it (for the layout rules, which look through `orig` nodes).
+    pub op: Op,
 }
 
 /// The data of one e-class.
@@ -66,6 +68,10 @@ pub struct TensorAnalysis {
     pub values: HashMap<ValueKey, OrigInfo>,
     /// Classes merged with different data (at most a few kept): a rule bug.
     pub conflicts: Vec<String>,
+    /// The ops of `lifted` nodes, each with its result type when inference cannot give it (a
+    /// `full` scalar), interned so that equal ops share one reference.
+    pub ops: Vec<(Op, Option<TensorType>)>,
+    interned: HashMap<(Op, Option<TensorType>), OpRef>,
 }
 
 /// The e-graph of this language and analysis.
@@ -89,8 +95,19 @@ impl Analysis<ENode> for TensorAnalysis {
             },
             _ => {
                 let attr = super::lang::attr_child(enode).and_then(|a| data(a).ints());
-                let Some((op, operands)) = to_op(enode, attr) else {
-                    return Data::Invalid("an attribute that is not an int list".to_string());
+                let lifted = match enode {
+                    ENode::Lifted(r, children) => match egraph.analysis.op(*r) {
+                        Some((op, ty)) => Some((op.clone(), ty.clone(), &children[..])),
+                        None => return Data::Invalid(format!("no op {r}")),
+                    },
+                    _ => None,
+                };
+                let (op, declared, operands) = match lifted {
+                    Some(l) => l,
+                    None => match to_op(enode, attr) {
+                        Some((op, operands)) => (op, None, operands),
+                        None => return Data::Invalid("an attribute that is not an int list".to_string()),
+                    },
                 };
                 let mut types = Vec::with_capacity(operands.len());
                 let (mut weights_only, mut consts_only) = (true, true);
@@ -104,10 +121,11 @@ impl Analysis<ENode> for TensorAnalysis {
                         _ => return Data::Invalid(format!("{} has an operand that is not a tensor", op.name())),
                     }
                 }
-                match fxhlo_ir::infer::infer(&op, &types) {
-                    Ok(Some(results)) if results.len() == 1 => Data::Tensor { ty: results[0].clone(), weights_only, consts_only },
-                    Ok(_) => Data::Invalid(format!("{} has no single inferred result", op.name())),
-                    Err(e) => Data::Invalid(e),
+                match (fxhlo_ir::infer::infer(&op, &types), declared) {
+                    (Ok(None), Some(ty)) => Data::Tensor { ty, weights_only, consts_only },
+                    (Ok(Some(results)), _) if results.len() == 1 => Data::Tensor { ty: results[0].clone(), weights_only, consts_only },
+                    (Ok(_), _) => Data::Invalid(format!("{} has no single inferred result", op.name())),
+                    (Err(e), _) => Data::Invalid(e),
                 }
             }
         }
@@ -147,9 +165,37 @@ impl Analysis<ENode> for TensorAnalysis {
 }
 
 impl TensorAnalysis {
+    /// The reference of `op` (with `ty`, its result type when inference gives none).
+    pub fn intern(&mut self, op: Op, ty: Option<TensorType>) -> OpRef {
+        if let Some(r) = self.interned.get(&(op.clone(), ty.clone())) {
+            return *r;
+        }
+        let r = OpRef(self.ops.len() as u32);
+        self.ops.push((op.clone(), ty.clone()));
+        self.interned.insert((op, ty), r);
+        r
+    }
+
+    /// The op of a reference.
+    pub fn op(&self, r: OpRef) -> Option<&(Op, Option<TensorType>)> {
+        self.ops.get(r.0 as usize)
+    }
+
     fn conflict(&mut self, message: String) {
         if self.conflicts.len() < 8 {
             self.conflicts.push(message);
+        }
+    }
+}
+
+/// The IR op of a structured or `lifted` e-node of `egraph`, and its tensor operands; `None`
+/// for `ints` and `orig` nodes.
+pub(crate) fn node_op<'n>(egraph: &TensorGraph, node: &'n ENode) -> Option<(Op, &'n [Id])> {
+    match node {
+        ENode::Lifted(r, children) => Some((egraph.analysis.op(*r)?.0.clone(), &children[..])),
+        _ => {
+            let attr = super::lang::attr_child(node).and_then(|a| egraph[a].data.ints());
+            to_op(node, attr)
         }
     }
 }

@@ -89,7 +89,7 @@ pub fn to_egraph(graph: &Graph) -> fxhlo_ir::Result<Converted> {
             let enode = match &shaped {
                 Some(e) => e.clone(),
                 None => {
-                    let info = OrigInfo { ty: ty.clone(), weight_or_pure: weight_or_pure(&node.op), constant_or_pure: constant_or_pure(&node.op) };
+                    let info = OrigInfo { ty: ty.clone(), weight_or_pure: weight_or_pure(&node.op), constant_or_pure: constant_or_pure(&node.op), op: node.op.clone() };
                     egraph.analysis.values.insert(key(v), info);
                     ENode::Orig(key(v), operands.clone())
                 }

@@ -9,7 +9,10 @@
 //!   fusion that produced them (the discount for elementwise chains);
 //! - `permute`, `view` and `slice` cost a nanosecond ([`LAYOUT_SECONDS`]): XLA folds them into
 //!   their users' layouts or fusions, so layout is chosen by what it enables, and of two equal
-//!   graphs the one with fewer layout ops wins;
+//!   graphs the one with fewer layout ops wins; except on the CPU plugin
+//!   ([`Roofline::layout_copies`]), where a permute of rank 4 or more is a copy (read and
+//!   written) and a channels-first 2-D convolution pays two (its input and result transposed
+//!   around XLA's channels-last kernel);
 //! - `cat` writes its result;
 //! - any node whose value reads only constants costs nothing: frozen weights' subgraphs are
 //!   computed once at compile time (`fold-constant-layouts`, XLA's constant folding);
@@ -31,6 +34,10 @@ pub struct Roofline {
     pub peak_flops: f64,
     /// Memory bandwidth (HBM on the TPUs, DRAM on the CPU), bytes/s.
     pub bytes_per_s: f64,
+    /// Whether layouts are the graph's own (XLA's CPU backend: a permute of rank 4 or more
+    /// is a copy, and a channels-first 2-D convolution is computed channels-last between two
+    /// such copies), rather than chosen by the compiler (the TPUs).
+    pub layout_copies: bool,
 }
 
 impl Roofline {
@@ -43,16 +50,16 @@ impl Roofline {
 /// Per-chip peaks from Google Cloud's TPU system architecture pages ("TPU v6e", "TPU v5e",
 /// "TPU v5p", "TPU v4"), bf16 dense matmul and HBM bandwidth.
 pub const TPU_CHIPS: &[Roofline] = &[
-    Roofline { prefix: "v6e", name: "TPU v6e", peak_flops: 918e12, bytes_per_s: 1640e9 },
-    Roofline { prefix: "v5e", name: "TPU v5e", peak_flops: 197e12, bytes_per_s: 819e9 },
-    Roofline { prefix: "v5p", name: "TPU v5p", peak_flops: 459e12, bytes_per_s: 2765e9 },
-    Roofline { prefix: "v4", name: "TPU v4", peak_flops: 275e12, bytes_per_s: 1200e9 },
+    Roofline { prefix: "v6e", name: "TPU v6e", peak_flops: 918e12, bytes_per_s: 1640e9, layout_copies: false },
+    Roofline { prefix: "v5e", name: "TPU v5e", peak_flops: 197e12, bytes_per_s: 819e9, layout_copies: false },
+    Roofline { prefix: "v5p", name: "TPU v5p", peak_flops: 459e12, bytes_per_s: 2765e9, layout_copies: false },
+    Roofline { prefix: "v4", name: "TPU v4", peak_flops: 275e12, bytes_per_s: 1200e9, layout_copies: false },
 ];
 
 /// The PJRT CPU plugin on a 2-vCPU AVX-512 machine (2026-12-05): an f32 1024² matmul
 /// compiled by fxhlo ran at 430-450 GFLOP/s, and `x*2+1` over 4-64 MB moved 60 GB/s from
 /// cache and 9 GB/s from fresh pages; 20 GB/s is taken for memory-resident operands.
-pub const CPU: Roofline = Roofline { prefix: "cpu", name: "PJRT CPU plugin", peak_flops: 400e9, bytes_per_s: 20e9 };
+pub const CPU: Roofline = Roofline { prefix: "cpu", name: "PJRT CPU plugin", peak_flops: 400e9, bytes_per_s: 20e9, layout_copies: true };
 
 /// The roofline the e-graph uses off the CPU when the chip is not known: TPU v6e's.
 pub const ACCELERATOR: Roofline = TPU_CHIPS[0];
@@ -96,9 +103,16 @@ pub fn flops(op: &Op, operands: &[&TensorType], results: &[&TensorType]) -> f64 
 /// The time of one op with these operand and result types on `target`, in seconds (see the
 /// module doc for what counts).
 pub fn op_cost(op: &Op, operands: &[&TensorType], results: &[&TensorType], target: &Roofline) -> f64 {
+    // A copy of these values: read once, written once.
+    let copy = |types: &[&TensorType]| target.seconds(0.0, 2.0 * bytes(types));
     match op {
         Op::Input { .. } | Op::Constant { .. } => 0.0,
+        Op::Permute { dims } if target.layout_copies && dims.len() >= 4 && dims.iter().enumerate().any(|(i, &d)| d != i as i64) => copy(results),
         Op::Permute { .. } | Op::View { .. } | Op::Slice { .. } => LAYOUT_SECONDS,
+        Op::Convolution { channels_last: false, stride, .. } if target.layout_copies && stride.len() == 2 => {
+            let own = target.seconds(flops(op, operands, results), bytes(operands) + bytes(results));
+            own + operands.first().map_or(0.0, |x| copy(&[x])) + copy(results)
+        }
         Op::Mm | Op::Bmm | Op::Addmm | Op::Convolution { .. } => target.seconds(flops(op, operands, results), bytes(operands) + bytes(results)),
         // Elementwise ops, `cat` and every other op: their writes.
         _ => target.seconds(0.0, bytes(results)),

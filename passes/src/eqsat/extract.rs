@@ -55,8 +55,7 @@ fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode, target: &Roofline) 
         }
         _ => {
             let out = ty(class)?;
-            let attr = super::lang::attr_child(node).and_then(|a| egraph[a].data.ints());
-            let (op, operands) = super::lang::to_op(node, attr)?;
+            let (op, operands) = super::analysis::node_op(egraph, node)?;
             let types: Option<Vec<&TensorType>> = operands.iter().map(|&o| ty(o)).collect();
             let types = types?;
             if consts_only && !matches!(op, Op::Mm | Op::Bmm | Op::Addmm | Op::Convolution { .. }) {

@@ -42,6 +42,24 @@ impl FromStr for Ints {
     }
 }
 
+/// An op the layout rules built (an elementwise op over new operands, a pool in another
+/// layout): an index into the analysis's table of ops ([`super::analysis::TensorAnalysis::ops`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpRef(pub u32);
+
+impl fmt::Display for OpRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "op#{}", self.0)
+    }
+}
+
+impl FromStr for OpRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.strip_prefix("op#").and_then(|n| n.parse().ok()).map(OpRef).ok_or_else(|| format!("not an op reference: {s}"))
+    }
+}
+
 /// One result of one node of the original graph (`NodeId::index()` and result number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ValueKey {
@@ -82,6 +100,7 @@ define_language! {
         "cat" = Cat([Id; 3]),
         Ints(Ints),
         Orig(ValueKey, Vec<Id>),
+        Lifted(OpRef, Vec<Id>),
     }
 }
 
@@ -142,7 +161,8 @@ impl Kind {
 
 /// The IR op of a structured e-node, given its attribute (`attr`, for `permute`, `view`,
 /// `slice` and `cat`), and its tensor operands (children less the attribute). `None` for
-/// `ints` and `orig`, and for an attribute of the wrong length.
+/// `ints`, `orig` and `lifted` (whose op is in the analysis's table), and for an attribute of
+/// the wrong length.
 pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n [Id])> {
     Some(match node {
         ENode::Mm(c) => (Op::Mm, &c[..]),
@@ -162,7 +182,7 @@ pub(crate) fn to_op<'n>(node: &'n ENode, attr: Option<&Ints>) -> Option<(Op, &'n
             [dim] => (Op::Cat { dim }, &c[1..]),
             _ => return None,
         },
-        ENode::Ints(_) | ENode::Orig(..) => return None,
+        ENode::Ints(_) | ENode::Orig(..) | ENode::Lifted(..) => return None,
     })
 }
 

@@ -168,6 +168,8 @@ pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits, target: &Roo
 /// [`EQSAT_ACCELERATOR`] (TPU v6e's); both are named `eqsat`.
 pub struct Eqsat {
     target: &'static Roofline,
+    /// With the channels-last rules (`rules::channels_last`): the pass `eqsat-layout`.
+    layout: bool,
 }
 
 /// The pass pricing graphs for the PJRT CPU plugin.
@@ -176,10 +178,24 @@ pub static EQSAT: Eqsat = Eqsat::new(&cost::CPU);
 /// The pass pricing graphs for an accelerator (TPU v6e's peaks).
 pub static EQSAT_ACCELERATOR: Eqsat = Eqsat::new(&cost::ACCELERATOR);
 
+/// `eqsat-layout`: [`EQSAT`] with the channels-last rules, the e-graph form of the
+/// `channels-last` pass (CPU plugin). Not in the pipeline: the pass is faster on the
+/// convnets measured (docs/optimizer.md); `--passes` runs it for the comparison.
+pub static EQSAT_LAYOUT: Eqsat = Eqsat { target: &cost::CPU, layout: true };
+
 impl Eqsat {
     /// The pass pricing graphs on `target`.
     pub const fn new(target: &'static Roofline) -> Eqsat {
-        Eqsat { target }
+        Eqsat { target, layout: false }
+    }
+
+    /// The rules this instance runs.
+    pub fn rules(&self) -> Vec<Rule> {
+        let mut rules = rules::all();
+        if self.layout {
+            rules.extend(rules::channels_last::rules());
+        }
+        rules
     }
 
     /// The roofline this instance prices graphs on.
@@ -190,7 +206,11 @@ impl Eqsat {
 
 impl Pass for Eqsat {
     fn name(&self) -> &'static str {
-        "eqsat"
+        if self.layout {
+            "eqsat-layout"
+        } else {
+            "eqsat"
+        }
     }
 
     fn run(&self, graph: &mut Graph) -> Result<bool> {
@@ -198,7 +218,7 @@ impl Pass for Eqsat {
     }
 
     fn run_summarized(&self, graph: &mut Graph) -> Result<(bool, Option<String>)> {
-        let report = optimize(graph, &rules::all(), &Limits::default(), self.target)?;
+        let report = optimize(graph, &self.rules(), &Limits::default(), self.target)?;
         Ok((report.changed, Some(report.summary())))
     }
 }

@@ -14,7 +14,8 @@ use fxhlo_ir::{Graph, NodeId, Op, SourceLoc, ValueRef};
 
 use super::convert::Converted;
 use super::extract::Extraction;
-use super::lang::{attr_child, to_op, ENode};
+use super::analysis::node_op;
+use super::lang::{attr_child, ENode};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Task {
@@ -114,8 +115,7 @@ pub fn apply(graph: &mut Graph, conv: &Converted, ex: &Extraction) -> Result<boo
                     value[&Task::Value(*v)]
                 } else {
                     let ty = eg[c].data.ty().ok_or("an extracted class without a type")?.clone();
-                    let attr = attr_child(node).and_then(|a| eg[a].data.ints());
-                    let (mut op, operands) = to_op(node, attr).ok_or("an extracted node the IR cannot express")?;
+                    let (mut op, operands) = node_op(eg, node).ok_or("an extracted node the IR cannot express")?;
                     if let Op::View { shape } = &mut op {
                         // The class's shape has no `-1` left to resolve.
                         *shape = ty.shape.clone();

@@ -232,6 +232,64 @@ fn convolution_parameters_round_trip_through_their_attribute() {
     assert_eq!(ConvAttr::decode(&Ints(vec![2, 1, 1]), false), None);
 }
 
+/// A 2-D convolution of `x` by `w`, 3x3, padding 1, channels-first.
+fn conv3(b: &mut B, x: ValueRef, w: ValueRef) -> ValueRef {
+    b.op(
+        Op::Convolution {
+            stride: [1, 1].into(),
+            padding: [1, 1].into(),
+            dilation: [1, 1].into(),
+            transposed: false,
+            output_padding: [0, 0].into(),
+            groups: 1,
+            has_bias: false,
+            channels_last: false,
+        },
+        &[x, w],
+    )
+}
+
+/// conv -> batch norm -> relu -> conv -> + residual -> mean over H, W: with the channels-last
+/// rules on the CPU's roofline both convolutions run channels-last and the values between
+/// them stay `[N, H, W, C]`: one permute in (the image), none out (the mean leaves `[N, C]`).
+fn conv_block() -> Graph {
+    let mut b = B::new();
+    let x = b.input("x", &[1, 16, 28, 28]);
+    let (w1, w2) = (b.input("w1", &[16, 16, 3, 3]), b.input("w2", &[16, 16, 3, 3]));
+    let params: Vec<ValueRef> = (0..4).map(|i| b.input(&format!("bn{i}"), &[16])).collect();
+    let c1 = conv3(&mut b, x, w1);
+    let bn = {
+        let mut operands = vec![c1];
+        operands.extend(&params);
+        b.0.add_node("bn", Op::BatchNorm { eps: fxhlo_ir::Scalar::float(1e-5), has_weight: true, has_bias: true }, &operands,
+            vec![TensorType::new(DType::F32, vec![1, 16, 28, 28]), TensorType::new(DType::F32, vec![0]), TensorType::new(DType::F32, vec![0])], None).unwrap()
+    };
+    let r = b.op(Op::Unary(fxhlo_ir::UnaryOp::Relu), &[ValueRef::first(bn)]);
+    let c2 = conv3(&mut b, r, w2);
+    let sum = b.op(Op::Binary(BinaryOp::Add), &[c2, x]);
+    let mean = b.op(Op::Reduce { op: fxhlo_ir::ReduceOp::Mean, dims: [2, 3].into(), keepdim: false, dtype: None }, &[sum]);
+    b.finish(&[mean])
+}
+
+#[test]
+fn the_layout_rules_keep_a_conv_block_channels_last() {
+    let mut g = conv_block();
+    let report = optimize(&mut g, &EQSAT_LAYOUT.rules(), &Limits::default(), &cost::CPU).unwrap();
+    assert!(report.changed, "{report:?}");
+    fxhlo_ir::verify(&g).unwrap();
+    let printed = fxhlo_ir::print(&g);
+    let convs: Vec<bool> = g.node_ids().filter_map(|id| match &g.node(id).op {
+        Op::Convolution { channels_last, .. } => Some(*channels_last),
+        _ => None,
+    }).collect();
+    assert_eq!(convs, vec![true, true], "{printed}");
+    // The image permuted once to [N, H, W, C] (read by the first convolution and the sum).
+    assert_eq!(count(&g, |op| matches!(op, Op::Permute { .. })), 1, "{printed}");
+    // Without the channels-last rules nothing changes layout.
+    let plain = optimize(&mut conv_block(), &EQSAT.rules(), &Limits::default(), &cost::CPU).unwrap();
+    assert!(!plain.changed, "{plain:?}");
+}
+
 #[test]
 fn compose_is_checked() {
     assert_eq!(rules::layout::compose(&[1, 0], &[1, 0]), Some(vec![0, 1]));

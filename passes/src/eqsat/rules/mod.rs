@@ -2,6 +2,7 @@
 //! and checks anything shape- or dtype-dependent with an explicit condition.
 
 pub mod algebra;
+pub mod channels_last;
 pub mod layout;
 pub mod merge;
 

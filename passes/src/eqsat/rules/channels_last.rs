@@ -1,0 +1,284 @@
+//! Channels-last layout rules: the `channels-last` pass's rewrite as e-graph rules, for the
+//! CPU plugin (whose XLA backend computes convolutions channels-last and every other op in
+//! the row-major order of its logical shape; see `channels_last.rs`).
+//!
+//! A 2-D convolution equals the channels-last convolution of its input permuted to
+//! `[N, H, W, C]`, permuted back (`conv-channels-last`); then the permute back sinks through
+//! what reads it: elementwise ops (`sink-permute`: every 4-D operand permuted the same way,
+//! smaller ones broadcast along the new order), inference batch norm (its formula along the
+//! last dim, `batch-norm-channels-last`), max and average pools (their `channels_last` form,
+//! `pool-channels-last`) and reductions (the dims mapped, `reduce-channels-last`). Where two
+//! such values meet again at a convolution, `permute-permute` and `permute-identity` cancel
+//! the permutes between them. The cost model ([`crate::eqsat::cost::Roofline::layout_copies`])
+//! prices a rank-4 permute as a copy and a channels-first convolution as the two copies XLA
+//! puts around it, so the extraction keeps `[N, H, W, C]` where it saves copies.
+
+use egg::{rewrite, Applier, Id, PatternAst, Subst, Symbol};
+use fxhlo_ir::{BinaryOp, DType, Op, Shape, TensorType, UnaryOp};
+
+use super::{class_ty, ty, var, Rule, EG};
+use crate::eqsat::analysis::TensorAnalysis;
+use crate::eqsat::lang::{ConvAttr, ENode, Ints};
+
+/// `[N, C, H, W]` to `[N, H, W, C]`.
+const TO_LAST: [i64; 4] = [0, 2, 3, 1];
+/// `[N, H, W, C]` back to `[N, C, H, W]`: a value's dim `d` is its channels-last twin's dim
+/// `TO_FIRST[d]`.
+const TO_FIRST: [i64; 4] = [0, 3, 1, 2];
+
+/// `y` when class `id` holds `permute(TO_FIRST, y)`.
+fn channels_last_of(egraph: &EG, id: Id) -> Option<Id> {
+    egraph[id].nodes.iter().find_map(|n| match n {
+        ENode::Permute([dims, y]) if egraph[*dims].data.ints().is_some_and(|d| d.0 == TO_FIRST) => Some(*y),
+        _ => None,
+    })
+}
+
+/// `permute(dims, x)`.
+fn permute(egraph: &mut EG, dims: &[i64], x: Id) -> Id {
+    let dims = egraph.add(ENode::Ints(Ints(dims.to_vec())));
+    egraph.add(ENode::Permute([dims, x]))
+}
+
+/// A node applying `op` (with `declared`, its type where inference gives none) to `children`.
+fn lifted(egraph: &mut EG, op: Op, declared: Option<TensorType>, children: Vec<Id>) -> Id {
+    let r = egraph.analysis.intern(op, declared);
+    egraph.add(ENode::Lifted(r, children))
+}
+
+/// Unions `class` with `permute(TO_FIRST, twin)`.
+fn union_with_twin(egraph: &mut EG, class: Id, twin: Id) -> Vec<Id> {
+    let back = permute(egraph, &TO_FIRST, twin);
+    if egraph.union(class, back) {
+        vec![class]
+    } else {
+        vec![]
+    }
+}
+
+/// The ops (with their operand classes) that class `id` computes through `orig` and `lifted`
+/// nodes: what the rules below look into besides the structured nodes.
+fn ops_of(egraph: &EG, id: Id) -> Vec<(Op, Vec<Id>)> {
+    egraph[id]
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            ENode::Orig(key, children) if key.result == 0 => Some((egraph.analysis.values.get(key)?.op.clone(), children.clone())),
+            ENode::Lifted(r, children) => Some((egraph.analysis.op(*r)?.0.clone(), children.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `op` is computed element by element (any layout of its operands gives the same
+/// layout of its result).
+fn elementwise(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy
+            | Op::Elu { .. } | Op::LeakyRelu { .. } | Op::ClampTensor { .. }
+    )
+}
+
+/// `conv(x, w) = permute(TO_FIRST, conv_channels_last(permute(TO_LAST, x), w))` for a 2-D
+/// channels-first convolution (with or without a bias).
+struct ConvChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for ConvChannelsLast {
+    fn apply_one(&self, egraph: &mut EG, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let attr = subst[var("?a")];
+        let Some(mut ints) = egraph[attr].data.ints().cloned() else { return vec![] };
+        let Some(Op::Convolution { stride, channels_last: false, .. }) = ConvAttr::decode(&ints, false) else { return vec![] };
+        if stride.len() != 2 || ty(egraph, subst, var("?x")).is_none_or(|x| x.rank() != 4) {
+            return vec![];
+        }
+        if let Some(last) = ints.0.last_mut() {
+            *last = 1; // channels_last
+        }
+        let attr = egraph.add(ENode::Ints(ints));
+        let x = permute(egraph, &TO_LAST, subst[var("?x")]);
+        let conv = match subst.get(var("?b")) {
+            Some(&b) => egraph.add(ENode::ConvBias([attr, x, subst[var("?w")], b])),
+            None => egraph.add(ENode::Conv([attr, x, subst[var("?w")]])),
+        };
+        union_with_twin(egraph, class, conv)
+    }
+}
+
+/// An elementwise op of a value held channels-last, computed channels-last: every 4-D operand
+/// that is `permute(TO_FIRST, y)` is read as `y`, a rank-0 operand as it is, any other operand
+/// (a 4-D value in the graph's layout, a `[C, 1, 1]` parameter) viewed as 4-D and permuted
+/// `TO_LAST`, so that broadcasting still lines up.
+struct SinkPermute;
+
+impl Applier<ENode, TensorAnalysis> for SinkPermute {
+    fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        if class_ty(egraph, class).is_none_or(|t| t.rank() != 4) {
+            return vec![];
+        }
+        let mut candidates: Vec<(Option<Op>, Vec<Id>)> = egraph[class]
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                ENode::Add([a, b]) => Some((Some(Op::Binary(BinaryOp::Add)), vec![*a, *b])),
+                ENode::Mul([a, b]) => Some((Some(Op::Binary(BinaryOp::Mul)), vec![*a, *b])),
+                _ => None,
+            })
+            .collect();
+        candidates.extend(ops_of(egraph, class).into_iter().filter(|(op, _)| elementwise(op)).map(|(op, c)| (Some(op), c)));
+        let mut changed = Vec::new();
+        for (op, children) in candidates {
+            let Some(op) = op else { continue };
+            if !children.iter().any(|&c| channels_last_of(egraph, c).is_some()) {
+                continue;
+            }
+            let mut operands = Vec::with_capacity(children.len());
+            for &c in &children {
+                let operand = match (channels_last_of(egraph, c), class_ty(egraph, c).map(|t| t.shape.clone())) {
+                    (Some(y), _) => y,
+                    (None, Some(shape)) if shape.is_empty() => c,
+                    (None, Some(shape)) if shape.len() <= 4 => {
+                        let mut four: Vec<i64> = vec![1; 4 - shape.len()];
+                        four.extend(shape.iter());
+                        let viewed = if shape.len() == 4 {
+                            c
+                        } else {
+                            let s = egraph.add(ENode::Ints(Ints(four)));
+                            egraph.add(ENode::View([s, c]))
+                        };
+                        permute(egraph, &TO_LAST, viewed)
+                    }
+                    _ => break,
+                };
+                operands.push(operand);
+            }
+            if operands.len() != children.len() {
+                continue;
+            }
+            let twin = match (&op, &operands[..]) {
+                (Op::Binary(BinaryOp::Add), &[a, b]) => egraph.add(ENode::Add([a, b])),
+                (Op::Binary(BinaryOp::Mul), &[a, b]) => egraph.add(ENode::Mul([a, b])),
+                _ => lifted(egraph, op, None, operands),
+            };
+            changed.extend(union_with_twin(egraph, class, twin));
+        }
+        changed
+    }
+}
+
+/// Inference batch norm of a value held channels-last: `y·scale + shift` along the last dim,
+/// with `scale = weight·rsqrt(var + eps)` and `shift = bias - mean·scale` (`[C]` vectors of
+/// the parameters: free when they are frozen). Float32 only (16-bit models normalize in
+/// float32, which the formula here would not).
+struct BatchNormChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for BatchNormChannelsLast {
+    fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let mut changed = Vec::new();
+        for (op, children) in ops_of(egraph, class) {
+            let Op::BatchNorm { eps, has_weight, has_bias } = op else { continue };
+            let Some((&x, params)) = children.split_first() else { continue };
+            let Some(y) = channels_last_of(egraph, x) else { continue };
+            let f32s = children.iter().all(|&c| class_ty(egraph, c).is_some_and(|t| t.dtype == DType::F32));
+            if !f32s || params.len() != 2 + has_weight as usize + has_bias as usize {
+                continue;
+            }
+            let weight = has_weight.then(|| params[0]);
+            let bias = has_bias.then(|| params[has_weight as usize]);
+            let (mean, var_) = (params[params.len() - 2], params[params.len() - 1]);
+            let eps = lifted(egraph, Op::Full { value: eps }, Some(TensorType::new(DType::F32, Shape::from(&[][..]))), vec![]);
+            let shifted = egraph.add(ENode::Add([var_, eps]));
+            let mut scale = lifted(egraph, Op::Unary(UnaryOp::Rsqrt), None, vec![shifted]);
+            if let Some(w) = weight {
+                scale = egraph.add(ENode::Mul([w, scale]));
+            }
+            let centre = egraph.add(ENode::Mul([mean, scale]));
+            let shift = match bias {
+                Some(b) => lifted(egraph, Op::Binary(BinaryOp::Sub), None, vec![b, centre]),
+                None => lifted(egraph, Op::Unary(UnaryOp::Neg), None, vec![centre]),
+            };
+            let scaled = egraph.add(ENode::Mul([y, scale]));
+            let twin = egraph.add(ENode::Add([scaled, shift]));
+            changed.extend(union_with_twin(egraph, class, twin));
+        }
+        changed
+    }
+}
+
+/// A 2-D max pool (without indices) or average pool of a value held channels-last, in its
+/// `channels_last` form.
+struct PoolChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for PoolChannelsLast {
+    fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let mut changed = Vec::new();
+        for (op, children) in ops_of(egraph, class) {
+            let op = match op {
+                Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: false } if kernel.len() == 2 => {
+                    Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: true }
+                }
+                Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last: false } if kernel.len() == 2 => {
+                    Op::AvgPool { kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, channels_last: true }
+                }
+                _ => continue,
+            };
+            let [x] = children[..] else { continue };
+            let Some(y) = channels_last_of(egraph, x) else { continue };
+            let twin = lifted(egraph, op, None, vec![y]);
+            changed.extend(union_with_twin(egraph, class, twin));
+        }
+        changed
+    }
+}
+
+/// A reduction of a value held channels-last, over the same dims of the twin; with `keepdim`
+/// the result is the twin's reduction permuted back, without it the twin's reduction itself
+/// when the dims left keep their order (a mean over H and W leaves `[N, C]` either way).
+struct ReduceChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for ReduceChannelsLast {
+    fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let mut changed = Vec::new();
+        for (op, children) in ops_of(egraph, class) {
+            let Op::Reduce { op: reduce, dims, keepdim, dtype } = op else { continue };
+            let [x] = children[..] else { continue };
+            let Some(y) = channels_last_of(egraph, x) else { continue };
+            let resolved: Option<Vec<i64>> = dims.iter().map(|&d| if d < 0 { d + 4 } else { d }).map(|d| (0..4).contains(&d).then_some(d)).collect();
+            let Some(resolved) = resolved.filter(|r| !r.is_empty()) else { continue };
+            let mut mapped: Vec<i64> = resolved.iter().map(|&d| TO_FIRST[d as usize]).collect();
+            mapped.sort();
+            let twin = Op::Reduce { op: reduce, dims: Shape::from(mapped.as_slice()), keepdim, dtype };
+            if keepdim {
+                let twin = lifted(egraph, twin, None, vec![y]);
+                changed.extend(union_with_twin(egraph, class, twin));
+            } else {
+                let left: Vec<i64> = (0..4).filter(|d| !resolved.contains(d)).map(|d| TO_FIRST[d as usize]).collect();
+                if left.windows(2).all(|w| w[0] < w[1]) {
+                    let same = lifted(egraph, twin, None, vec![y]);
+                    if egraph.union(class, same) {
+                        changed.push(class);
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// The channels-last rules (the `eqsat-layout` pass's, for the CPU plugin).
+#[rustfmt::skip]
+pub fn rules() -> Vec<Rule> {
+    vec![
+        // conv(x) = permute(TO_FIRST, conv_cl(permute(TO_LAST, x)))
+        rewrite!("conv-channels-last"; "(conv ?a ?x ?w)" => { ConvChannelsLast }),
+        rewrite!("convb-channels-last"; "(convb ?a ?x ?w ?b)" => { ConvChannelsLast }),
+        // f(permute(TO_FIRST, y), ...) = permute(TO_FIRST, f(y, ...)) for elementwise f
+        rewrite!("sink-permute"; "?e" => { SinkPermute }),
+        // batch_norm(permute(TO_FIRST, y)) = permute(TO_FIRST, y·scale + shift)
+        rewrite!("batch-norm-channels-last"; "?e" => { BatchNormChannelsLast }),
+        // pool(permute(TO_FIRST, y)) = permute(TO_FIRST, pool_cl(y))
+        rewrite!("pool-channels-last"; "?e" => { PoolChannelsLast }),
+        // reduce(permute(TO_FIRST, y), dims) = reduce(y, mapped dims), permuted back with keepdim
+        rewrite!("reduce-channels-last"; "?e" => { ReduceChannelsLast }),
+    ]
+}
