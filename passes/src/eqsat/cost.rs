@@ -5,8 +5,9 @@
 //! enters, since XLA fuses elementwise chains and layout ops into their neighbours on every
 //! backend:
 //! - a matrix product or a convolution reads its operands and writes its result;
-//! - an elementwise op (`add`, `mul`) writes its result only: its operands are read inside the
-//!   fusion that produced them (the discount for elementwise chains);
+//! - an elementwise op writes its result only, its operands being read inside the fusion that
+//!   produced them, and pays half of that write ([`FUSED_WRITE`]): a chain of them is one
+//!   loop that writes once, so two in a row cost what one opaque op (batch norm) does;
 //! - `permute`, `view` and `slice` cost a nanosecond ([`LAYOUT_SECONDS`]): XLA folds them into
 //!   their users' layouts or fusions, so layout is chosen by what it enables, and of two equal
 //!   graphs the one with fewer layout ops wins; except on the CPU plugin
@@ -70,6 +71,9 @@ pub fn tpu_chip(topology: &str) -> Option<&'static Roofline> {
     TPU_CHIPS.iter().find(|c| c.prefix.eq_ignore_ascii_case(generation))
 }
 
+/// The share of an elementwise op's writes it pays: the fusion discount (see the module doc).
+pub const FUSED_WRITE: f64 = 0.5;
+
 /// What layout ops cost, in seconds: near zero (see the module doc).
 pub const LAYOUT_SECONDS: f64 = 1e-9;
 
@@ -114,7 +118,12 @@ pub fn op_cost(op: &Op, operands: &[&TensorType], results: &[&TensorType], targe
             own + operands.first().map_or(0.0, |x| copy(&[x])) + copy(results)
         }
         Op::Mm | Op::Bmm | Op::Addmm | Op::Convolution { .. } => target.seconds(flops(op, operands, results), bytes(operands) + bytes(results)),
-        // Elementwise ops, `cat` and every other op: their writes.
+        // Elementwise ops: half their writes (chains of them fuse into one loop, which writes
+        // once: two ops in a row cost what one opaque op does).
+        Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Where | Op::Clamp { .. } | Op::Convert { .. } | Op::Copy => {
+            FUSED_WRITE * target.seconds(0.0, bytes(results))
+        }
+        // `cat` and every other op: their writes.
         _ => target.seconds(0.0, bytes(results)),
     }
 }
@@ -141,10 +150,10 @@ mod tests {
     }
 
     #[test]
-    fn elementwise_ops_pay_for_their_writes_only_and_layout_ops_almost_nothing() {
+    fn elementwise_ops_pay_half_their_writes_and_layout_ops_almost_nothing() {
         let x = t(&[1000]);
         let add = op_cost(&Op::Binary(fxhlo_ir::BinaryOp::Add), &[&x, &x], &[&x], &CPU);
-        assert_eq!(add, 4000.0 / CPU.bytes_per_s);
+        assert_eq!(add, FUSED_WRITE * 4000.0 / CPU.bytes_per_s);
         let view = op_cost(&Op::View { shape: Shape::from(&[10i64, 100][..]) }, &[&x], &[&t(&[10, 100])], &CPU);
         assert_eq!(view, LAYOUT_SECONDS);
     }

@@ -59,7 +59,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { iterations: 8, nodes: 20_000, time: Duration::from_millis(200), multi_rounds: 2 }
+        Limits { iterations: 16, nodes: 20_000, time: Duration::from_millis(200), multi_rounds: 2 }
     }
 }
 
