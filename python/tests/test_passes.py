@@ -182,3 +182,50 @@ def test_large_attention_runs_in_loops_over_blocks_and_matches_eager(heads, n, d
     print(f"  while loops in the module: {loops}")
     assert loops[1] == 0
     assert loops[2] == (2 if n == 4096 else 1), loops
+
+
+def test_the_channels_last_rules_match_eager_and_convolve_channels_last():
+    """`eqsat-layout` (the e-graph's channels-last rules) in place of `eqsat` and the
+    `channels-last` pass: a ResNet-style block with batch norm, a max pool, a residual sum,
+    squeeze-excitation (a mean kept as [N, C, 1, 1] scaling the channels) and a mean over H
+    and W, through `torch.compile`; every convolution in the module is channels-last."""
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, padding=1, bias=False)
+            self.bn1 = torch.nn.BatchNorm2d(16)
+            self.conv = torch.nn.Conv2d(16, 16, 3, padding=1)
+            self.bn2 = torch.nn.BatchNorm2d(16)
+            self.se = torch.nn.Conv2d(16, 16, 1)
+
+        def forward(self, x):
+            y = torch.nn.functional.max_pool2d(self.bn1(self.stem(x)).relu(), 2)
+            z = self.bn2(self.conv(y)).relu() + y
+            z = z * torch.sigmoid(self.se(z.mean((2, 3), keepdim=True)))
+            return z.mean((2, 3))
+
+    torch.manual_seed(0)
+    model = Block().eval()
+    for bn in (model.bn1, model.bn2):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(2, 3, 32, 32)
+    from fxhlo import _native
+
+    passes = ["eqsat-layout" if p == "eqsat" else p for p in _native.pipeline_names(2) if p != "channels-last"]
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fxhlo", fullgraph=True, dynamic=False, options={"passes": passes})
+    with torch.no_grad():
+        want, got = model(x), compiled(x)
+    err = (got - want).abs().max().item()
+    print(f"eqsat-layout: max abs err {err:.2e}")
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    graph = fxhlo.compiled_graphs()[-1]
+    (layout,) = [p for p in graph.stages["passes"] if p["name"] == "eqsat-layout"]
+    print(layout["summary"])
+    assert "conv-channels-last" in layout["summary"] and "rewrote the graph" in layout["summary"], layout
+    mlir = graph.executable.mlir
+    nchw, nhwc = mlir.count("#stablehlo.conv<[b, f, 0, 1]"), mlir.count("#stablehlo.conv<[b, 0, 1, f]")
+    print(f"convolutions: {nhwc} channels-last, {nchw} channels-first")
+    assert nchw == 0 and nhwc > 0, mlir

@@ -260,7 +260,7 @@ fn cpu_convolution_rewrites_match_the_convolution() {
 #[test]
 fn rewriting_passes_keep_the_values() {
     let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();
-    for pass in ["unused-results", "channels-last", "channels-last-pooling", "device-layout", "batch-blocks"] {
+    for pass in ["unused-results", "channels-last", "eqsat-layout", "channels-last-pooling", "device-layout", "batch-blocks"] {
         let only = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![pass.to_string()]), ..fxhlo::Options::default() }).unwrap();
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass);
         let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
