@@ -257,6 +257,42 @@ fn cpu_convolution_rewrites_match_the_convolution() {
 /// test files (so codegen's literal lowering of each form the passes make is run too: max pools
 /// without indices and channels-last, inputs declared in a layout and uploaded permuted by the
 /// runtime, attention in blocks of heads).
+/// The channels-last rules (`eqsat-layout`) on the `channels-last` pass's own file tests
+/// (pools, reductions, batch and group norm in 16-bit and 32-bit floats, upsampling, slices
+/// and concatenations, permutes of models written channels-last): the values of the graph
+/// before, on the CPU plugin, and how many of them changed layout.
+#[test]
+fn the_channels_last_rules_keep_the_values_of_the_pass_files() {
+    let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();
+    let rules = fxhlo::Session::new(fxhlo::Options { passes: Some(vec!["eqsat-layout".to_string()]), ..fxhlo::Options::default() }).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes/channels-last");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut rewritten = 0;
+    for path in &files {
+        let g = fxhlo_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut h = g.clone();
+        if fxhlo::passes::lookup("eqsat-layout").unwrap().run(&mut h).unwrap() {
+            rewritten += 1;
+        }
+        let args = deterministic_args(&g);
+        let run_with = |s: &fxhlo::Session| s.compile(&g, &fxhlo::Frozen::new(), None).unwrap().run(s, &args).unwrap();
+        let (before, after) = (run_with(&none), run_with(&rules));
+        for (k, (b, a)) in before.iter().zip(&after).enumerate() {
+            let what = format!("eqsat-layout: {} output {k}", path.display());
+            assert_eq!((a.element_type, &a.dims), (b.element_type, &b.dims), "{what}");
+            let tol = if matches!(b.element_type, fxhlo::runtime::ElementType::BF16 | fxhlo::runtime::ElementType::F16) { 2e-2 } else { 1e-4 };
+            let err = max_abs_diff(&what, &a.to_f32_vec(), &b.to_f32_vec());
+            assert!(err <= tol, "{what}: {err}");
+        }
+    }
+    // A file with one convolution and nothing after it that pools or reduces is a tie (the
+    // two permutes the rewrite adds are the two transposes XLA puts around the convolution),
+    // and the input is kept; the others are rewritten.
+    println!("eqsat-layout rewrote {rewritten} of {} channels-last file tests", files.len());
+    assert!(rewritten >= 3, "{rewritten} of {}", files.len());
+}
+
 #[test]
 fn rewriting_passes_keep_the_values() {
     let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();

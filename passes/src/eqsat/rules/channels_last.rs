@@ -5,9 +5,11 @@
 //! A 2-D convolution equals the channels-last convolution of its input permuted to
 //! `[N, H, W, C]`, permuted back (`conv-channels-last`); then the permute back sinks through
 //! what reads it: elementwise ops (`sink-permute`: every 4-D operand permuted the same way,
-//! smaller ones broadcast along the new order), inference batch norm (its formula along the
-//! last dim, `batch-norm-channels-last`), max and average pools (their `channels_last` form,
-//! `pool-channels-last`) and reductions (the dims mapped, `reduce-channels-last`). Where two
+//! smaller ones broadcast along the new order), inference batch norm and group norm (their
+//! formulas along the last dim, `norm-channels-last`), nearest upsampling (`upsample-channels-
+//! last`), slices and concatenations (`slice-cat-channels-last`), max and average pools (their
+//! `channels_last` form, `pool-channels-last`) and reductions (the dims mapped,
+//! `reduce-channels-last`). Where two
 //! such values meet again at a convolution, `permute-permute` and `permute-identity` cancel
 //! the permutes between them. The cost model ([`crate::eqsat::cost::Roofline::layout_copies`])
 //! prices a rank-4 permute as a copy and a channels-first convolution as the two copies XLA
@@ -166,39 +168,173 @@ impl Applier<ENode, TensorAnalysis> for SinkPermute {
     }
 }
 
-/// Inference batch norm of a value held channels-last: `y·scale + shift` along the last dim,
-/// with `scale = weight·rsqrt(var + eps)` and `shift = bias - mean·scale` (`[C]` vectors of
-/// the parameters: free when they are frozen). Float32 only (16-bit models normalize in
-/// float32, which the formula here would not).
-struct BatchNormChannelsLast;
+/// `x` converted to `dtype` (itself when it has it).
+fn convert(egraph: &mut EG, x: Id, dtype: DType) -> Id {
+    match class_ty(egraph, x) {
+        Some(t) if t.dtype == dtype => x,
+        _ => lifted(egraph, Op::Convert { dtype }, None, vec![x]),
+    }
+}
 
-impl Applier<ENode, TensorAnalysis> for BatchNormChannelsLast {
+/// A rank-0 `dtype` constant of `value`.
+fn scalar(egraph: &mut EG, value: fxhlo_ir::Scalar, dtype: DType) -> Id {
+    lifted(egraph, Op::Full { value }, Some(TensorType::new(dtype, Shape::from(&[][..]))), vec![])
+}
+
+/// The end of a normalization computed channels-last: the normalized twin `y` (in the work
+/// dtype) times the `[C]` weight and plus the `[C]` bias where there are (`params` starts with
+/// them), converted back to `out`.
+fn affine(egraph: &mut EG, mut y: Id, params: &[Id], has_weight: bool, has_bias: bool, work: DType, out: DType) -> Id {
+    if has_weight {
+        let w = convert(egraph, params[0], work);
+        y = egraph.add(ENode::Mul([y, w]));
+    }
+    if has_bias {
+        let b = convert(egraph, params[has_weight as usize], work);
+        y = egraph.add(ENode::Add([y, b]));
+    }
+    convert(egraph, y, out)
+}
+
+/// Batch norm (inference) and group norm of a value held channels-last, computed on the twin
+/// as the `channels-last` pass computes them, in float32 for 16-bit inputs:
+/// - batch norm: `(y - mean)·rsqrt(var + eps)` along the last dim, then the affine part (the
+///   `[C]` vectors are the parameters': free when they are frozen);
+/// - group norm: the twin viewed as `[N, H·W, G, C/G]`, the mean and variance over dims 1 and 3
+///   (two passes), normalized, viewed back, then the affine part.
+struct NormChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for NormChannelsLast {
     fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
         let mut changed = Vec::new();
         for (op, children) in ops_of(egraph, class) {
-            let Op::BatchNorm { eps, has_weight, has_bias } = op else { continue };
             let Some((&x, params)) = children.split_first() else { continue };
             let Some(y) = channels_last_of(egraph, x) else { continue };
-            let f32s = children.iter().all(|&c| class_ty(egraph, c).is_some_and(|t| t.dtype == DType::F32));
-            if !f32s || params.len() != 2 + has_weight as usize + has_bias as usize {
+            let (Some(x_t), Some(y_t)) = (class_ty(egraph, x).cloned(), class_ty(egraph, y).cloned()) else { continue };
+            if !x_t.dtype.is_float() {
                 continue;
             }
-            let weight = has_weight.then(|| params[0]);
-            let bias = has_bias.then(|| params[has_weight as usize]);
-            let (mean, var_) = (params[params.len() - 2], params[params.len() - 1]);
-            let eps = lifted(egraph, Op::Full { value: eps }, Some(TensorType::new(DType::F32, Shape::from(&[][..]))), vec![]);
-            let shifted = egraph.add(ENode::Add([var_, eps]));
-            let mut scale = lifted(egraph, Op::Unary(UnaryOp::Rsqrt), None, vec![shifted]);
-            if let Some(w) = weight {
-                scale = egraph.add(ENode::Mul([w, scale]));
-            }
-            let centre = egraph.add(ENode::Mul([mean, scale]));
-            let shift = match bias {
-                Some(b) => lifted(egraph, Op::Binary(BinaryOp::Sub), None, vec![b, centre]),
-                None => lifted(egraph, Op::Unary(UnaryOp::Neg), None, vec![centre]),
+            let work = crate::builder::work_dtype(x_t.dtype);
+            let twin = match op {
+                Op::BatchNorm { eps, has_weight, has_bias } if params.len() == 2 + has_weight as usize + has_bias as usize => {
+                    let (mean, var_) = (params[params.len() - 2], params[params.len() - 1]);
+                    let (yw, mean, var_) = (convert(egraph, y, work), convert(egraph, mean, work), convert(egraph, var_, work));
+                    let eps = scalar(egraph, eps, work);
+                    let shifted = egraph.add(ENode::Add([var_, eps]));
+                    let rstd = lifted(egraph, Op::Unary(UnaryOp::Rsqrt), None, vec![shifted]);
+                    let centred = lifted(egraph, Op::Binary(BinaryOp::Sub), None, vec![yw, mean]);
+                    let normalized = egraph.add(ENode::Mul([centred, rstd]));
+                    affine(egraph, normalized, params, has_weight, has_bias, work, x_t.dtype)
+                }
+                Op::GroupNorm { groups, eps, has_weight, has_bias } if params.len() == has_weight as usize + has_bias as usize => {
+                    let [n, h, w, c] = y_t.shape[..] else { continue };
+                    if groups <= 0 || c % groups != 0 {
+                        continue;
+                    }
+                    let mean = || Op::Reduce { op: fxhlo_ir::ReduceOp::Mean, dims: Shape::from(&[1i64, 3][..]), keepdim: true, dtype: None };
+                    let yw = convert(egraph, y, work);
+                    let shape = egraph.add(ENode::Ints(Ints(vec![n, h * w, groups, c / groups])));
+                    let grouped = egraph.add(ENode::View([shape, yw]));
+                    let mu = lifted(egraph, mean(), None, vec![grouped]);
+                    let centred = lifted(egraph, Op::Binary(BinaryOp::Sub), None, vec![grouped, mu]);
+                    let squares = egraph.add(ENode::Mul([centred, centred]));
+                    let var_ = lifted(egraph, mean(), None, vec![squares]);
+                    let eps = scalar(egraph, eps, work);
+                    let shifted = egraph.add(ENode::Add([var_, eps]));
+                    let rstd = lifted(egraph, Op::Unary(UnaryOp::Rsqrt), None, vec![shifted]);
+                    let normalized = egraph.add(ENode::Mul([centred, rstd]));
+                    let back = egraph.add(ENode::Ints(Ints(vec![n, h, w, c])));
+                    let ungrouped = egraph.add(ENode::View([back, normalized]));
+                    affine(egraph, ungrouped, params, has_weight, has_bias, work, x_t.dtype)
+                }
+                _ => continue,
             };
-            let scaled = egraph.add(ENode::Mul([y, scale]));
-            let twin = egraph.add(ENode::Add([scaled, shift]));
+            changed.extend(union_with_twin(egraph, class, twin));
+        }
+        changed
+    }
+}
+
+/// Nearest upsampling by whole factors of a value held channels-last: each pixel of the twin
+/// repeated, as `[N, H, 1, W, 1, C]` expanded to `[N, H, fh, W, fw, C]` and viewed back.
+struct UpsampleChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for UpsampleChannelsLast {
+    fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        let mut changed = Vec::new();
+        for (op, children) in ops_of(egraph, class) {
+            let Op::UpsampleNearest { output_size } = op else { continue };
+            let (&[x], &[oh, ow]) = (&children[..], &output_size[..]) else { continue };
+            let Some(y) = channels_last_of(egraph, x) else { continue };
+            let Some([n, h, w, c]) = class_ty(egraph, y).and_then(|t| <[i64; 4]>::try_from(&t.shape[..]).ok()) else { continue };
+            if h <= 0 || w <= 0 || oh % h != 0 || ow % w != 0 {
+                continue;
+            }
+            let spread = egraph.add(ENode::Ints(Ints(vec![n, h, 1, w, 1, c])));
+            let spread = egraph.add(ENode::View([spread, y]));
+            let sizes = Shape::from(&[n, h, oh / h, w, ow / w, c][..]);
+            let repeated = lifted(egraph, Op::Expand { sizes }, None, vec![spread]);
+            let shape = egraph.add(ENode::Ints(Ints(vec![n, oh, ow, c])));
+            let twin = egraph.add(ENode::View([shape, repeated]));
+            changed.extend(union_with_twin(egraph, class, twin));
+        }
+        changed
+    }
+}
+
+/// A dim of a value held channels-last, as a dim of its twin.
+fn twin_dim(dim: i64) -> Option<i64> {
+    let d = if dim < 0 { dim + 4 } else { dim };
+    (0..4).contains(&d).then(|| TO_FIRST[d as usize])
+}
+
+/// A slice or a concatenation of values held channels-last, along the twin's dim.
+struct SliceCatChannelsLast;
+
+impl Applier<ENode, TensorAnalysis> for SliceCatChannelsLast {
+    fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
+        if class_ty(egraph, class).is_none_or(|t| t.rank() != 4) {
+            return vec![];
+        }
+        let mut found: Vec<(Op, Vec<Id>)> = ops_of(egraph, class);
+        for n in &egraph[class].nodes {
+            let attr = |a: Id| egraph[a].data.ints().map(|i| i.0.clone());
+            match n {
+                ENode::Slice([a, x]) => {
+                    if let Some([dim, start, end, step]) = attr(*a).and_then(|v| <[i64; 4]>::try_from(v).ok()) {
+                        found.push((Op::Slice { dim, start, end, step }, vec![*x]));
+                    }
+                }
+                ENode::Cat([a, x, y]) => {
+                    if let Some([dim]) = attr(*a).and_then(|v| <[i64; 1]>::try_from(v).ok()) {
+                        found.push((Op::Cat { dim }, vec![*x, *y]));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut changed = Vec::new();
+        for (op, children) in found {
+            let twins: Option<Vec<Id>> = children.iter().map(|&c| channels_last_of(egraph, c)).collect();
+            let Some(twins) = twins.filter(|t| !t.is_empty()) else { continue };
+            let twin = match op {
+                Op::Slice { dim, start, end, step } => {
+                    let Some(d) = twin_dim(dim) else { continue };
+                    let ints = egraph.add(ENode::Ints(Ints(vec![d, start, end, step])));
+                    egraph.add(ENode::Slice([ints, twins[0]]))
+                }
+                Op::Cat { dim } => {
+                    let Some(d) = twin_dim(dim) else { continue };
+                    match twins[..] {
+                        [a, b] => {
+                            let ints = egraph.add(ENode::Ints(Ints(vec![d])));
+                            egraph.add(ENode::Cat([ints, a, b]))
+                        }
+                        _ => lifted(egraph, Op::Cat { dim: d }, None, twins),
+                    }
+                }
+                _ => continue,
+            };
             changed.extend(union_with_twin(egraph, class, twin));
         }
         changed
@@ -274,8 +410,13 @@ pub fn rules() -> Vec<Rule> {
         rewrite!("convb-channels-last"; "(convb ?a ?x ?w ?b)" => { ConvChannelsLast }),
         // f(permute(TO_FIRST, y), ...) = permute(TO_FIRST, f(y, ...)) for elementwise f
         rewrite!("sink-permute"; "?e" => { SinkPermute }),
-        // batch_norm(permute(TO_FIRST, y)) = permute(TO_FIRST, y·scale + shift)
-        rewrite!("batch-norm-channels-last"; "?e" => { BatchNormChannelsLast }),
+        // norm(permute(TO_FIRST, y)) = permute(TO_FIRST, norm along the last dim(y)), for batch
+        // norm and group norm
+        rewrite!("norm-channels-last"; "?e" => { NormChannelsLast }),
+        // upsample(permute(TO_FIRST, y)) = permute(TO_FIRST, y's pixels repeated)
+        rewrite!("upsample-channels-last"; "?e" => { UpsampleChannelsLast }),
+        // slice / cat(permute(TO_FIRST, y), dim) = permute(TO_FIRST, slice / cat(y, twin dim))
+        rewrite!("slice-cat-channels-last"; "?e" => { SliceCatChannelsLast }),
         // pool(permute(TO_FIRST, y)) = permute(TO_FIRST, pool_cl(y))
         rewrite!("pool-channels-last"; "?e" => { PoolChannelsLast }),
         // reduce(permute(TO_FIRST, y), dims) = reduce(y, mapped dims), permuted back with keepdim
