@@ -110,7 +110,7 @@ pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits, target: &Roo
             .with_iter_limit(iterations)
             .with_node_limit(limits.nodes)
             .with_time_limit(left)
-            .with_scheduler(BackoffScheduler::default())
+            .with_scheduler(rules::channels_last::SCAN_ALL.iter().fold(BackoffScheduler::default(), |s, r| s.do_not_ban(*r)))
             .run(phase_rules.iter().copied());
         report.stop_reason = match &runner.stop_reason {
             Some(StopReason::Other(s)) => s.clone(),

@@ -22,6 +22,13 @@ use super::{class_ty, ty, var, Rule, EG};
 use crate::eqsat::analysis::TensorAnalysis;
 use crate::eqsat::lang::{ConvAttr, ENode, Ints};
 
+/// The rules that look at every class (pattern `?e`) and check its nodes themselves: their
+/// match counts are the e-graph's class count, not a sign of a rule blowing up, so the backoff
+/// scheduler must not ban them (banned, a chain of ops between two convolutions took a round
+/// per ban and the UNet hit the iteration limit).
+pub const SCAN_ALL: &[&str] =
+    &["sink-permute", "norm-channels-last", "upsample-channels-last", "slice-cat-channels-last", "pool-channels-last", "reduce-channels-last"];
+
 /// `[N, C, H, W]` to `[N, H, W, C]`.
 const TO_LAST: [i64; 4] = [0, 2, 3, 1];
 /// `[N, H, W, C]` back to `[N, C, H, W]`: a value's dim `d` is its channels-last twin's dim
