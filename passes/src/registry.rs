@@ -61,9 +61,10 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
     passes.push(&crate::UnusedResults);
     if opt_level >= 2 {
         // `-O2`: the e-graph sees the model's own ops in their logical layout, after dead code
-        // is gone (the cost model counts only what outputs read) and before the layout passes,
-        // which rewrite convolutions the e-graph does not model yet.
-        passes.push(if cpu { &crate::EQSAT } else { &crate::EQSAT_ACCELERATOR });
+        // is gone (the cost model counts only what outputs read). On the CPU plugin with the
+        // channels-last rules (`eqsat-layout`), which take the `channels-last` pass's place:
+        // measured as fast on the convnets and UNets (docs/optimizer.md).
+        passes.push(if cpu { &crate::EQSAT_LAYOUT } else { &crate::EQSAT_ACCELERATOR });
         if cpu {
             // After the e-graph (which moves attention's scale off the scores it splits):
             // large batched products and what follows them in blocks whose temporaries glibc
@@ -71,10 +72,11 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
             passes.push(&crate::BatchBlocks);
         }
     }
-    if cpu {
+    if cpu && opt_level < 2 {
         // XLA's CPU backend runs convolutions channels-last and every other op along its
         // last dim: the convolutions and the ops between them on channels-last tensors (see
-        // the pass's doc). Before the passes that rewrite convolutions, which keep the layout.
+        // the pass's doc; at `-O2` the e-graph's rules do it). Before the passes that rewrite
+        // convolutions, which keep the layout.
         passes.push(&crate::ChannelsLast);
         // 1x1 convolutions as matrix products in their own layout (see the pass's doc).
         // Before fold-constant-layouts, which folds the views of frozen weights it adds.

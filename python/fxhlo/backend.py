@@ -75,8 +75,9 @@ OPTIONS = {
                  "depthwise-conv-taps "
                  "(CPU plugin only: XLA's CPU backend runs depthwise convolutions slowly), "
                  "channels-last-pooling, hoist-large-constants, device-layout; 2 (default) adds the "
-                 "e-graph optimizer (eqsat, after unused-results) and, on the CPU plugin, batch-blocks "
-                 "(attention's large scores in blocks); see docs/optimizer.md.",
+                 "e-graph optimizer (eqsat, after unused-results; on the CPU plugin eqsat-layout, "
+                 "whose channels-last rules take the channels-last pass's place) and, on the CPU "
+                 "plugin, batch-blocks (attention's large scores in blocks); see docs/optimizer.md.",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
               "ablation or a reproduction: [] runs none); a name not registered is refused with the "
               "valid ones (default: none given).",

@@ -165,7 +165,8 @@ pub fn optimize(graph: &mut Graph, rules: &[Rule], limits: &Limits, target: &Roo
 
 /// The pass; see the module doc. It prices graphs on one target's roofline: the registry's
 /// instance is [`EQSAT`] (the CPU plugin's), the pipeline for other devices takes
-/// [`EQSAT_ACCELERATOR`] (TPU v6e's); both are named `eqsat`.
+/// [`EQSAT_ACCELERATOR`] (TPU v6e's); both are named `eqsat`. `-O2` on the CPU plugin runs
+/// [`EQSAT_LAYOUT`] (`eqsat-layout`).
 pub struct Eqsat {
     target: &'static Roofline,
     /// With the channels-last rules (`rules::channels_last`): the pass `eqsat-layout`.
@@ -179,8 +180,8 @@ pub static EQSAT: Eqsat = Eqsat::new(&cost::CPU);
 pub static EQSAT_ACCELERATOR: Eqsat = Eqsat::new(&cost::ACCELERATOR);
 
 /// `eqsat-layout`: [`EQSAT`] with the channels-last rules, the e-graph form of the
-/// `channels-last` pass (CPU plugin). Not in the pipeline: the pass is faster on the
-/// convnets measured (docs/optimizer.md); `--passes` runs it for the comparison.
+/// `channels-last` pass: `-O2`'s e-graph on the CPU plugin, in that pass's place (as fast on
+/// the convnets and UNets measured, docs/optimizer.md).
 pub static EQSAT_LAYOUT: Eqsat = Eqsat { target: &cost::CPU, layout: true };
 
 impl Eqsat {
