@@ -68,12 +68,12 @@ pub(crate) fn report(compiled: &AotCompiled, target: &TargetName, output: Option
     ))
 }
 
-/// A TPU chip's published peaks, for the roofline estimate (the e-graph's cost model's table).
-pub(crate) use fxhlo::passes::eqsat::cost::{tpu_chip as chip, Roofline as Chip};
+// TPU chips' published peaks (the e-graph's cost model's table), for the roofline estimate.
+use fxhlo::passes::eqsat::cost::{tpu_chip, Roofline};
 
 /// The roofline time of one chip: the larger of compute time at peak and memory time at full
 /// bandwidth, and whether compute is the larger.
-pub(crate) fn roofline(cost: &CostAnalysis, chip: &Chip) -> Option<(f64, bool)> {
+pub(crate) fn roofline(cost: &CostAnalysis, chip: &Roofline) -> Option<(f64, bool)> {
     let compute = cost.flops()? / chip.peak_flops;
     let memory = cost.bytes_accessed()? / chip.bytes_per_s;
     Some((compute.max(memory), compute >= memory))
@@ -129,7 +129,7 @@ pub(crate) fn cost_report(graph: &str, cost: &CostAnalysis, compile_time: Durati
         None => out.push_str("  optimal seconds:  unknown (the cost model gave none; see the roofline)\n"),
     }
     let topology = target.topology.as_deref().unwrap_or_default();
-    match chip(topology) {
+    match tpu_chip(topology) {
         Some(chip) => {
             out.push_str(&format!(
                 "roofline on one {} ({:.0} TFLOP/s bf16, {:.0} GB/s HBM): ",

@@ -167,13 +167,11 @@ impl Analysis<ENode> for TensorAnalysis {
 impl TensorAnalysis {
     /// The reference of `op` (with `ty`, its result type when inference gives none).
     pub fn intern(&mut self, op: Op, ty: Option<TensorType>) -> OpRef {
-        if let Some(r) = self.interned.get(&(op.clone(), ty.clone())) {
-            return *r;
-        }
-        let r = OpRef(self.ops.len() as u32);
-        self.ops.push((op.clone(), ty.clone()));
-        self.interned.insert((op, ty), r);
-        r
+        let ops = &mut self.ops;
+        *self.interned.entry((op, ty)).or_insert_with_key(|key| {
+            ops.push(key.clone());
+            OpRef(ops.len() as u32 - 1)
+        })
     }
 
     /// The op of a reference.

@@ -90,7 +90,7 @@ pub fn flops(op: &Op, operands: &[&TensorType], results: &[&TensorType]) -> f64 
         // 2 × (output elements, or input elements when transposed) × what each one sums:
         // the weight's dims after the first (`[out, in/groups, k...]`, transposed
         // `[in, out/groups, k...]`).
-        let per = operands.get(1).map_or(1.0, |w| w.shape[1..].iter().product::<i64>().max(1) as f64);
+        let per = operands.get(1).and_then(|w| w.shape.get(1..)).map_or(1.0, |dims| dims.iter().product::<i64>().max(1) as f64);
         let base = if *transposed { elements(operands.first()) } else { elements(results.first()) };
         return 2.0 * base * per;
     }
@@ -100,8 +100,7 @@ pub fn flops(op: &Op, operands: &[&TensorType], results: &[&TensorType]) -> f64 
         _ => return 0.0,
     };
     let k = a.and_then(|t| t.shape.last().copied()).unwrap_or(1).max(1) as f64;
-    let out = results.first().and_then(|t| t.checked_num_elements()).unwrap_or(usize::MAX) as f64;
-    2.0 * out * k
+    2.0 * elements(results.first()) * k
 }
 
 /// The time of one op with these operand and result types on `target`, in seconds (see the

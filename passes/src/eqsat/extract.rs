@@ -40,8 +40,8 @@ pub fn original_cost(graph: &Graph, conv: &Converted, target: &Roofline) -> f64 
 /// The cost of one e-node in `egraph` on `target` (seconds); `None` for a node that must not be
 /// extracted (its class's data is invalid, or an operand is not a tensor). A value that reads
 /// only constants is computed at compile time and costs nothing, except a matrix product or
-/// a convolution
-/// (XLA's constant folding evaluates it element by element: a slow compile, not a free op).
+/// a convolution (XLA's constant folding evaluates it element by element: a slow compile, not
+/// a free op).
 fn enode_cost(egraph: &TensorGraph, class: Id, node: &ENode, target: &Roofline) -> Option<f64> {
     let ty = |id: Id| egraph[id].data.ty();
     let consts_only = matches!(egraph[class].data, Data::Tensor { consts_only: true, .. });
@@ -189,7 +189,7 @@ pub fn dag_greedy(classes: &[Vec<Candidate>], roots: &[usize]) -> (Vec<Option<us
 /// cost of the final choice (never more than `cost`).
 fn share(classes: &[Vec<Candidate>], choice: &mut [Option<usize>], roots: &[usize], mut cost: f64) -> f64 {
     const ROUNDS: usize = 3;
-    // Per class, the (class, candidate) pairs whose candidate reads it, cheapest first.
+    // Per class, the (class, candidate) pairs whose candidate reads it.
     let mut via: Vec<Vec<(usize, usize)>> = vec![Vec::new(); classes.len()];
     for (p, candidates) in classes.iter().enumerate() {
         for (k, cand) in candidates.iter().enumerate() {

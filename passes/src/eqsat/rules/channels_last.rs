@@ -18,7 +18,7 @@
 use egg::{rewrite, Applier, Id, PatternAst, Subst, Symbol};
 use fxhlo_ir::{BinaryOp, DType, Op, Shape, TensorType, UnaryOp};
 
-use super::{class_ty, ty, var, Rule, EG};
+use super::{class_ty, slice_attr, ty, union_into, var, Rule, EG};
 use crate::eqsat::analysis::TensorAnalysis;
 use crate::eqsat::lang::{ConvAttr, ENode, Ints};
 
@@ -58,23 +58,23 @@ fn lifted(egraph: &mut EG, op: Op, declared: Option<TensorType>, children: Vec<I
 /// Unions `class` with `permute(TO_FIRST, twin)`.
 fn union_with_twin(egraph: &mut EG, class: Id, twin: Id) -> Vec<Id> {
     let back = permute(egraph, &TO_FIRST, twin);
-    if egraph.union(class, back) {
-        vec![class]
-    } else {
-        vec![]
-    }
+    union_into(egraph, class, back)
 }
 
-/// The ops (with their operand classes) that class `id` computes through `orig` and `lifted`
-/// nodes: what the rules below look into besides the structured nodes.
-fn ops_of(egraph: &EG, id: Id) -> Vec<(Op, Vec<Id>)> {
+/// The ops `want`ed (with their operand classes) that class `id` computes through `orig` and
+/// `lifted` nodes: what the rules below look into besides the structured nodes. These rules
+/// scan every class on every iteration, so an op is cloned only once `want` took it.
+fn ops_of(egraph: &EG, id: Id, want: fn(&Op) -> bool) -> Vec<(Op, Vec<Id>)> {
     egraph[id]
         .nodes
         .iter()
-        .filter_map(|n| match n {
-            ENode::Orig(key, children) if key.result == 0 => Some((egraph.analysis.values.get(key)?.op.clone(), children.clone())),
-            ENode::Lifted(r, children) => Some((egraph.analysis.op(*r)?.0.clone(), children.clone())),
-            _ => None,
+        .filter_map(|n| {
+            let (op, children) = match n {
+                ENode::Orig(key, children) if key.result == 0 => (&egraph.analysis.values.get(key)?.op, children),
+                ENode::Lifted(r, children) => (&egraph.analysis.op(*r)?.0, children),
+                _ => return None,
+            };
+            want(op).then(|| (op.clone(), children.clone()))
         })
         .collect()
 }
@@ -125,19 +125,18 @@ impl Applier<ENode, TensorAnalysis> for SinkPermute {
         if class_ty(egraph, class).is_none_or(|t| t.rank() != 4) {
             return vec![];
         }
-        let mut candidates: Vec<(Option<Op>, Vec<Id>)> = egraph[class]
+        let mut candidates: Vec<(Op, Vec<Id>)> = egraph[class]
             .nodes
             .iter()
             .filter_map(|n| match n {
-                ENode::Add([a, b]) => Some((Some(Op::Binary(BinaryOp::Add)), vec![*a, *b])),
-                ENode::Mul([a, b]) => Some((Some(Op::Binary(BinaryOp::Mul)), vec![*a, *b])),
+                ENode::Add([a, b]) => Some((Op::Binary(BinaryOp::Add), vec![*a, *b])),
+                ENode::Mul([a, b]) => Some((Op::Binary(BinaryOp::Mul), vec![*a, *b])),
                 _ => None,
             })
             .collect();
-        candidates.extend(ops_of(egraph, class).into_iter().filter(|(op, _)| elementwise(op)).map(|(op, c)| (Some(op), c)));
+        candidates.extend(ops_of(egraph, class, elementwise));
         let mut changed = Vec::new();
         for (op, children) in candidates {
-            let Some(op) = op else { continue };
             if !children.iter().any(|&c| channels_last_of(egraph, c).is_some()) {
                 continue;
             }
@@ -146,15 +145,12 @@ impl Applier<ENode, TensorAnalysis> for SinkPermute {
                 let operand = match (channels_last_of(egraph, c), class_ty(egraph, c).map(|t| t.shape.clone())) {
                     (Some(y), _) => y,
                     (None, Some(shape)) if shape.is_empty() => c,
-                    (None, Some(shape)) if shape.len() <= 4 => {
+                    (None, Some(shape)) if shape.len() == 4 => permute(egraph, &TO_LAST, c),
+                    (None, Some(shape)) if shape.len() < 4 => {
                         let mut four: Vec<i64> = vec![1; 4 - shape.len()];
                         four.extend(shape.iter());
-                        let viewed = if shape.len() == 4 {
-                            c
-                        } else {
-                            let s = egraph.add(ENode::Ints(Ints(four)));
-                            egraph.add(ENode::View([s, c]))
-                        };
+                        let s = egraph.add(ENode::Ints(Ints(four)));
+                        let viewed = egraph.add(ENode::View([s, c]));
                         permute(egraph, &TO_LAST, viewed)
                     }
                     _ => break,
@@ -214,7 +210,7 @@ struct NormChannelsLast;
 impl Applier<ENode, TensorAnalysis> for NormChannelsLast {
     fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
         let mut changed = Vec::new();
-        for (op, children) in ops_of(egraph, class) {
+        for (op, children) in ops_of(egraph, class, |op| matches!(op, Op::BatchNorm { .. } | Op::GroupNorm { .. })) {
             let Some((&x, params)) = children.split_first() else { continue };
             let Some(y) = channels_last_of(egraph, x) else { continue };
             let (Some(x_t), Some(y_t)) = (class_ty(egraph, x).cloned(), class_ty(egraph, y).cloned()) else { continue };
@@ -269,7 +265,7 @@ struct UpsampleChannelsLast;
 impl Applier<ENode, TensorAnalysis> for UpsampleChannelsLast {
     fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
         let mut changed = Vec::new();
-        for (op, children) in ops_of(egraph, class) {
+        for (op, children) in ops_of(egraph, class, |op| matches!(op, Op::UpsampleNearest { .. })) {
             let Op::UpsampleNearest { output_size } = op else { continue };
             let (&[x], &[oh, ow]) = (&children[..], &output_size[..]) else { continue };
             let Some(y) = channels_last_of(egraph, x) else { continue };
@@ -289,10 +285,15 @@ impl Applier<ENode, TensorAnalysis> for UpsampleChannelsLast {
     }
 }
 
+/// A dim of a 4-D value, a negative one counted from the end; `None` out of range.
+fn resolve(dim: i64) -> Option<usize> {
+    let d = if dim < 0 { dim + 4 } else { dim };
+    (0..4).contains(&d).then_some(d as usize)
+}
+
 /// A dim of a value held channels-last, as a dim of its twin.
 fn twin_dim(dim: i64) -> Option<i64> {
-    let d = if dim < 0 { dim + 4 } else { dim };
-    (0..4).contains(&d).then(|| TO_FIRST[d as usize])
+    resolve(dim).map(|d| TO_FIRST[d])
 }
 
 /// A slice or a concatenation of values held channels-last, along the twin's dim.
@@ -303,17 +304,17 @@ impl Applier<ENode, TensorAnalysis> for SliceCatChannelsLast {
         if class_ty(egraph, class).is_none_or(|t| t.rank() != 4) {
             return vec![];
         }
-        let mut found: Vec<(Op, Vec<Id>)> = ops_of(egraph, class);
+        // Opaque slices and cats (a cat of more than two); the structured ones.
+        let mut found: Vec<(Op, Vec<Id>)> = ops_of(egraph, class, |op| matches!(op, Op::Slice { .. } | Op::Cat { .. }));
         for n in &egraph[class].nodes {
-            let attr = |a: Id| egraph[a].data.ints().map(|i| i.0.clone());
             match n {
                 ENode::Slice([a, x]) => {
-                    if let Some([dim, start, end, step]) = attr(*a).and_then(|v| <[i64; 4]>::try_from(v).ok()) {
+                    if let Some([dim, start, end, step]) = slice_attr(egraph, *a, 4) {
                         found.push((Op::Slice { dim, start, end, step }, vec![*x]));
                     }
                 }
                 ENode::Cat([a, x, y]) => {
-                    if let Some([dim]) = attr(*a).and_then(|v| <[i64; 1]>::try_from(v).ok()) {
+                    if let Some(&[dim]) = egraph[*a].data.ints().map(|i| &i.0[..]) {
                         found.push((Op::Cat { dim }, vec![*x, *y]));
                     }
                 }
@@ -355,7 +356,7 @@ struct PoolChannelsLast;
 impl Applier<ENode, TensorAnalysis> for PoolChannelsLast {
     fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
         let mut changed = Vec::new();
-        for (op, children) in ops_of(egraph, class) {
+        for (op, children) in ops_of(egraph, class, |op| matches!(op, Op::MaxPool { .. } | Op::AvgPool { .. })) {
             let op = match op {
                 Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: false } if kernel.len() == 2 => {
                     Op::MaxPool { kernel, stride, padding, dilation, ceil_mode, indices: false, channels_last: true }
@@ -382,25 +383,23 @@ struct ReduceChannelsLast;
 impl Applier<ENode, TensorAnalysis> for ReduceChannelsLast {
     fn apply_one(&self, egraph: &mut EG, class: Id, _: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
         let mut changed = Vec::new();
-        for (op, children) in ops_of(egraph, class) {
+        for (op, children) in ops_of(egraph, class, |op| matches!(op, Op::Reduce { .. })) {
             let Op::Reduce { op: reduce, dims, keepdim, dtype } = op else { continue };
             let [x] = children[..] else { continue };
             let Some(y) = channels_last_of(egraph, x) else { continue };
-            let resolved: Option<Vec<i64>> = dims.iter().map(|&d| if d < 0 { d + 4 } else { d }).map(|d| (0..4).contains(&d).then_some(d)).collect();
+            let resolved: Option<Vec<usize>> = dims.iter().map(|&d| resolve(d)).collect();
             let Some(resolved) = resolved.filter(|r| !r.is_empty()) else { continue };
-            let mut mapped: Vec<i64> = resolved.iter().map(|&d| TO_FIRST[d as usize]).collect();
+            let mut mapped: Vec<i64> = resolved.iter().map(|&d| TO_FIRST[d]).collect();
             mapped.sort();
             let twin = Op::Reduce { op: reduce, dims: Shape::from(mapped.as_slice()), keepdim, dtype };
             if keepdim {
                 let twin = lifted(egraph, twin, None, vec![y]);
                 changed.extend(union_with_twin(egraph, class, twin));
             } else {
-                let left: Vec<i64> = (0..4).filter(|d| !resolved.contains(d)).map(|d| TO_FIRST[d as usize]).collect();
+                let left: Vec<i64> = (0..4).filter(|d| !resolved.contains(d)).map(|d| TO_FIRST[d]).collect();
                 if left.windows(2).all(|w| w[0] < w[1]) {
                     let same = lifted(egraph, twin, None, vec![y]);
-                    if egraph.union(class, same) {
-                        changed.push(class);
-                    }
+                    changed.extend(union_into(egraph, class, same));
                 }
             }
         }

@@ -4,7 +4,7 @@
 
 use egg::{rewrite, Applier, EGraph, Id, PatternAst, Subst, Symbol, Var};
 
-use super::{class_ty, ty, var, Rule, EG};
+use super::{class_ty, slice_attr, ty, union_into, var, Rule, EG};
 use crate::eqsat::analysis::TensorAnalysis;
 use crate::eqsat::lang::{ENode, Ints};
 
@@ -24,11 +24,7 @@ impl Applier<ENode, TensorAnalysis> for ComposePermutes {
         let Some(composed) = compose(&p, &q) else { return vec![] };
         let dims = egraph.add(ENode::Ints(Ints(composed)));
         let new = egraph.add(ENode::Permute([dims, x]));
-        if egraph.union(class, new) {
-            vec![class]
-        } else {
-            vec![]
-        }
+        union_into(egraph, class, new)
     }
 }
 
@@ -55,10 +51,7 @@ impl Applier<ENode, TensorAnalysis> for ComposeSlices {
         let Some(x) = ty(egraph, subst, var("?x")) else { return vec![] };
         let rank = x.rank() as i64;
         let size = |d: i64| x.shape.get(d as usize).copied();
-        let slice = |v: &str| -> Option<[i64; 4]> {
-            let [dim, start, end, step] = egraph[*subst.get(var(v))?].data.ints()?.0[..] else { return None };
-            Some([if dim < 0 { dim + rank } else { dim }, start, end, step])
-        };
+        let slice = |v: &str| slice_attr(egraph, *subst.get(var(v))?, x.rank());
         let (Some([d, s0, s1, 1]), Some([e, t0, t1, 1])) = (slice("?s"), slice("?t")) else { return vec![] };
         let within = |a: i64, b: i64, n: i64| 0 <= a && a <= b && b <= n;
         if d != e || d < 0 || d >= rank || !size(d).is_some_and(|n| within(t0, t1, n)) || !within(s0, s1, t1 - t0) {
@@ -66,11 +59,7 @@ impl Applier<ENode, TensorAnalysis> for ComposeSlices {
         }
         let ints = egraph.add(ENode::Ints(Ints(vec![d, t0 + s0, t0 + s1, 1])));
         let new = egraph.add(ENode::Slice([ints, subst[var("?x")]]));
-        if egraph.union(class, new) {
-            vec![class]
-        } else {
-            vec![]
-        }
+        union_into(egraph, class, new)
     }
 }
 

@@ -15,9 +15,9 @@
 //! XLA merges dots sharing an operand on some backends, below a size cap; it never merges by
 //! cost.
 
-use egg::{rewrite, Applier, Id, MultiPattern, PatternAst, Rewrite, Subst, Symbol, Var};
+use egg::{rewrite, Applier, Id, MultiPattern, PatternAst, Rewrite, Subst, Symbol};
 
-use super::{ty, var, Rule, EG};
+use super::{slice_attr, ty, union_into, var, Rule, EG};
 use crate::eqsat::analysis::TensorAnalysis;
 use crate::eqsat::lang::{ConvAttr, ENode, Ints};
 
@@ -44,6 +44,18 @@ fn disjoint_weights(egraph: &EG, subst: &Subst, a: &str, b: &str) -> bool {
     cat_leaves(egraph, subst[var(a)], &mut left);
     cat_leaves(egraph, subst[var(b)], &mut right);
     left.iter().all(|l| !right.contains(l))
+}
+
+/// Unions the classes `p` and `q` of the two merged values with their slices of `merged`
+/// along `dim`: `p` the first `n1`, `q` the next `n2`.
+fn slice_back(egraph: &mut EG, merged: Id, dim: i64, (p, n1): (Id, i64), (q, n2): (Id, i64)) -> Vec<Id> {
+    let first = egraph.add(ENode::Ints(Ints(vec![dim, 0, n1, 1])));
+    let first = egraph.add(ENode::Slice([first, merged]));
+    let second = egraph.add(ENode::Ints(Ints(vec![dim, n1, n1 + n2, 1])));
+    let second = egraph.add(ENode::Slice([second, merged]));
+    let mut changed = union_into(egraph, p, first);
+    changed.extend(union_into(egraph, q, second));
+    changed
 }
 
 /// `x·a, x·b = slice(x·cat(a, b))` (with `cat(c, d)` added to `x·cat(a, b)` for `addmm`):
@@ -89,17 +101,7 @@ impl Applier<ENode, TensorAnalysis> for MergeProducts {
         } else {
             egraph.add(ENode::Mm([get("?x"), weights]))
         };
-        let first = egraph.add(ENode::Ints(Ints(vec![1, 0, n1, 1])));
-        let first = egraph.add(ENode::Slice([first, product]));
-        let second = egraph.add(ENode::Ints(Ints(vec![1, n1, n1 + n2, 1])));
-        let second = egraph.add(ENode::Slice([second, product]));
-        let mut changed = Vec::new();
-        for (class, new) in [(p, first), (q, second)] {
-            if egraph.union(class, new) {
-                changed.push(class);
-            }
-        }
-        changed
+        slice_back(egraph, product, 1, (p, n1), (q, n2))
     }
 }
 
@@ -144,17 +146,7 @@ impl Applier<ENode, TensorAnalysis> for MergeConvolutions {
         } else {
             egraph.add(ENode::Conv([get("?a"), get("?x"), filters]))
         };
-        let first = egraph.add(ENode::Ints(Ints(vec![channel, 0, o1, 1])));
-        let first = egraph.add(ENode::Slice([first, conv]));
-        let second = egraph.add(ENode::Ints(Ints(vec![channel, o1, o1 + o2, 1])));
-        let second = egraph.add(ENode::Slice([second, conv]));
-        let mut changed = Vec::new();
-        for (class, new) in [(p, first), (q, second)] {
-            if egraph.union(class, new) {
-                changed.push(class);
-            }
-        }
-        changed
+        slice_back(egraph, conv, channel, (p, o1), (q, o2))
     }
 }
 
@@ -170,7 +162,7 @@ impl Applier<ENode, TensorAnalysis> for SliceConvolution {
         let Some((groups, transposed, channels_last)) = egraph[subst[var("?a")]].data.ints().and_then(ConvAttr::flags) else { return vec![] };
         let Some(x) = ty(egraph, subst, var("?x")) else { return vec![] };
         let rank = x.rank();
-        let Some([dim, start, end, step]) = slice_attr(egraph, subst, var("?s"), rank) else { return vec![] };
+        let Some([dim, start, end, step]) = slice_attr(egraph, subst[var("?s")], rank) else { return vec![] };
         let channel = if channels_last { rank as i64 - 1 } else { 1 };
         if groups != 1 || transposed || dim != channel {
             return vec![];
@@ -184,20 +176,8 @@ impl Applier<ENode, TensorAnalysis> for SliceConvolution {
         } else {
             egraph.add(ENode::Conv([get("?a"), get("?x"), weight]))
         };
-        if egraph.union(class, new) {
-            vec![class]
-        } else {
-            vec![]
-        }
+        union_into(egraph, class, new)
     }
-}
-
-/// A slice's `[dim, start, end, step]`, with a negative dim resolved for `rank`.
-fn slice_attr(egraph: &EG, subst: &Subst, v: Var, rank: usize) -> Option<[i64; 4]> {
-    let ints = egraph[*subst.get(v)?].data.ints()?;
-    let [dim, start, end, step] = ints.0[..] else { return None };
-    let dim = if dim < 0 { dim + rank as i64 } else { dim };
-    Some([dim, start, end, step])
 }
 
 /// `slice(x·w, columns) = x·slice(w, columns)`, and for `addmm` the 1-D bias sliced too: a
@@ -208,7 +188,7 @@ struct SliceProduct {
 
 impl Applier<ENode, TensorAnalysis> for SliceProduct {
     fn apply_one(&self, egraph: &mut EG, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
-        let Some([dim, start, end, step]) = slice_attr(egraph, subst, var("?s"), 2) else { return vec![] };
+        let Some([dim, start, end, step]) = slice_attr(egraph, subst[var("?s")], 2) else { return vec![] };
         let Some(w) = ty(egraph, subst, var("?w")) else { return vec![] };
         if dim != 1 || w.rank() != 2 {
             return vec![];
@@ -226,11 +206,7 @@ impl Applier<ENode, TensorAnalysis> for SliceProduct {
         } else {
             egraph.add(ENode::Mm([get("?x"), weight]))
         };
-        if egraph.union(class, new) {
-            vec![class]
-        } else {
-            vec![]
-        }
+        union_into(egraph, class, new)
     }
 }
 
@@ -242,7 +218,7 @@ impl Applier<ENode, TensorAnalysis> for SliceOfCat {
     fn apply_one(&self, egraph: &mut EG, class: Id, subst: &Subst, _: Option<&PatternAst<ENode>>, _: Symbol) -> Vec<Id> {
         let (Some(a), Some(b)) = (ty(egraph, subst, var("?a")), ty(egraph, subst, var("?b"))) else { return vec![] };
         let rank = a.rank();
-        let Some([dim, start, end, step]) = slice_attr(egraph, subst, var("?s"), rank) else { return vec![] };
+        let Some([dim, start, end, step]) = slice_attr(egraph, subst[var("?s")], rank) else { return vec![] };
         let Some(cat_dim) = egraph[subst[var("?d")]].data.ints().and_then(|i| i.0.first().copied()) else { return vec![] };
         let cat_dim = if cat_dim < 0 { cat_dim + rank as i64 } else { cat_dim };
         if dim != cat_dim || step != 1 || dim < 0 || dim as usize >= rank {
@@ -256,11 +232,7 @@ impl Applier<ENode, TensorAnalysis> for SliceOfCat {
         } else {
             return vec![];
         };
-        if egraph.union(class, part) {
-            vec![class]
-        } else {
-            vec![]
-        }
+        union_into(egraph, class, part)
     }
 }
 

@@ -41,6 +41,22 @@ pub(crate) fn class_ty(egraph: &EG, id: Id) -> Option<&TensorType> {
     egraph[id].data.ty()
 }
 
+/// Unions `class` with `new`: the classes an applier changed (`class`, or none).
+pub(crate) fn union_into(egraph: &mut EG, class: Id, new: Id) -> Vec<Id> {
+    if egraph.union(class, new) {
+        vec![class]
+    } else {
+        vec![]
+    }
+}
+
+/// The `[dim, start, end, step]` of the slice attribute class `attr`, a negative dim resolved
+/// for `rank`.
+pub(crate) fn slice_attr(egraph: &EG, attr: Id, rank: usize) -> Option<[i64; 4]> {
+    let [dim, start, end, step] = egraph[attr].data.ints()?.0[..] else { return None };
+    Some([if dim < 0 { dim + rank as i64 } else { dim }, start, end, step])
+}
+
 /// A pattern variable (`"?x"`); the names in this module's rules are static and valid.
 pub(crate) fn var(name: &str) -> Var {
     name.parse().unwrap_or_else(|_| panic!("bad pattern variable {name}"))
