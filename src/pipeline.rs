@@ -89,11 +89,15 @@ impl Options {
     /// target (or the `passes` named), cut to `max_passes`, then `check-indices` when
     /// asked (last: it checks the indices of the graph that runs, after every other rewrite).
     pub fn passes(&self) -> Vec<&'static dyn fxhlo_passes::Pass> {
-        let cpu = self.device.device == fxhlo_runtime::DeviceKind::Cpu;
+        let target = match self.device.device {
+            fxhlo_runtime::DeviceKind::Cpu => fxhlo_passes::Target::Cpu,
+            fxhlo_runtime::DeviceKind::Tpu => fxhlo_passes::Target::Tpu,
+            fxhlo_runtime::DeviceKind::Cuda => fxhlo_passes::Target::Other,
+        };
         let mut passes = match &self.passes {
             // Unknown names are refused by `check` (`from_json`, `Pipeline::lower`).
-            Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).map(|p| fxhlo_passes::for_target(p, cpu)).collect(),
-            None => fxhlo_passes::pipeline(self.opt_level, cpu),
+            Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).map(|p| fxhlo_passes::for_target(p, target.is_cpu())).collect(),
+            None => fxhlo_passes::pipeline(self.opt_level, target),
         };
         if let Some(n) = self.max_passes {
             passes.truncate(n);

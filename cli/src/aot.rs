@@ -79,7 +79,7 @@ pub(crate) fn roofline(cost: &CostAnalysis, chip: &Roofline) -> Option<(f64, boo
     Some((compute.max(memory), compute >= memory))
 }
 
-/// `fxhlo cost <bundle or module.mlir> --target tpu:...`: compiles (never from the cache: the
+/// `fxhlo cost <bundle, graph.gir or module.mlir> --target tpu:...`: compiles (never from the cache: the
 /// cost analysis comes from a compile) and prints the report.
 pub(crate) fn cost(
     path: &Path,
@@ -94,15 +94,20 @@ pub(crate) fn cost(
         let (name, _, cost, took) = compile_mlir(path, target)?;
         return Ok(cost_report(&name, &cost, took, target));
     }
-    let bundle = crate::open(path)?;
-    let frozen = pass_args.frozen(&bundle);
+    let (graph, frozen) = if crate::is_ir_file(path) {
+        (crate::read_ir_file(path, pass_args.freeze)?, Frozen::new())
+    } else {
+        let bundle = crate::open(path)?;
+        let frozen = pass_args.frozen(&bundle);
+        (bundle.graph, frozen)
+    };
     let options = pass_args.apply(Options {
         device: target.clone(),
         tensor_parallel,
         ..Options::default()
     });
     options.check()?;
-    let (_, compiled) = compile(&bundle.graph, &frozen, &options, None, true)?;
+    let (_, compiled) = compile(&graph, &frozen, &options, None, true)?;
     Ok(cost_report(
         &compiled.graph,
         &compiled.cost.unwrap_or_default(),

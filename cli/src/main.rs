@@ -251,8 +251,8 @@ enum Command {
         #[command(flatten)]
         tp: TensorParallelArgs,
     },
-    /// Compile a bundle (or a StableHLO `.mlir` module) ahead of time for a TPU topology and
-    /// print XLA's cost analysis (flops, bytes accessed, transcendentals, optimal seconds) and a
+    /// Compile a bundle (or a `.gir` IR file, or a StableHLO `.mlir` module) ahead of time for
+    /// a TPU topology and print XLA's cost analysis (flops, bytes accessed, transcendentals, optimal seconds) and a
     /// roofline estimate from the chip's published peaks. Estimates of the TPU compiler's cost
     /// model, not measurements.
     Cost {
@@ -459,12 +459,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return compile_mlir_on_device(&input, &options);
             }
             let start = std::time::Instant::now();
-            let (graph, dump, frozen) = if input.extension().is_some_and(|e| e == "gir") {
-                if freeze {
-                    anyhow::bail!("--freeze needs a bundle: an IR file names weights by digest only, without their bytes");
-                }
-                let text = std::fs::read_to_string(&input).with_context(|| format!("reading {}", input.display()))?;
-                let graph = fxhlo::ir::parse(&text).with_context(|| format!("{}: not an IR file", input.display()))?;
+            let (graph, dump, frozen) = if is_ir_file(&input) {
+                let graph = read_ir_file(&input, freeze)?;
                 let dump = dump.map(|config| Dump::new(config, &graph.name));
                 (graph, dump, Frozen::new())
             } else {
@@ -539,6 +535,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::AotWorker { args } => Ok(ExitCode::from(fxhlo::aot::worker_main(&args).clamp(0, 255) as u8)),
         Command::Cache { command } => cache::run(command),
     }
+}
+
+/// Whether `path` is an IR text file (`.gir`: a dump's stage, a failure's reproduction).
+fn is_ir_file(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == "gir")
+}
+
+/// The graph of the IR file `path`; `--freeze` (`freeze`) is refused: the file names weights
+/// by digest only.
+fn read_ir_file(path: &std::path::Path, freeze: bool) -> anyhow::Result<fxhlo::ir::Graph> {
+    if freeze {
+        anyhow::bail!("--freeze needs a bundle: an IR file names weights by digest only, without their bytes");
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    fxhlo::ir::parse(&text).with_context(|| format!("{}: not an IR file", path.display()))
 }
 
 /// A bundle's dump, with the trace that was read (its own bytes when it was JSON, else its

@@ -355,3 +355,31 @@ fn an_ahead_of_time_dump_holds_the_tpu_compilers_own_dump() {
     assert!(report.contains(&format!("{name}/")), "{report}");
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn attention_recompute_keeps_the_scores_of_an_attention_out_of_tpu_memory() {
+    // The UNet-sized attention of the batch-blocks file test (16 heads x 1,024 x 8, 64 MB of
+    // f32 scores), as PyTorch's SDPA decomposes it, in f32 and in bf16: XLA's TPU cost
+    // analysis at -O1 and at -O2 (whose TPU pipeline runs attention-recompute).
+    let dir = scratch("attention");
+    let text = fs::read_to_string(fixtures().parent().unwrap().join("filetests/passes/batch-blocks/attention.gir")).unwrap();
+    let bytes = |out: &Output| -> f64 {
+        stdout(out)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("bytes accessed:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    for (dtype, most) in [("f32", 0.6), ("bf16", 0.2)] {
+        let path = dir.join(format!("attention_{dtype}.gir"));
+        fs::write(&path, text.replace("f32", dtype)).unwrap();
+        let cost = |level: &str| fxhlo(&["cost", path.to_str().unwrap(), "--target", "tpu:v6e:2x2", level], &[]);
+        let (o1, o2) = (cost("-O1"), cost("-O2"));
+        assert!(o1.status.success() && o2.status.success(), "{}{}", stderr(&o1), stderr(&o2));
+        let (b1, b2) = (bytes(&o1), bytes(&o2));
+        println!("{dtype}: bytes accessed -O1 {b1:.4e}, -O2 {b2:.4e} ({:.3})", b2 / b1);
+        assert!(b2 < most * b1, "{dtype}: -O2 {b2} against -O1 {b1}\n{}", stdout(&o2));
+    }
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -73,7 +73,7 @@ fn explain_lists_the_ops_and_the_pipeline() {
     let words: Vec<&str> = addmm.split_whitespace().collect();
     assert_eq!(words, ["2", "aten.addmm", "aten.addmm.default", "yes"], "{text}");
     // The default pipeline, from the registry: every pass listed in order.
-    let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, true).iter().map(|p| p.name()).collect();
+    let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, fxhlo::passes::Target::Cpu).iter().map(|p| p.name()).collect();
     let level = fxhlo::passes::DEFAULT_OPT_LEVEL;
     assert!(text.contains(&format!("pipeline (-O{level} for cpu): {} passes", pipeline.len())), "{text}");
     let dce = text.lines().find(|l| l.trim_start().starts_with("1  dce")).unwrap_or_default();
@@ -140,7 +140,7 @@ fn explain_says_hit_after_a_run_and_names_what_differs_on_a_miss() {
     let diffs = cache["nearest"]["differences"].as_array().unwrap();
     assert_eq!(diffs.len(), 1, "{miss}");
     assert_eq!(diffs[0]["field"], "options");
-    let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, true).iter().map(|p| p.name()).collect();
+    let pipeline: Vec<&str> = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, fxhlo::passes::Target::Cpu).iter().map(|p| p.name()).collect();
     assert!(diffs[0]["cached"].as_str().unwrap().contains(&format!("passes=[{}]", pipeline.join(","))), "{miss}");
     assert!(diffs[0]["now"].as_str().unwrap().contains("passes=[]"), "{miss}");
     let text = stdout(&cached(&["explain", fixture().to_str().unwrap(), "-O0"], &dir));

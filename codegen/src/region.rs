@@ -221,6 +221,49 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Ok((v[0], v[1]))
     }
 
+    /// A softmax's statistics of `x` over `dims` in one reduction: the max and the sum of
+    /// `exp(x - max)`, the sum rescaled each time the running max grows (an online softmax).
+    /// A factor is 1 where a max equals the new one (so -inf rows sum their count, which the
+    /// caller zeroes). One pass over `x` where a max then a sum are two.
+    pub fn softmax_stats(&self, x: Value<'c, 'a>, ty: &TensorType, dims: &[usize], loc: Location<'c>) -> Result<(Value<'c, 'a>, Value<'c, 'a>)> {
+        let st = TensorType::new(ty.dtype, Vec::new());
+        let init_m = self.splat(Combiner::Max.identity(ty.dtype), &st, loc)?;
+        let init_s = self.splat(Scalar::Int(0), &st, loc)?;
+        let ones = self.splat(Scalar::Int(1), ty, loc)?;
+        let shape: Vec<i64> = (0..ty.rank()).filter(|i| !dims.contains(i)).map(|i| ty.shape[i]).collect();
+        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let outs = [TensorType::new(ty.dtype, shape.clone()), TensorType::new(ty.dtype, shape)];
+        let region = self.softmax_stats_body(&st, loc)?;
+        let attrs = [("dimensions", attr::i64s(self.ctx, &dims))];
+        let v = self.op_n("stablehlo.reduce", loc, &[x, ones, init_m, init_s], &outs, &attrs, vec![region])?;
+        Ok((v[0], v[1]))
+    }
+
+    /// The reducer of [`Emitter::softmax_stats`]: `(m1, s1, m2, s2) -> (m, s1 * f1 + s2 * f2)`
+    /// with `m = max(m1, m2)` and `fi = exp(mi - m)`, or 1 where `mi == m`.
+    fn softmax_stats_body(&self, st: &TensorType, loc: Location<'c>) -> Result<Region<'c>> {
+        let scalar = self.tensor_type(st);
+        let block = Block::new(&[(scalar, loc), (scalar, loc), (scalar, loc), (scalar, loc)]);
+        {
+            let inner = Emitter::new(self.ctx, &block);
+            let arg = |i| block.argument(i).map(Value::from).map_err(|e| self.internal(e.to_string()));
+            let (m1, s1, m2, s2) = (arg(0)?, arg(1)?, arg(2)?, arg(3)?);
+            let m = inner.op("stablehlo.maximum", loc, &[m1, m2], st, &[])?;
+            let one = inner.splat(Scalar::Int(1), st, loc)?;
+            let mut terms = Vec::with_capacity(2);
+            for (mi, si) in [(m1, s1), (m2, s2)] {
+                let same = inner.compare(Dir::Eq, mi, m, &[], loc)?;
+                let d = inner.op("stablehlo.subtract", loc, &[mi, m], st, &[])?;
+                let f = inner.op("stablehlo.exponential", loc, &[d], st, &[])?;
+                let f = inner.op("stablehlo.select", loc, &[same, one, f], st, &[])?;
+                terms.push(inner.op("stablehlo.multiply", loc, &[si, f], st, &[])?);
+            }
+            let s = inner.op("stablehlo.add", loc, &[terms[0], terms[1]], st, &[])?;
+            self.append_return(&block, &[m, s], loc)?;
+        }
+        Ok(region_of(block))
+    }
+
     /// Windowed max with the index of the winner (max pool with indices).
     #[allow(clippy::too_many_arguments)]
     pub fn arg_reduce_window(

@@ -247,6 +247,10 @@ pub enum Op {
     ArgReduce { max: bool, dim: Option<i64>, keepdim: bool },
     /// `aten.max.dim` / `aten.min.dim`: values and i64 indices.
     MaxMin { max: bool, dim: i64, keepdim: bool },
+    /// A softmax's statistics over `dim` in one pass (the `attention-recompute` pass makes
+    /// it): results `max` and `sum(exp(x - max))`, `dim` dropped; the sum is 0 where the max
+    /// is -inf. NaN in a row makes its sum NaN.
+    SoftmaxStats { dim: i64 },
     /// `aten.var.correction`: variance over `dims` (all when empty) with `correction`.
     Var { dims: Vec<i64>, correction: Scalar, keepdim: bool },
     /// `aten.cumsum` along `dim`, in `dtype` when given.
@@ -377,6 +381,7 @@ impl Op {
             Op::MaxMin { max: true, .. } => "aten.max",
             Op::MaxMin { max: false, .. } => "aten.min",
             Op::Var { .. } => "aten.var",
+            Op::SoftmaxStats { .. } => "fxhlo.softmax_stats",
             Op::Cumsum { .. } => "aten.cumsum",
             Op::Pad { .. } => "aten.pad",
             Op::Repeat { .. } => "aten.repeat",
@@ -432,6 +437,7 @@ impl Op {
             Op::Index { present } => 1 + present.iter().filter(|p| **p).count(),
             Op::IndexPut { present, .. } => 2 + present.iter().filter(|p| **p).count(),
             Op::Elu { .. } | Op::LeakyRelu { .. } | Op::ArgReduce { .. } | Op::MaxMin { .. } | Op::Var { .. } => 1,
+            Op::SoftmaxStats { .. } => 1,
             Op::Cumsum { .. } | Op::Pad { .. } | Op::Repeat { .. } | Op::Flip { .. } | Op::Diagonal { .. } => 1,
             Op::AsStrided { .. } | Op::Sort { .. } | Op::Topk { .. } | Op::UpsampleBilinear { .. } => 1,
             Op::ClampTensor { has_min, has_max } => 1 + opt(has_min) + opt(has_max),

@@ -131,6 +131,7 @@ impl Op {
                 vec![("dim", dim.map(|d| d.to_string()).unwrap_or_else(|| "none".into())), ("keepdim", b(keepdim))]
             }
             Op::MaxMin { dim, keepdim, .. } => vec![("dim", dim.to_string()), ("keepdim", b(keepdim))],
+            Op::SoftmaxStats { dim } => vec![("dim", dim.to_string())],
             Op::Var { dims, correction, keepdim } => {
                 vec![("dims", ints(dims)), ("correction", correction.to_string()), ("keepdim", b(keepdim))]
             }
@@ -344,6 +345,7 @@ impl Op {
                 Op::ArgReduce { max: name == "aten.argmax", dim: a.opt_int("dim")?, keepdim: a.bool("keepdim")? }
             }
             "aten.max" | "aten.min" => Op::MaxMin { max: name == "aten.max", dim: a.int("dim")?, keepdim: a.bool("keepdim")? },
+            "fxhlo.softmax_stats" => Op::SoftmaxStats { dim: a.int("dim")? },
             "aten.var" => Op::Var { dims: a.ints("dims")?, correction: a.scalar("correction")?, keepdim: a.bool("keepdim")? },
             "aten.cumsum" => Op::Cumsum { dim: a.int("dim")?, dtype: a.opt_dtype("dtype")? },
             "aten.pad" => {

@@ -5,6 +5,7 @@
 //! timing, node counts, logging, and a hook after each pass through which the facade writes
 //! dumps (this crate writes no files); bisection is `Options::max_passes` cutting the list.
 
+mod attention_recompute;
 mod batch_blocks;
 mod builder;
 mod channels_last;
@@ -22,6 +23,7 @@ mod pointwise_conv_dot;
 mod registry;
 mod unused_results;
 
+pub use attention_recompute::{AttentionRecompute, MAX_CHAIN};
 pub use batch_blocks::{BatchBlocks, BLOCK_BYTES};
 pub use channels_last::ChannelsLast;
 pub use channels_last_pooling::ChannelsLastPooling;
@@ -36,7 +38,7 @@ pub use hoist_large_constants::{HoistLargeConstants, LARGE_CONSTANT_ELEMENTS};
 pub use pointwise_conv_dot::PointwiseConvDot;
 pub use unused_results::UnusedResults;
 pub use manager::{PassManager, PassRun};
-pub use registry::{default_pipeline, for_target, lookup, pipeline, Pass, DEFAULT_OPT_LEVEL, MAX_OPT_LEVEL, PASSES};
+pub use registry::{default_pipeline, for_target, lookup, pipeline, Pass, Target, DEFAULT_OPT_LEVEL, MAX_OPT_LEVEL, PASSES};
 
 /// A pass error.
 #[derive(Debug, thiserror::Error)]

@@ -22,6 +22,7 @@ pub trait Pass: Sync {
 
 /// Every registered pass.
 pub static PASSES: &[&dyn Pass] = &[
+    &crate::AttentionRecompute,
     &crate::BatchBlocks,
     &crate::ChannelsLast,
     &crate::ChannelsLastPooling,
@@ -46,10 +47,30 @@ pub const MAX_OPT_LEVEL: u8 = 2;
 /// the OpInfo sweep at `-O2` found no op it breaks.
 pub const DEFAULT_OPT_LEVEL: u8 = 2;
 
-/// The pipeline at `opt_level` for a target (`cpu`: the PJRT CPU plugin), in order. `-O0` runs
-/// none of fxhlo's passes (XLA alone optimizes, on the graph as imported: no device layouts,
-/// max pools with their indices), so an ablation shows what each is worth.
-pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
+/// The kind of device a pipeline compiles for: passes that pay on one compiler's choices run
+/// only there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The PJRT CPU plugin.
+    Cpu,
+    /// A TPU (or a TPU topology compiled for ahead of time).
+    Tpu,
+    /// Any other device (CUDA).
+    Other,
+}
+
+impl Target {
+    /// Whether this is the CPU plugin.
+    pub fn is_cpu(self) -> bool {
+        self == Target::Cpu
+    }
+}
+
+/// The pipeline at `opt_level` for `target`, in order. `-O0` runs none of fxhlo's passes
+/// (XLA alone optimizes, on the graph as imported: no device layouts, max pools with their
+/// indices), so an ablation shows what each is worth.
+pub fn pipeline(opt_level: u8, target: Target) -> Vec<&'static dyn Pass> {
+    let cpu = target.is_cpu();
     let mut passes: Vec<&'static dyn Pass> = Vec::new();
     if opt_level == 0 {
         return passes;
@@ -70,6 +91,12 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
             // large batched products and what follows them in blocks whose temporaries glibc
             // reuses (see the pass's doc).
             passes.push(&crate::BatchBlocks);
+        }
+        if target == Target::Tpu {
+            // After the e-graph (which may move the scale between the product and the
+            // softmax): attention's scores computed twice so that none reaches memory (see
+            // the pass's doc; XLA's CPU and GPU backends fuse no product with another).
+            passes.push(&crate::AttentionRecompute);
         }
     }
     if cpu && opt_level < 2 {
@@ -105,7 +132,7 @@ pub fn pipeline(opt_level: u8, cpu: bool) -> Vec<&'static dyn Pass> {
 
 /// The default pipeline: `-O2` for the CPU plugin.
 pub fn default_pipeline() -> Vec<&'static dyn Pass> {
-    pipeline(DEFAULT_OPT_LEVEL, true)
+    pipeline(DEFAULT_OPT_LEVEL, Target::Cpu)
 }
 
 /// The instance of `pass` for the target (`cpu`: the PJRT CPU plugin): passes that price

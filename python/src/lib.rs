@@ -322,12 +322,19 @@ fn pass_names() -> Vec<&'static str> {
     fxhlo::passes::PASSES.iter().map(|p| p.name()).collect()
 }
 
-/// The passes `opt_level` runs, in order, for the CPU plugin (`cpu`) or another target: what
-/// an ablation starts from (`options={"passes": [...]}` without one of them).
+/// The passes `opt_level` runs, in order, for `device` (`cpu`, `cuda` or `tpu`): what an
+/// ablation starts from (`options={"passes": [...]}` without one of them).
 #[pyfunction]
-#[pyo3(signature = (opt_level, cpu = true))]
-fn pipeline_names(opt_level: u8, cpu: bool) -> Vec<&'static str> {
-    fxhlo::passes::pipeline(opt_level, cpu).iter().map(|p| p.name()).collect()
+#[pyo3(signature = (opt_level, device = "cpu"))]
+fn pipeline_names(opt_level: u8, device: &str) -> PyResult<Vec<&'static str>> {
+    use fxhlo::passes::Target;
+    let target = match device {
+        "cpu" => Target::Cpu,
+        "tpu" => Target::Tpu,
+        "cuda" => Target::Other,
+        other => return Err(PyValueError::new_err(format!("unknown device `{other}`: cpu, cuda or tpu"))),
+    };
+    Ok(fxhlo::passes::pipeline(opt_level, target).iter().map(|p| p.name()).collect())
 }
 
 /// A dump filter (`all`, or a comma list of stage and pass names) checked and written in its

@@ -296,7 +296,7 @@ fn the_channels_last_rules_keep_the_values_of_the_pass_files() {
 #[test]
 fn rewriting_passes_keep_the_values() {
     let none = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![]), ..fxhlo::Options::default() }).unwrap();
-    for pass in ["unused-results", "channels-last", "eqsat-layout", "channels-last-pooling", "device-layout", "batch-blocks"] {
+    for pass in ["unused-results", "channels-last", "eqsat-layout", "channels-last-pooling", "device-layout", "batch-blocks", "attention-recompute"] {
         let only = fxhlo::Session::new(fxhlo::Options { passes: Some(vec![pass.to_string()]), ..fxhlo::Options::default() }).unwrap();
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/passes").join(pass);
         let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();

@@ -43,7 +43,7 @@ fn dumping_every_stage_changes_neither_the_key_nor_the_outputs() {
         assert!(dir.join(file).exists(), "{file} is in the report but not in {}", dir.display());
     }
     let stages: Vec<&str> = report.stages.iter().map(|s| s.stage.as_str()).collect();
-    let passes = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, true).into_iter().map(|p| format!("pass {}", p.name()));
+    let passes = fxhlo::passes::pipeline(fxhlo::passes::DEFAULT_OPT_LEVEL, fxhlo::passes::Target::Cpu).into_iter().map(|p| format!("pass {}", p.name()));
     let want: Vec<String> = ["import".to_string()].into_iter().chain(passes).chain(["codegen".into(), "PJRT compile".into()]).collect();
     assert_eq!(stages, want);
     std::fs::remove_dir_all(root).ok();

@@ -69,6 +69,7 @@ pub fn lower<'c, 'a>(
         Op::Softmax { dim, log } => one(reduction::softmax(e, *dim, *log, operands, out?, loc)),
         Op::ArgReduce { max, dim, keepdim: _ } => reduction::arg_reduce(e, *max, *dim, operands, results, loc),
         Op::MaxMin { max, dim, keepdim: _ } => reduction::max_min(e, *max, *dim, operands, results, loc),
+        Op::SoftmaxStats { dim } => reduction::softmax_stats(e, *dim, operands, results, loc),
         Op::Var { dims, correction, keepdim } => one(reduction::var(e, dims, *correction, *keepdim, operands, out?, loc)),
         Op::Cumsum { dim, dtype: _ } => one(reduction::cumsum(e, *dim, operands, out?, loc)),
         // Normalization.

@@ -137,6 +137,25 @@ pub fn softmax<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, log: bool, operands: &[Ope
     e.convert(r, &t, out.dtype, loc)
 }
 
+/// `fxhlo.softmax_stats(x, dim)`: the max over `dim` and the sum of `exp(x - max)` (0 where
+/// the max is -inf), in one reduction computed in f32 for 16-bit inputs.
+pub fn softmax_stats<'c, 'a>(e: &Emitter<'c, 'a>, dim: i64, operands: &[Operand<'c, 'a, '_>], results: &[TensorType], loc: Location<'c>) -> Result<Vec<V<'c, 'a>>> {
+    let x = arg(e, operands, 0)?;
+    let d = normalize_dim(dim, x.1.rank()).map_err(|m| e.internal(m))?;
+    let out = results.first().ok_or_else(|| e.internal("fxhlo.softmax_stats has no result type"))?;
+    let work = compute_dtype(x.1.dtype);
+    let t = TensorType::new(work, x.1.shape.clone());
+    let xv = e.convert(x.0, x.1, work, loc)?;
+    let (m, s) = e.softmax_stats(xv, &t, &[d], loc)?;
+    let rt = TensorType::new(work, out.shape.clone());
+    // A row of -inf: the reduction counted its elements; its sum of exp(-inf) is 0.
+    let ninf = e.splat(Scalar::float(f64::NEG_INFINITY), &rt, loc)?;
+    let empty = e.compare(ComparisonDirection::Eq, m, ninf, &rt.shape, loc)?;
+    let zero = e.splat(Scalar::Int(0), &rt, loc)?;
+    let s = e.op("stablehlo.select", loc, &[empty, zero, s], &rt, &[])?;
+    Ok(vec![e.convert(m, &rt, out.dtype, loc)?, e.convert(s, &rt, out.dtype, loc)?])
+}
+
 /// An i64 iota of `shape` along `d` (an arg-reduction's candidate indices, row/column numbers).
 pub fn iota_i64<'c, 'a>(e: &Emitter<'c, 'a>, shape: &[i64], d: usize, loc: Location<'c>) -> Result<V<'c, 'a>> {
     e.iota(&TensorType::new(DType::I64, shape.to_vec()), d, loc)

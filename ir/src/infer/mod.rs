@@ -175,6 +175,14 @@ pub fn infer(op: &Op, operands: &[&TensorType]) -> InferResult {
             let shape = shape::reduce(&x.shape, &[*dim], *keepdim)?;
             Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(DType::I64, shape)]))
         }
+        Op::SoftmaxStats { dim } => {
+            let x = x.ok_or("missing operand")?;
+            if !x.dtype.is_float() {
+                return Err(format!("fxhlo.softmax_stats needs a floating-point input, found {}", x.dtype));
+            }
+            let shape = shape::reduce(&x.shape, &[*dim], false)?;
+            Ok(Some(smallvec![TensorType::new(x.dtype, shape.clone()), TensorType::new(x.dtype, shape)]))
+        }
         Op::Var { dims, keepdim, .. } => {
             let x = x.ok_or("missing operand")?;
             if !x.dtype.is_float() {
