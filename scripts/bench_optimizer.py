@@ -17,9 +17,10 @@ BERT-base (separate Q/K/V projections, 128 tokens) and GPT-2 (128 tokens), and a
 `UNet2DModel` (64x64, attention in the low-resolution blocks).
 
 With `--tpu-cost tpu:v6e:2x2` it compares the levels under the TPU compiler's cost model instead
-(`fxhlo cost --freeze -O1/-O2`: XLA's flops and bytes accessed and the roofline on one chip).
+(`fxhlo cost --freeze -O1/-O2`: XLA's flops and bytes accessed and the roofline on one chip),
+with `--bf16` for the models in bf16.
 
-Usage: .venv/bin/python scripts/bench_optimizer.py [--runs 10] [--models resnet50,bert,...] [--tpu-cost TARGET]
+Usage: .venv/bin/python scripts/bench_optimizer.py [--runs 10] [--models resnet50,bert,...] [--tpu-cost TARGET [--bf16]]
 Figures are kept in docs/optimizer.md.
 """
 
@@ -131,7 +132,7 @@ def _compile(model, args, level: int):
     return compiled, seconds, graphs
 
 
-def tpu_cost(models: list[str], target: str) -> int:
+def tpu_cost(models: list[str], target: str, bf16: bool = False) -> int:
     """`fxhlo cost --freeze -O1` against `-O2` for each model: XLA's TPU cost analysis (bytes
     accessed, flops) and the roofline on one chip, from an ahead-of-time compile (no TPU)."""
     import re
@@ -146,7 +147,7 @@ def tpu_cost(models: list[str], target: str) -> int:
         print("no fxhlo binary: run scripts/setup.sh first", file=sys.stderr)
         return 1
     env = dict(os.environ, FXHLO_CACHE="off", NO_COLOR="1")
-    print(f"TPU cost model ({target}), frozen weights, batch 1: -O1 against -O2")
+    print(f"TPU cost model ({target}), frozen weights, batch 1, {'bf16' if bf16 else 'f32'}: -O1 against -O2")
     print("| model | same program | flops -O1 / -O2 | bytes accessed -O1 / -O2 | roofline s -O1 | roofline s -O2 | -O2/-O1 |")
     print("|---|---|---|---|---:|---:|---:|")
     ratios = []
@@ -154,6 +155,9 @@ def tpu_cost(models: list[str], target: str) -> int:
         for name in models:
             torch.manual_seed(0)
             model, args = MODELS[name]()
+            if bf16:
+                model = model.to(torch.bfloat16)
+                args = tuple(x.to(torch.bfloat16) if x.is_floating_point() else x for x in args)
             with torch.no_grad():
                 # The first tensor output only, as timed on the CPU (GPT-2's key/value cache and
                 # other structured outputs are not what is compared).
@@ -182,11 +186,12 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=10, help="timed calls per contender and round (default 10)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {','.join(MODELS)}")
+    ap.add_argument("--bf16", action="store_true", help="with --tpu-cost: the models and inputs in bf16")
     ap.add_argument("--tpu-cost", metavar="TARGET", help="instead of timing on the CPU, compare -O1 and -O2 under "
                     "the TPU cost model of TARGET (e.g. tpu:v6e:2x2; an ahead-of-time compile, no TPU needed)")
     a = ap.parse_args(argv)
     if a.tpu_cost:
-        return tpu_cost(a.models.split(","), a.tpu_cost)
+        return tpu_cost(a.models.split(","), a.tpu_cost, a.bf16)
     import fxhlo  # noqa: F401 (registers the backend)
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; frozen weights, batch 1; "
