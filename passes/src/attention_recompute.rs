@@ -119,7 +119,8 @@ fn softmax_at(graph: &Graph, id: NodeId) -> Option<Softmax> {
     let last = |d: i64| d == -1 || d == rank as i64 - 1;
     let form = match &node.op {
         Op::Softmax { dim, log: false } if last(*dim) => {
-            if !feeds_product(graph, ValueRef::first(id)) {
+            // (A softmax whose result has another dtype than its input keeps its node.)
+            if node.results.first().map(|t| t.dtype) != Some(xt.dtype) || !feeds_product(graph, ValueRef::first(id)) {
                 return None;
             }
             Form::Op(id)
