@@ -132,9 +132,11 @@ def _compile(model, args, level: int):
     return compiled, seconds, graphs
 
 
-def tpu_cost(models: list[str], target: str, bf16: bool = False) -> int:
-    """`fxhlo cost --freeze -O1` against `-O2` for each model: XLA's TPU cost analysis (bytes
-    accessed, flops) and the roofline on one chip, from an ahead-of-time compile (no TPU)."""
+def tpu_cost(models: list[str], target: str, bf16: bool = False, table=None) -> int:
+    """`fxhlo cost --freeze -O1` against `-O2` for each model (of `table`, this script's
+    `MODELS` by default): XLA's TPU cost analysis (bytes accessed, flops) and the roofline on
+    one chip, from an ahead-of-time compile (no TPU)."""
+    table = MODELS if table is None else table
     import re
     import subprocess
 
@@ -154,7 +156,7 @@ def tpu_cost(models: list[str], target: str, bf16: bool = False) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in models:
             torch.manual_seed(0)
-            model, args = MODELS[name]()
+            model, args = table[name]()
             if bf16:
                 model = model.to(torch.bfloat16)
                 args = tuple(x.to(torch.bfloat16) if x.is_floating_point() else x for x in args)

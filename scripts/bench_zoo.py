@@ -14,7 +14,7 @@ Diffusion's 64x64 latent. Target (issue 27): fxhlo's geomean at least 1.4x eager
 below eager.
 
 Usage: .venv/bin/python scripts/bench_zoo.py [--models a,b] [--rounds 5] [--runs 5] [--skip-inductor]
-       [--fxhlo-options '{"freeze": true}']
+       [--fxhlo-options '{"freeze": true}'] [--tpu-cost tpu:v6e:2x2]
 Figures are kept in docs/optimizer.md.
 """
 
@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_backend import call_times, round_robin  # noqa: E402
-from bench_optimizer import _unet  # noqa: E402 (the same unconditional UNet as the ablation's)
+from bench_optimizer import _unet, tpu_cost  # noqa: E402 (the same unconditional UNet as the ablation's)
 
 
 def _vision(name):
@@ -100,10 +100,14 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="timed calls per contender and round (default 5)")
     ap.add_argument("--skip-inductor", action="store_true")
     ap.add_argument("--fxhlo-options", default="{}", help="torch.compile options for fxhlo, as JSON")
+    ap.add_argument("--tpu-cost", metavar="TARGET", help="instead of timing, compare -O1 and -O2 under the TPU "
+                    "cost model of TARGET (e.g. tpu:v6e:2x2), as scripts/bench_optimizer.py --tpu-cost does")
     a = ap.parse_args(argv)
     unknown = [m for m in a.models.split(",") if m not in MODELS]
     if unknown:
         ap.error(f"unknown model(s) {unknown}; valid: {','.join(MODELS)}")
+    if a.tpu_cost:
+        return tpu_cost(a.models.split(","), a.tpu_cost, table=MODELS)
     options = json.loads(a.fxhlo_options) or None
     import fxhlo  # noqa: F401 (registers the backend)
 

@@ -115,3 +115,68 @@ def test_attention_recompute_leaves_returned_weights_alone():
     assert not entry["changed"], entry
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=2e-5, atol=2e-5)
+
+
+def _hf_models():
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    ids = torch.randint(0, 1000, (1, 32), generator=torch.Generator().manual_seed(3))
+    small = dict(vocab_size=1000)
+    return {
+        # SDPA attention (the default) with its padding mask added to the scores.
+        "bert": (transformers.BertModel(transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                                intermediate_size=128, **small)), (ids,)),
+        # Grouped-query attention: K and V expanded from 2 heads to 4.
+        "llama_gqa": (transformers.LlamaModel(transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                                                       num_attention_heads=4, num_key_value_heads=2, **small)), (ids,)),
+        # A relative position bias added to the scores.
+        "t5_encoder": (transformers.T5EncoderModel(transformers.T5Config(d_model=64, d_ff=128, d_kv=16, num_layers=2,
+                                                                         num_heads=4, **small)), (ids,)),
+        # Eager attention: a causal `where` and `softmax`.
+        "gpt2_eager": (transformers.GPT2Model(transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, use_cache=False,
+                                                                      attn_implementation="eager", **small)), (ids,)),
+    }
+
+
+def _cond_unet():
+    import diffusers
+
+    unet = diffusers.UNet2DConditionModel(
+        sample_size=16, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(32, 64),
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=32, attention_head_dim=8, norm_num_groups=8)
+    g = torch.Generator().manual_seed(4)
+    # Self-attention over 256 positions and cross-attention to 77 text tokens (M != N).
+    return unet, (torch.randn(1, 4, 16, 16, generator=g), torch.tensor([10]), torch.randn(1, 77, 32, generator=g))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bert", "llama_gqa", "t5_encoder", "gpt2_eager", "cond_unet"])
+def test_attention_recompute_keeps_the_values_of_real_models(name):
+    """The TPU pipeline (with `attention-recompute`) on the CPU plugin against eager, for the
+    attention forms of Hugging Face and diffusers models; each layer's attention rewritten."""
+    torch.manual_seed(0)
+    model, args = _cond_unet() if name == "cond_unet" else _hf_models()[name]
+    model = model.eval()
+    with torch.no_grad():
+        out = model(*args) if name != "cond_unet" else model(*args).sample
+        want = out.last_hidden_state if hasattr(out, "last_hidden_state") else out
+
+        class First(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, *a):
+                o = self.m(*a)
+                return o.sample if name == "cond_unet" else o.last_hidden_state
+
+        got, entry = _compile(First(model), args)
+    err = (got - want).abs().max().item()
+    print(f"{name}: max abs err {err:.2e}; {entry['summary']}")
+    assert entry["changed"], entry
+    if name != "cond_unet":
+        # Two layers, one attention each.
+        assert entry["summary"].startswith("2 softmax"), entry
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
