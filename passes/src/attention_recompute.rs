@@ -96,6 +96,8 @@ struct Softmax {
     x: ValueRef,
     /// The ops from the product (first) to `X` (last).
     chain: Vec<NodeId>,
+    /// The views, expands and conversions from the probabilities to the product with V.
+    path: Vec<NodeId>,
     form: Form,
 }
 
@@ -117,28 +119,24 @@ fn softmax_at(graph: &Graph, id: NodeId) -> Option<Softmax> {
         return None;
     }
     let last = |d: i64| d == -1 || d == rank as i64 - 1;
-    let form = match &node.op {
-        Op::Softmax { dim, log: false } if last(*dim) => {
-            // (A softmax whose result has another dtype than its input keeps its node.)
-            if node.results.first().map(|t| t.dtype) != Some(xt.dtype) || !feeds_product(graph, ValueRef::first(id)) {
-                return None;
-            }
-            Form::Op(id)
+    let (form, path) = match &node.op {
+        // (A softmax whose result has another dtype than its input keeps its node.)
+        Op::Softmax { dim, log: false } if last(*dim) && node.results.first().map(|t| t.dtype) == Some(xt.dtype) => {
+            (Form::Op(id), path_to_product(graph, ValueRef::first(id), None)?)
         }
         Op::Reduce { op: ReduceOp::Amax, dims, keepdim: true, .. } if dims.len() == 1 && last(dims[0]) => {
-            let (sum, sub, exp) = safe_softmax_sum(graph, x, id)?;
-            Form::Safe { amax: id, sum, sub, exp }
+            let (sum, sub, exp, path) = safe_softmax(graph, x, id)?;
+            (Form::Safe { amax: id, sum, sub, exp }, path)
         }
         _ => return None,
     };
     // The scores must have no reader but the softmax (one copy of them is then enough).
-    let readers = readers(graph, x);
     let expected = if matches!(form, Form::Op(_)) { 1 } else { 2 };
-    if readers != expected {
+    if readers(graph, x) != expected {
         return None;
     }
-    let chain = chain_to_product(graph, x)?;
-    Some(Softmax { x, chain, form })
+    let chain = chain_to_product(graph, x, (xt.shape[rank - 2], xt.shape[rank - 1]), MAX_CHAIN)?;
+    Some(Softmax { x, chain, path, form })
 }
 
 /// Whether `v` is one of the graph's outputs.
@@ -151,32 +149,37 @@ fn readers(graph: &Graph, v: ValueRef) -> usize {
     graph.users(v).len() + usize::from(is_output(graph, v))
 }
 
-/// Whether `v` reaches the left operand of a `bmm` through views, expands and conversions
-/// (16-bit attention rounds its probabilities) read once that keep its last two dims.
-fn feeds_product(graph: &Graph, mut v: ValueRef) -> bool {
+/// The views, expands and conversions (16-bit attention rounds its probabilities) from `v` to
+/// the left operand of a `bmm`, in order, each the only reader of the one before and keeping
+/// `v`'s last two dims; `skip` is a reader of `v` that is not on the way (the safe softmax's
+/// `sum`).
+fn path_to_product(graph: &Graph, mut v: ValueRef, skip: Option<NodeId>) -> Option<Vec<NodeId>> {
     let last_two = |v: ValueRef| graph.value_type(v).filter(|t| t.rank() >= 2).map(|t| t.shape[t.rank() - 2..].to_vec());
-    let want = last_two(v);
+    let want = last_two(v)?;
+    let mut path = vec![];
     for _ in 0..6 {
-        let users = graph.users(v);
-        let [(user, slot)] = users.as_slice() else { return false };
         if is_output(graph, v) {
-            return false;
+            return None;
         }
-        match graph.node(*user).op {
-            Op::Bmm => return *slot == 0,
-            Op::View { .. } | Op::Expand { .. } | Op::Convert { .. } if want.is_some() && last_two(ValueRef::first(*user)) == want => {
-                v = ValueRef::first(*user)
+        let users: Vec<(NodeId, u32)> = graph.users(v).into_iter().filter(|(u, _)| Some(*u) != skip).collect();
+        let [(user, slot)] = users[..] else { return None };
+        match graph.node(user).op {
+            Op::Bmm => return (slot == 0).then_some(path),
+            Op::View { .. } | Op::Expand { .. } | Op::Convert { .. } if last_two(ValueRef::first(user)).as_ref() == Some(&want) => {
+                path.push(user);
+                v = ValueRef::first(user);
             }
-            _ => return false,
+            _ => return None,
         }
     }
-    false
+    None
 }
 
-/// The `sum` of a safe softmax over `x` whose `amax` is `amax`: `x` is read by `amax` and by
-/// `sub(x, m)` where `m` is the `amax` or `where(amax == -inf, 0, amax)`; `exp` of that is
-/// read by the `sum` (last dim, keepdim) and by views leading to a product.
-fn safe_softmax_sum(graph: &Graph, x: ValueRef, amax: NodeId) -> Option<(NodeId, NodeId, NodeId)> {
+/// The `sum`, `sub` and `exp` of a safe softmax over `x` whose `amax` is `amax`, and the path
+/// from `exp` to the product: `x` is read by `amax` and by `sub(x, m)` where `m` is the `amax`
+/// or `where(amax == -inf, 0, amax)`; `exp` of that is read by the `sum` (last dim, keepdim)
+/// and by views leading to a product.
+fn safe_softmax(graph: &Graph, x: ValueRef, amax: NodeId) -> Option<(NodeId, NodeId, NodeId, Vec<NodeId>)> {
     let amax_v = ValueRef::first(amax);
     let sub = graph.users(x).into_iter().map(|(u, _)| u).find(|&u| u != amax)?;
     let sub_ops = graph.operands(sub);
@@ -185,28 +188,23 @@ fn safe_softmax_sum(graph: &Graph, x: ValueRef, amax: NodeId) -> Option<(NodeId,
     }
     let sub_users = graph.users(ValueRef::first(sub));
     let [(exp, _)] = sub_users.as_slice() else { return None };
-    if graph.node(*exp).op != Op::Unary(UnaryOp::Exp) {
+    if graph.node(*exp).op != Op::Unary(UnaryOp::Exp) || readers(graph, ValueRef::first(sub)) != 1 {
         return None;
     }
     let e = ValueRef::first(*exp);
-    let users = graph.users(e);
-    if users.len() != 2 || is_output(graph, e) || readers(graph, ValueRef::first(sub)) != 1 {
-        return None;
-    }
     let rank = graph.value_type(x)?.rank() as i64;
     let is_sum = |id: NodeId| match &graph.node(id).op {
         Op::Reduce { op: ReduceOp::Sum, dims, keepdim: true, dtype: None } => dims.len() == 1 && (dims[0] == -1 || dims[0] == rank - 1),
         _ => false,
     };
+    let users = graph.users(e);
+    if users.len() != 2 {
+        return None;
+    }
     let sum = users.iter().map(|(u, _)| *u).find(|&u| is_sum(u))?;
     // The other reader of the exponentials leads to the product with V.
-    let (other, slot) = *users.iter().find(|(u, _)| *u != sum)?;
-    let leads = match graph.node(other).op {
-        Op::Bmm => slot == 0,
-        Op::View { .. } | Op::Expand { .. } | Op::Convert { .. } => feeds_product(graph, ValueRef::first(other)),
-        _ => false,
-    };
-    leads.then_some((sum, sub, *exp))
+    let path = path_to_product(graph, e, Some(sum))?;
+    Some((sum, sub, *exp, path))
 }
 
 /// Whether `m` is `amax` itself or `where(amax == -inf, 0, amax)`: the shift that equals the
@@ -224,59 +222,27 @@ fn is_shift(graph: &Graph, m: ValueRef, amax: ValueRef) -> bool {
     graph.node(ops[0].node).op == Op::Compare(CompareOp::Eq) && cond.len() == 2 && cond[0] == amax && full(cond[1], f64::NEG_INFINITY)
 }
 
-/// The ops from a `bmm` (first) to `x` (last): views that keep the product's last two dims
-/// and elementwise ops whose other operands do not depend on the product, each read only by
-/// the next; `None` when `x` is not such a chain.
-fn chain_to_product(graph: &Graph, x: ValueRef) -> Option<Vec<NodeId>> {
-    let xt = graph.value_type(x)?;
-    let (m, n) = (xt.shape[xt.rank() - 2], xt.shape[xt.rank() - 1]);
-    let mut chain = vec![];
-    let mut v = x;
-    for _ in 0..=MAX_CHAIN {
-        if v.result != 0 || (v != x && readers(graph, v) != 1) {
-            return None;
-        }
-        let id = v.node;
-        let ty = graph.value_type(v)?;
-        if ty.rank() < 2 || ty.shape[ty.rank() - 2] != m || ty.shape[ty.rank() - 1] != n {
-            return None;
-        }
-        chain.push(id);
-        let node = graph.node(id);
-        let ops = graph.operands(id);
-        v = match &node.op {
-            Op::Bmm => {
-                chain.reverse();
-                return Some(chain);
-            }
-            Op::View { .. } | Op::Unary(_) | Op::Convert { .. } | Op::Clamp { .. } => ops[0],
-            // The operand of the result's shape that leads to the product; the others are
-            // masks and scales.
-            Op::Binary(_) | Op::Where => *ops.iter().find(|o| graph.value_type(**o).map(|t| &t.shape) == Some(&ty.shape) && leads_to_product(graph, **o))?,
-            _ => return None,
-        };
+/// The ops from a `bmm` (first) to `x` (last), at most `depth` after the product: views that
+/// keep the last two dims `mn` and elementwise ops whose other operands (masks, scales) are
+/// computed apart from the product, each read only by the next; `None` when `x` is not such a
+/// chain. Of a binary op or `where`, the first operand of the result's shape that is such a
+/// chain is taken.
+fn chain_to_product(graph: &Graph, x: ValueRef, mn: (i64, i64), depth: usize) -> Option<Vec<NodeId>> {
+    let ty = graph.value_type(x)?;
+    if x.result != 0 || ty.rank() < 2 || (ty.shape[ty.rank() - 2], ty.shape[ty.rank() - 1]) != mn {
+        return None;
     }
-    None
-}
-
-/// Whether `v` is a `bmm` or reaches one through single-operand ops and views (the chain
-/// operand of a binary op, as against a mask computed elsewhere).
-fn leads_to_product(graph: &Graph, mut v: ValueRef) -> bool {
-    for _ in 0..=MAX_CHAIN {
-        let ops = graph.operands(v.node);
-        v = match graph.node(v.node).op {
-            Op::Bmm => return true,
-            Op::View { .. } | Op::Unary(_) | Op::Convert { .. } | Op::Clamp { .. } => ops[0],
-            // The first operand of the result's shape, as `chain_to_product` takes it.
-            Op::Binary(_) | Op::Where => {
-                let shape = graph.value_type(v).map(|t| t.shape.clone());
-                let Some(next) = ops.into_iter().find(|o| graph.value_type(*o).map(|t| t.shape.clone()) == shape) else { return false };
-                next
-            }
-            _ => return false,
-        };
-    }
-    false
+    // Below the softmax's scores, every value of the chain has one reader: the next op.
+    let inner = |v: ValueRef| (readers(graph, v) == 1).then(|| chain_to_product(graph, v, mn, depth.checked_sub(1)?)).flatten();
+    let ops = graph.operands(x.node);
+    let mut chain = match &graph.node(x.node).op {
+        Op::Bmm => vec![],
+        Op::View { .. } | Op::Unary(_) | Op::Convert { .. } | Op::Clamp { .. } => inner(*ops.first()?)?,
+        Op::Binary(_) | Op::Where => ops.iter().filter(|o| graph.value_type(**o).map(|t| &t.shape) == Some(&ty.shape)).find_map(|o| inner(*o))?,
+        _ => return None,
+    };
+    chain.push(x.node);
+    Some(chain)
 }
 
 /// `shape` with its last two dims swapped.
@@ -285,6 +251,16 @@ fn swapped(shape: &[i64]) -> Vec<i64> {
     let r = s.len();
     s.swap(r - 2, r - 1);
     s
+}
+
+/// `op` (a view, an expand, or an op whose attributes do not name a shape) for a result of
+/// shape `shape` with its last two dims swapped.
+fn swapped_op(op: &Op, shape: &[i64]) -> Op {
+    match op {
+        Op::View { .. } => Op::View { shape: Shape::from(swapped(shape)) },
+        Op::Expand { .. } => Op::Expand { sizes: Shape::from(swapped(shape)) },
+        op => op.clone(),
+    }
 }
 
 /// The permutation that swaps the last two of `rank` dims.
@@ -312,9 +288,7 @@ fn rewrite(graph: &mut Graph, s: &Softmax) -> fxhlo_ir::Result<()> {
     let work = work_dtype(xt.dtype);
     let x = if work != xt.dtype { b.add("f32", Op::Convert { dtype: work }, &[s.x], TensorType::new(work, xt.shape.to_vec()))? } else { s.x };
     let stats_ty = TensorType::new(work, xt.shape[..rank - 1].to_vec());
-    b.count += 1;
-    let name = format!("{}.stats.{}", b.base, b.count);
-    let stats = b.graph.add_node(name.as_str(), Op::SoftmaxStats { dim: rank as i64 - 1 }, &[x], vec![stats_ty.clone(), stats_ty], b.source.clone())?;
+    let stats = b.add_node("stats", Op::SoftmaxStats { dim: rank as i64 - 1 }, &[x], vec![stats_ty.clone(), stats_ty])?;
     let mut kept = xt.shape.to_vec();
     kept[rank - 1] = 1;
     let kept_ty = TensorType::new(work, kept.clone());
@@ -358,29 +332,16 @@ fn rewrite(graph: &mut Graph, s: &Softmax) -> fxhlo_ir::Result<()> {
     // The views and conversions between the probabilities and the product, on the transposed
     // probabilities, then the product reading them through a transpose (XLA folds it into the
     // product's dims).
-    let mut v = start;
     let mut twin = probs_t;
-    let mut dead = dead;
-    loop {
-        let Some(&(user, _)) = b.graph.users(v).first() else { return Err(fxhlo_ir::Error::DanglingOutput) };
-        let node = b.graph.node(user).clone();
-        if node.op == Op::Bmm {
-            let t = ty_of(b.graph, v)?;
-            let lhs = b.add("t", swap_last(t.rank()), &[twin], t)?;
-            b.graph.replace_all_uses(v, lhs)?;
-            break;
-        }
-        let t = node.results[0].clone();
-        let op = match node.op {
-            Op::View { .. } => Op::View { shape: Shape::from(swapped(&t.shape)) },
-            Op::Expand { .. } => Op::Expand { sizes: Shape::from(swapped(&t.shape)) },
-            op => op,
-        };
-        twin = b.add("v", op, &[twin], TensorType::new(t.dtype, swapped(&t.shape)))?;
-        dead.push(user);
-        v = ValueRef::first(user);
+    for &id in &s.path {
+        let t = b.graph.node(id).results[0].clone();
+        twin = b.add("v", swapped_op(&b.graph.node(id).op, &t.shape), &[twin], TensorType::new(t.dtype, swapped(&t.shape)))?;
     }
-    for id in dead.into_iter().rev() {
+    let v = s.path.last().map_or(start, |&id| ValueRef::first(id));
+    let t = ty_of(b.graph, v)?;
+    let lhs = b.add("t", swap_last(t.rank()), &[twin], t)?;
+    b.graph.replace_all_uses(v, lhs)?;
+    for id in dead.into_iter().chain(s.path.iter().copied()).rev() {
         b.graph.remove_node(id)?;
     }
     Ok(())
@@ -401,11 +362,8 @@ fn transposed_scores(b: &mut Builder<'_>, chain: &[NodeId]) -> fxhlo_ir::Result<
         let node = b.graph.node(id).clone();
         let ty = node.results[0].clone();
         let ty_t = TensorType::new(ty.dtype, swapped(&ty.shape));
-        let op = match &node.op {
-            // The result's own shape, swapped (a `-1` of the view resolved).
-            Op::View { .. } => Op::View { shape: Shape::from(swapped(&ty.shape)) },
-            op => op.clone(),
-        };
+        // A view's own result shape, swapped (a `-1` of the view resolved).
+        let op = swapped_op(&node.op, &ty.shape);
         let mut operands = vec![];
         for o in b.graph.operands(id) {
             operands.push(if o == prev { twin } else { swapped_operand(b, o, ty.rank())? });
@@ -440,11 +398,7 @@ fn swap_of(b: &mut Builder<'_>, v: ValueRef, depth: usize) -> fxhlo_ir::Result<V
             }
             Op::View { .. } | Op::Expand { .. } if keeps_last_two(&ty_of(b.graph, ops[0])?) => {
                 let inner = swap_of(b, ops[0], depth - 1)?;
-                let op = match node.op {
-                    Op::View { .. } => Op::View { shape: Shape::from(swapped(&t.shape)) },
-                    _ => Op::Expand { sizes: Shape::from(swapped(&t.shape)) },
-                };
-                return b.add("t", op, &[inner], t_swapped);
+                return b.add("t", swapped_op(&node.op, &t.shape), &[inner], t_swapped);
             }
             Op::Unary(_) | Op::Convert { .. } | Op::Clamp { .. } => {
                 let inner = swap_of(b, ops[0], depth - 1)?;

@@ -20,10 +20,14 @@ impl<'g> Builder<'g> {
 
     /// Adds a one-result node and returns its value.
     pub fn add(&mut self, what: &str, op: Op, operands: &[ValueRef], ty: TensorType) -> fxhlo_ir::Result<ValueRef> {
+        self.add_node(what, op, operands, vec![ty]).map(ValueRef::first)
+    }
+
+    /// Adds a node with the result types `types` and returns it.
+    pub fn add_node(&mut self, what: &str, op: Op, operands: &[ValueRef], types: Vec<TensorType>) -> fxhlo_ir::Result<NodeId> {
         self.count += 1;
         let name = format!("{}.{what}.{}", self.base, self.count);
-        let id = self.graph.add_node(name.as_str(), op, operands, vec![ty], self.source.clone())?;
-        Ok(ValueRef::first(id))
+        self.graph.add_node(name.as_str(), op, operands, types, self.source.clone())
     }
 }
 
