@@ -38,7 +38,7 @@ pub use check::{check, compare, float64_key, CheckReport, OutputCheck, Rule, Tol
 pub use dump::{export_failed, import_failed, stage_of, Dump, DumpConfig, DumpFilter, Report as DumpReport};
 pub use error::{Error, Result};
 pub use repro::Repro;
-pub use pipeline::{frozen_weights, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
+pub use pipeline::{frozen_weights, pass_target, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
 pub use resident::{ResidentWeights, WeightStamp};
 pub use call::{split_bound, with_bound, Arg, Call, CallArgs, Compiled, Keep};
 pub use session::{import_parsed, import_trace, open_bundle, Session};

@@ -59,6 +59,15 @@ impl Default for Options {
     }
 }
 
+/// The kind of target the pass pipeline is chosen for, for a device kind.
+pub fn pass_target(device: fxhlo_runtime::DeviceKind) -> fxhlo_passes::Target {
+    match device {
+        fxhlo_runtime::DeviceKind::Cpu => fxhlo_passes::Target::Cpu,
+        fxhlo_runtime::DeviceKind::Tpu => fxhlo_passes::Target::Tpu,
+        fxhlo_runtime::DeviceKind::Cuda => fxhlo_passes::Target::Other,
+    }
+}
+
 impl Options {
     /// Options from JSON (`{"device": "cpu", "check_indices": true}`; missing fields take
     /// their defaults); an unknown field or a bad value is an error naming it.
@@ -89,11 +98,7 @@ impl Options {
     /// target (or the `passes` named), cut to `max_passes`, then `check-indices` when
     /// asked (last: it checks the indices of the graph that runs, after every other rewrite).
     pub fn passes(&self) -> Vec<&'static dyn fxhlo_passes::Pass> {
-        let target = match self.device.device {
-            fxhlo_runtime::DeviceKind::Cpu => fxhlo_passes::Target::Cpu,
-            fxhlo_runtime::DeviceKind::Tpu => fxhlo_passes::Target::Tpu,
-            fxhlo_runtime::DeviceKind::Cuda => fxhlo_passes::Target::Other,
-        };
+        let target = pass_target(self.device.device);
         let mut passes = match &self.passes {
             // Unknown names are refused by `check` (`from_json`, `Pipeline::lower`).
             Some(names) => names.iter().filter_map(|n| fxhlo_passes::lookup(n).ok()).map(|p| fxhlo_passes::for_target(p, target.is_cpu())).collect(),

@@ -79,8 +79,8 @@ pub(crate) fn roofline(cost: &CostAnalysis, chip: &Roofline) -> Option<(f64, boo
     Some((compute.max(memory), compute >= memory))
 }
 
-/// `fxhlo cost <bundle, graph.gir or module.mlir> --target tpu:...`: compiles (never from the cache: the
-/// cost analysis comes from a compile) and prints the report.
+/// `fxhlo cost <bundle, graph.gir or module.mlir> --target tpu:...`: compiles (never from the
+/// cache: the cost analysis comes from a compile) and prints the report.
 pub(crate) fn cost(
     path: &Path,
     target: &TargetName,

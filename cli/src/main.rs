@@ -32,7 +32,7 @@ struct Cli {
 struct PassArgs {
     /// Optimization level: -O0 runs none of fxhlo's passes (XLA alone), -O1 the pipeline for
     /// the target, -O2 (the default) that and the e-graph optimizer (`eqsat`; on the CPU plugin
-    /// `batch-blocks` after it).
+    /// `batch-blocks` after it, for TPUs `attention-recompute`).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = fxhlo::passes::DEFAULT_OPT_LEVEL,
           value_parser = clap::value_parser!(u8).range(0..=fxhlo::passes::MAX_OPT_LEVEL as i64))]
     opt_level: u8,
@@ -252,9 +252,9 @@ enum Command {
         tp: TensorParallelArgs,
     },
     /// Compile a bundle (or a `.gir` IR file, or a StableHLO `.mlir` module) ahead of time for
-    /// a TPU topology and print XLA's cost analysis (flops, bytes accessed, transcendentals, optimal seconds) and a
-    /// roofline estimate from the chip's published peaks. Estimates of the TPU compiler's cost
-    /// model, not measurements.
+    /// a TPU topology and print XLA's cost analysis (flops, bytes accessed, transcendentals,
+    /// optimal seconds) and a roofline estimate from the chip's published peaks. Estimates of
+    /// the TPU compiler's cost model, not measurements.
     Cost {
         bundle: PathBuf,
         /// An ahead-of-time target, such as tpu:v6e:2x2.

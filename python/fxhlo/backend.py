@@ -77,7 +77,8 @@ OPTIONS = {
                  "channels-last-pooling, hoist-large-constants, device-layout; 2 (default) adds the "
                  "e-graph optimizer (eqsat, after unused-results; on the CPU plugin eqsat-layout, "
                  "whose channels-last rules take the channels-last pass's place) and, on the CPU "
-                 "plugin, batch-blocks (attention's large scores in blocks); see docs/optimizer.md.",
+                 "plugin, batch-blocks (attention's large scores in blocks), on TPUs attention-recompute "
+                 "(attention's scores computed twice so that they stay on chip); see docs/optimizer.md.",
     "passes": "a list of pass names to run, in order, instead of opt_level's pipeline (an "
               "ablation or a reproduction: [] runs none); a name not registered is refused with the "
               "valid ones (default: none given).",

@@ -322,19 +322,13 @@ fn pass_names() -> Vec<&'static str> {
     fxhlo::passes::PASSES.iter().map(|p| p.name()).collect()
 }
 
-/// The passes `opt_level` runs, in order, for `device` (`cpu`, `cuda` or `tpu`): what an
-/// ablation starts from (`options={"passes": [...]}` without one of them).
+/// The passes `opt_level` runs, in order, for `device` (`cpu`, `cuda`, `tpu`, `tpu:v6e:2x2`):
+/// what an ablation starts from (`options={"passes": [...]}` without one of them).
 #[pyfunction]
 #[pyo3(signature = (opt_level, device = "cpu"))]
 fn pipeline_names(opt_level: u8, device: &str) -> PyResult<Vec<&'static str>> {
-    use fxhlo::passes::Target;
-    let target = match device {
-        "cpu" => Target::Cpu,
-        "tpu" => Target::Tpu,
-        "cuda" => Target::Other,
-        other => return Err(PyValueError::new_err(format!("unknown device `{other}`: cpu, cuda or tpu"))),
-    };
-    Ok(fxhlo::passes::pipeline(opt_level, target).iter().map(|p| p.name()).collect())
+    let target: fxhlo::runtime::TargetName = device.parse().map_err(|e: fxhlo::runtime::Error| PyValueError::new_err(e.to_string()))?;
+    Ok(fxhlo::passes::pipeline(opt_level, fxhlo::pass_target(target.device)).iter().map(|p| p.name()).collect())
 }
 
 /// A dump filter (`all`, or a comma list of stage and pass names) checked and written in its
