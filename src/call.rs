@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::InputKind;
-use fxhlo_runtime::{DeviceBuffer, ElementType, Executable, HostTensor, HostView, Lent};
+use fxhlo_runtime::{DeviceBuffer, ElementType, Executable, HostTensor, HostView, Lent, MemoryKind};
 
 use crate::cache::Tier;
 use crate::pipeline::{InputSignature, Lowered};
-use crate::resident::{ResidentWeights, WeightStamp};
+use crate::resident::{LentView, ResidentWeights, WeightStamp};
 use crate::session::Session;
 use crate::tensor::{element_type, host_tensor};
 use crate::{Error, Result};
@@ -105,12 +105,25 @@ impl CallArgs for &[(&HostTensor, Option<WeightStamp>)] {
     }
 }
 
+/// Where a call's input is on the device.
+enum Input {
+    /// A buffer made for this call (uploaded, or a view of lent memory the plugin owns).
+    Fresh(DeviceBuffer),
+    /// A weight kept on the device ([`ResidentWeights::buffer`]).
+    Kept,
+    /// A kept view of lent host memory ([`ResidentWeights::view`]).
+    View,
+}
+
 /// A call whose inputs are on the device, ready to run ([`Compiled::prepare`]).
 pub struct Call<'c> {
     compiled: &'c Compiled,
     weights: &'c ResidentWeights,
-    /// Per device, per input: the buffer uploaded for this call (`None`: a kept weight).
-    fresh: Vec<Vec<Option<DeviceBuffer>>>,
+    /// Per device, per input: where it is.
+    inputs: Vec<Vec<Input>>,
+    /// The owners of the memory read through kept views, dropped once the execution is done
+    /// (the views hold none).
+    owners: Vec<Box<dyn Any + Send>>,
     /// Parameters, buffers and constants uploaded by this call (kept for the next ones when
     /// they have a stamp).
     pub weight_uploads: u64,
@@ -121,6 +134,8 @@ pub struct Call<'c> {
     pub weight_shares: u64,
     /// User inputs this call gave the device as views of the caller's memory (no copy).
     pub input_shares: u64,
+    /// Of those, the ones read through the view the call before made of the same memory.
+    pub views_reused: u64,
     /// Whether this call counts the page faults of its execution (`fault_hint`).
     probe_faults: bool,
 }
@@ -149,28 +164,30 @@ impl Compiled {
         }
         let devices = self.bound_buffers.len().max(1);
         let client = session.client();
-        let mut fresh: Vec<Vec<Option<DeviceBuffer>>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
-        let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares) = (0, 0, 0, 0);
+        let mut inputs: Vec<Vec<Input>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
+        let mut owners = Vec::new();
+        let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares, mut views_reused) = (0, 0, 0, 0, 0);
         // One device: the inputs to copy, uploaded together after the loop.
         let mut pending: Vec<(usize, Option<WeightStamp>, Arg<'_>)> = Vec::new();
         for (i, sig) in self.inputs.iter().enumerate() {
             let stamp = if devices == 1 { args.stamp(i, sig)? } else { None };
             if weights.hit(i, stamp).is_some() {
-                fresh[0].push(None);
+                inputs[0].push(Input::Kept);
                 continue;
             }
-            if let Some(buffer) = share(session, sig, devices, args.lend(i, sig)?)? {
+            if let Some((input, reused)) = share(session, sig, devices, args.lend(i, sig)?, stamp.is_none(), weights, &mut owners, i)? {
+                views_reused += u64::from(reused);
                 if sig.kind == InputKind::UserInput {
                     input_shares += 1;
                 } else {
                     weight_shares += 1;
                 }
-                match stamp {
-                    Some(stamp) => {
+                match (stamp, input) {
+                    (Some(stamp), Input::Fresh(buffer)) => {
                         weights.keep(i, stamp, buffer, args.owner(i));
-                        fresh[0].push(None);
+                        inputs[0].push(Input::Kept);
                     }
-                    None => fresh[0].push(Some(buffer)),
+                    (_, input) => inputs[0].push(input),
                 }
                 continue;
             }
@@ -183,17 +200,17 @@ impl Compiled {
             }
             if devices == 1 {
                 // Uploaded together below (in parallel when there is much to copy).
-                fresh[0].push(None);
+                inputs[0].push(Input::Kept);
                 pending.push((i, stamp, arg));
                 continue;
             }
             // Several devices: each gets its slice of a split input, or all of it.
-            for (d, list) in fresh.iter_mut().enumerate() {
+            for (d, list) in inputs.iter_mut().enumerate() {
                 let view = match sig.split {
                     Some(dim) => arg.view.clone().shard(dim, devices, d)?,
                     None => arg.view.clone(),
                 };
-                list.push(Some(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?));
+                list.push(Input::Fresh(client.upload_view_to(d, &view.in_layout(sig.layout.as_deref())?)?));
             }
         }
         let views = pending
@@ -208,12 +225,12 @@ impl Compiled {
             match stamp {
                 // A stamp only comes with one device: its buffer is kept for the next calls.
                 Some(stamp) => weights.keep(i, stamp, buffer, args.owner(i)),
-                None => fresh[0][i] = Some(buffer),
+                None => inputs[0][i] = Input::Fresh(buffer),
             }
         }
         // The second call: the first faults its memory in whatever the allocator does.
         let probe_faults = self.calls.fetch_add(1, Ordering::Relaxed) == 1 && session.target().device == fxhlo_runtime::DeviceKind::Cpu;
-        Ok(Call { compiled: self, weights, fresh, weight_uploads, input_uploads, weight_shares, input_shares, probe_faults })
+        Ok(Call { compiled: self, weights, inputs, owners, weight_uploads, input_uploads, weight_shares, input_shares, views_reused, probe_faults })
     }
 
     /// [`Compiled::prepare`] and [`Call::execute`]: the outputs on the device.
@@ -280,39 +297,83 @@ impl Call<'_> {
     /// node if one failed). With several devices, device 0's (replicated) outputs.
     pub fn execute(self) -> Result<Vec<DeviceBuffer>> {
         let c = self.compiled;
-        let per_device = self
-            .fresh
-            .iter()
-            .enumerate()
-            .map(|(d, list)| {
-                let refs = list
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| f.as_ref().or(self.weights.buffer(i)))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
-                c.parameters(&refs, d)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let (outputs, _) = crate::fault_hint::watch(self.probe_faults, c.graph(), || match per_device.as_slice() {
-            [one] => c.executable.run(one),
-            all => c.executable.run_partitioned(all).map(|o| o.into_iter().next().unwrap_or_default()),
-        });
+        let (outputs, _) = match self.inputs.as_slice() {
+            [one] => {
+                let one = device_parameters(c, self.weights, 0, one)?;
+                crate::fault_hint::watch(self.probe_faults, c.graph(), || c.executable.run(&one))
+            }
+            all => {
+                let all = all.iter().enumerate().map(|(d, list)| device_parameters(c, self.weights, d, list)).collect::<Result<Vec<_>>>()?;
+                crate::fault_hint::watch(self.probe_faults, c.graph(), || {
+                    c.executable.run_partitioned(&all).map(|o| o.into_iter().next().unwrap_or_default())
+                })
+            }
+        };
+        // The execution is done: the memory read through kept views may go.
+        drop(self.owners);
         let mut outputs = outputs?;
         c.lowered.checks.strip(c.graph(), &mut outputs, |b| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0)))?;
         Ok(outputs)
     }
 }
 
-/// The device buffer viewing `lent`'s memory, when the device reads the input as the caller
-/// holds it (one device, no shard, no device layout) and can address that memory; `None`: copy.
-fn share(session: &Session, sig: &InputSignature, devices: usize, lent: Option<Lent>) -> Result<Option<DeviceBuffer>> {
-    let Some(lent) = lent else { return Ok(None) };
+/// Device `d`'s parameters for a call whose inputs are `list`: each input's buffer, with the
+/// bound ones at their places.
+fn device_parameters<'a>(c: &'a Compiled, weights: &'a ResidentWeights, d: usize, list: &'a [Input]) -> Result<Vec<&'a DeviceBuffer>> {
+    let refs = list
+        .iter()
+        .enumerate()
+        .map(|(i, input)| match input {
+            Input::Fresh(buffer) => Some(buffer),
+            Input::Kept => weights.buffer(i),
+            Input::View => weights.view(i),
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
+    if c.bound.is_empty() {
+        return Ok(refs);
+    }
+    c.parameters(&refs, d)
+}
+
+/// Input `i` as a device buffer viewing `lent`'s memory, when the device reads the input as the
+/// caller holds it (one device, no shard, no device layout) and can address that memory;
+/// `None`: copy. Host memory that is ready (no stream to wait for) and not kept as a weight
+/// (`unkept`) is read through the view `weights` keeps for input `i`, made anew only when the
+/// memory differs from the last call's (the flag says the view was reused); its owner goes to
+/// `owners` for the execution.
+#[allow(clippy::too_many_arguments)]
+fn share(
+    session: &Session,
+    sig: &InputSignature,
+    devices: usize,
+    lent: Option<Lent>,
+    unkept: bool,
+    weights: &mut ResidentWeights,
+    owners: &mut Vec<Box<dyn Any + Send>>,
+    i: usize,
+) -> Result<Option<(Input, bool)>> {
+    let Some(mut lent) = lent else { return Ok(None) };
     if devices != 1 || sig.split.is_some() || sig.layout.is_some() {
         return Ok(None);
     }
     check(sig, lent.element_type, &lent.dims)?;
-    Ok(session.client().share_to(0, lent)?.ok())
+    // A view of memory that a stream still writes would wait for that stream's work as it was
+    // when the view was made, so only ready host memory is read through a kept view.
+    if !unkept || lent.memory != MemoryKind::Host || lent.stream != 0 {
+        return Ok(session.client().share_to(0, lent)?.ok().map(|b| (Input::Fresh(b), false)));
+    }
+    let owner = std::mem::replace(&mut lent.owner, Box::new(()));
+    let reused = weights.view_hit(i, lent.ptr as usize, lent.element_type, &lent.dims);
+    if !reused {
+        let memory = LentView { ptr: lent.ptr as usize, element_type: lent.element_type, dims: lent.dims.clone() };
+        match session.client().share_to(0, lent)? {
+            Ok(buffer) => weights.keep_view(i, memory, buffer),
+            Err(_) => return Ok(None),
+        }
+    }
+    owners.push(owner);
+    Ok(Some((Input::View, reused)))
 }
 
 /// An error unless an argument of `element` and `dims` (a view, or lent memory) is what `sig`

@@ -39,7 +39,7 @@ pub use dump::{export_failed, import_failed, stage_of, Dump, DumpConfig, DumpFil
 pub use error::{Error, Result};
 pub use repro::Repro;
 pub use pipeline::{frozen_weights, pass_target, passes_text, Checks, Frozen, InputSignature, Lowered, Options, Pipeline};
-pub use resident::{ResidentWeights, WeightStamp};
+pub use resident::{LentView, ResidentWeights, WeightStamp};
 pub use call::{split_bound, with_bound, Arg, Call, CallArgs, Compiled, Keep};
 pub use session::{import_parsed, import_trace, open_bundle, Session};
 pub use sharding::{SplitRule, TensorParallel};

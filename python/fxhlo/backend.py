@@ -385,6 +385,17 @@ class CompiledGraph:
             outs = self._layout.apply(outs)
         return outs
 
+    def positional(self):
+        """A native callable taking Dynamo's positional arguments, when the executable takes
+        them as they come (no constants appended, no output strides to fix): it runs without a
+        Python frame (:func:`fxhlo.graph_capture._direct`) and keeps this object alive. None
+        otherwise."""
+        if self._constants or self._layout.fixes or self._layout.groups:
+            return None
+        from . import _native
+
+        return _native.PositionalCall(self.executable, self)
+
 
 def _compile_forward(opts: BackendOptions, name: str, graph):
     """The compiler of :func:`fxhlo.graph_capture.aot_capture`: the legalized forward graph

@@ -101,11 +101,15 @@ def _direct(forwards: list, example_inputs):
         return None
     if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
         return None
+    # A compiled graph with nothing to add around its executable hands over the executable.
+    positional = getattr(compiled, "positional", None)
+    native = positional() if positional is not None else None
+    if native is not None:
+        return native
 
     def direct(*args):
         return compiled(list(args))
 
-    direct._fxhlo_direct = True
     return direct
 
 

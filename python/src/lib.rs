@@ -81,36 +81,34 @@ impl Executable {
         Ok(insert_loaded(p, session, compiled))
     }
 
-    /// `args` (every graph input, in the graph's order) as the executable's arguments: the
-    /// frozen ones dropped, the rest in the executable's input order.
-    fn arguments<'a, 'py>(&self, args: &Bound<'py, PyList>, dt: &'a torch::Dtypes) -> PyResult<TorchArgs<'a, 'py>> {
+    /// `args` (every graph input, in the graph's order; `len` of them) as the executable's
+    /// arguments: the frozen ones dropped, the rest in the executable's input order.
+    fn arguments<'a, 'py>(&self, py: Python<'py>, args: impl Iterator<Item = Bound<'py, PyAny>>, len: usize, dt: &'a torch::Dtypes) -> PyResult<TorchArgs<'a, 'py>> {
         let p = &self.program;
-        if args.len() != p.caller.len() {
-            return Err(PyValueError::new_err(format!("graph `{}` takes {} inputs, got {}", p.lowered.graph, p.caller.len(), args.len())));
+        if len != p.caller.len() {
+            return Err(PyValueError::new_err(format!("graph `{}` takes {} inputs, got {len}", p.lowered.graph, p.caller.len())));
         }
-        let passed = p.caller.iter().filter(|c| c.position.is_some()).count();
-        let mut tensors: Vec<Option<(usize, Bound<'py, PyAny>)>> = (0..passed).map(|_| None).collect();
-        for (graph_position, (input, t)) in p.caller.iter().zip(args.iter()).enumerate() {
+        let missing = || error(py, Class::Execution, "internal: an executable input has no graph input");
+        if p.in_order {
+            let tensors = args.enumerate().collect::<Vec<_>>();
+            return Ok(TorchArgs { tensors, dt, raised: RefCell::new(None) });
+        }
+        let mut tensors: Vec<Option<(usize, Bound<'py, PyAny>)>> = (0..p.passed).map(|_| None).collect();
+        for (graph_position, (input, t)) in p.caller.iter().zip(args).enumerate() {
             if let Some(slot) = input.position.and_then(|i| tensors.get_mut(i)) {
                 *slot = Some((graph_position, t));
             }
         }
-        let tensors = tensors
-            .into_iter()
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| error(args.py(), Class::Execution, "internal: an executable input has no graph input"))?;
+        let tensors = tensors.into_iter().collect::<Option<Vec<_>>>().ok_or_else(missing)?;
         Ok(TorchArgs { tensors, dt, raised: RefCell::new(None) })
     }
-}
 
-#[pymethods]
-impl Executable {
-    /// Runs the graph on `args` (torch tensors in the graph's input order) and returns its
-    /// outputs as new contiguous CPU tensors.
-    fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
+    /// Runs the graph on `len` tensors in the graph's input order: [`Executable::run`] and
+    /// `__call__`.
+    fn call<'py>(&self, py: Python<'py>, args: impl Iterator<Item = Bound<'py, PyAny>>, len: usize) -> PyResult<Bound<'py, PyList>> {
         let p = &self.program;
         let dt = dtypes(py)?;
-        let args = self.arguments(args, dt)?;
+        let args = self.arguments(py, args, len, dt)?;
         let state = self.loaded(py)?;
         let mut st = state.borrow_mut();
         let st = &mut *st;
@@ -121,6 +119,7 @@ impl Executable {
         p.input_uploads.fetch_add(call.input_uploads, Ordering::Relaxed);
         p.weight_shares.fetch_add(call.weight_shares, Ordering::Relaxed);
         p.input_shares.fetch_add(call.input_shares, Ordering::Relaxed);
+        p.views_reused.fetch_add(call.views_reused, Ordering::Relaxed);
         let start = Instant::now();
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
             let call = SameThread(call);
@@ -134,12 +133,22 @@ impl Executable {
         p.calls.fetch_add(1, Ordering::Relaxed);
         outputs_to_torch(py, dt, outputs, st.session.client().memory_kind(0))
     }
+}
+
+#[pymethods]
+impl Executable {
+    /// Runs the graph on `args` (torch tensors in the graph's input order) and returns its
+    /// outputs as new contiguous CPU tensors.
+    fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
+        self.call(py, args.iter(), args.len())
+    }
 
     /// Counters since compilation: `calls`, `weight_uploads` (parameters, buffers and
     /// constants sent to the device: once each unless PyTorch's version counter says the
     /// tensor changed), `input_uploads` (user inputs copied to the device, one per input per
     /// call), and the same two given to the device as views of the tensor's own memory instead
-    /// of copies: `weight_shares`, `input_shares`.
+    /// of copies: `weight_shares`, `input_shares`; and `views_reused`, the inputs shared through
+    /// the view the call before made of the same memory (no new view).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         let p = &self.program;
@@ -148,6 +157,7 @@ impl Executable {
         d.set_item("input_uploads", p.input_uploads.load(Ordering::Relaxed))?;
         d.set_item("weight_shares", p.weight_shares.load(Ordering::Relaxed))?;
         d.set_item("input_shares", p.input_shares.load(Ordering::Relaxed))?;
+        d.set_item("views_reused", p.views_reused.load(Ordering::Relaxed))?;
         Ok(d)
     }
 
@@ -221,7 +231,7 @@ impl Executable {
     /// overhead: a Python call costs this plus what the bridge adds.
     fn bench_raw<'py>(&self, py: Python<'py>, args: &Bound<'py, PyList>, iters: usize) -> PyResult<Bound<'py, PyDict>> {
         let dt = dtypes(py)?;
-        let args = self.arguments(args, dt)?;
+        let args = self.arguments(py, args.iter(), args.len(), dt)?;
         let state = self.loaded(py)?;
         let st = state.borrow();
         let c = &st.compiled;
@@ -306,6 +316,30 @@ fn outputs_to_torch<'py>(py: Python<'py>, dt: &torch::Dtypes, outputs: Vec<Devic
         list.append(tensor)?;
     }
     Ok(list)
+}
+
+/// An [`Executable`] called with the graph's inputs as positional arguments, as Dynamo calls a
+/// compiled graph: what `torch.compile` calls when nothing needs doing around the executable
+/// (`fxhlo.graph_capture._direct`), so that no Python frame runs between Dynamo and Rust.
+/// It keeps `graph` (the `fxhlo.backend.CompiledGraph` it comes from) alive with it.
+#[pyclass(frozen, module = "fxhlo._native")]
+struct PositionalCall {
+    executable: Py<Executable>,
+    #[pyo3(get)]
+    graph: Py<PyAny>,
+}
+
+#[pymethods]
+impl PositionalCall {
+    #[new]
+    fn new(executable: Py<Executable>, graph: Py<PyAny>) -> PositionalCall {
+        PositionalCall { executable, graph }
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyList>> {
+        self.executable.get().call(py, args.iter(), args.len())
+    }
 }
 
 impl Drop for Executable {
@@ -399,7 +433,9 @@ fn compile(
         id: NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed),
         options,
         lowered: compiled.lowered.clone(),
+        in_order: caller.iter().enumerate().all(|(i, c)| c.position == Some(i)),
         caller,
+        passed,
         stages: Stages {
             import_s,
             lower_s: compiled.codegen_time.as_secs_f64(),
@@ -411,6 +447,7 @@ fn compile(
         input_uploads: AtomicU64::new(0),
         weight_shares: AtomicU64::new(0),
         input_shares: AtomicU64::new(0),
+        views_reused: AtomicU64::new(0),
     });
     insert_loaded(&program, session, compiled);
     Ok(Executable { program })
@@ -579,6 +616,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FXHLO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
     m.add_class::<Executable>()?;
+    m.add_class::<PositionalCall>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pass_names, m)?)?;

@@ -34,6 +34,10 @@ pub(crate) struct Program {
     pub(crate) lowered: Arc<Lowered>,
     /// The graph's inputs in the order the caller passes them.
     pub(crate) caller: Vec<CallerInput>,
+    /// How many of them the executable takes (those with a position).
+    pub(crate) passed: usize,
+    /// Whether the executable takes every one of them, in the same order.
+    pub(crate) in_order: bool,
     /// How getting the executable went: seconds per stage, and the cache tier it came from.
     pub(crate) stages: Stages,
     pub(crate) calls: AtomicU64,
@@ -42,6 +46,8 @@ pub(crate) struct Program {
     /// Weights and user inputs shared with the device instead of copied (`Executable.stats`).
     pub(crate) weight_shares: AtomicU64,
     pub(crate) input_shares: AtomicU64,
+    /// Shared inputs read through the view the call before made (`Executable.stats`).
+    pub(crate) views_reused: AtomicU64,
 }
 
 /// Seconds spent in each native stage of a compile, and where the executable came from.

@@ -22,6 +22,9 @@ pub struct DeviceBuffer {
     dims: Vec<i64>,
     raw: RawApi,
     client_id: u64,
+    /// Known to hold its value already (an execution's output: [`crate::Executable::run`]
+    /// returns once the execution is done), so reading it need not wait.
+    ready: bool,
 }
 
 impl fmt::Debug for DeviceBuffer {
@@ -57,10 +60,11 @@ impl DeviceBuffer {
             dims,
             raw,
             client_id,
+            ready: false,
         }
     }
 
-    /// Wraps an executable's output buffer, reading its element type and dims.
+    /// Wraps the output buffer of an execution that is done, reading its element type and dims.
     pub(crate) fn from_output(
         buffer: pjrt::Buffer,
         raw: &RawApi,
@@ -69,7 +73,7 @@ impl DeviceBuffer {
         let ptr = buffer_ptr(&buffer).ok_or_else(no_pointer)?;
         let element_type = ElementType::from_pjrt(raw.buffer_element_type(ptr)?)?;
         let dims = buffer.dims();
-        Ok(DeviceBuffer::new(buffer, ptr, element_type, dims, *raw, client_id))
+        Ok(DeviceBuffer { ready: true, ..DeviceBuffer::new(buffer, ptr, element_type, dims, *raw, client_id) })
     }
 
     /// The dense byte size of the buffer's contents on the host.
@@ -128,5 +132,10 @@ impl DeviceBuffer {
     /// The id of the client that owns it.
     pub(crate) fn client_id(&self) -> u64 {
         self.client_id
+    }
+
+    /// Whether it is known to hold its value already.
+    pub(crate) fn ready(&self) -> bool {
+        self.ready
     }
 }

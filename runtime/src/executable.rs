@@ -223,7 +223,25 @@ impl RawApi {
         if args.iter().any(|a| a.len() != num_args) {
             return Err("every device needs the same number of arguments".into());
         }
-        let keep: Vec<i64> = (0..num_args as i64).collect();
+        // Every argument is kept (none donated): the indices of all of them, without an
+        // allocation per call for the usual number of arguments.
+        const INDICES: [i64; 256] = {
+            let mut a = [0i64; 256];
+            let mut i = 0;
+            while i < a.len() {
+                a[i] = i as i64;
+                i += 1;
+            }
+            a
+        };
+        let many: Vec<i64>;
+        let keep: &[i64] = match INDICES.get(..num_args) {
+            Some(few) => few,
+            None => {
+                many = (0..num_args as i64).collect();
+                &many
+            }
+        };
         let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
         options.non_donatable_input_indices = keep.as_ptr();
         options.num_non_donatable_input_indices = keep.len();
@@ -270,6 +288,11 @@ impl RawApi {
             return Err(finished.err().unwrap_or_else(|| {
                 "the plugin returned fewer outputs than the executable has".into()
             }));
+        }
+        // Done when this returns (the outputs are read at once, and the inputs' memory may be
+        // the caller's): a plugin that gave no completion event is waited on through its outputs.
+        if finished.is_ok() && done.iter().any(|e| e.is_null()) {
+            finished = outputs.iter().try_for_each(|&p| self.await_ready(p));
         }
         if let Err(message) = finished {
             for &p in &outputs {

@@ -106,17 +106,13 @@ impl RawApi {
         Some(args.local_hardware_id)
     }
 
-    /// The address of `buffer`'s memory on its device (after waiting until it is ready), for
-    /// lending it to another library.
-    pub(crate) fn device_pointer(&self, buffer: *mut PJRT_Buffer) -> Result<*mut u8> {
+    /// The address of `buffer`'s memory on its device (after waiting until it is ready, unless
+    /// `ready` says it is), for lending it to another library.
+    pub(crate) fn device_pointer(&self, buffer: *mut PJRT_Buffer, ready: bool) -> Result<*mut u8> {
         let fail = |message: String| Error::Pjrt { operation: "device memory pointer", message };
         let api = self.table();
-        if let Some(ready) = api.PJRT_Buffer_ReadyEvent {
-            let mut args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
-            args.buffer = buffer;
-            // SAFETY: a live buffer; the event is awaited and destroyed.
-            self.check(unsafe { ready(&mut args) }).map_err(fail)?;
-            self.await_event(args.event).map_err(fail)?;
+        if !ready {
+            self.await_ready(buffer).map_err(fail)?;
         }
         let f = api
             .PJRT_Buffer_OpaqueDeviceMemoryDataPointer

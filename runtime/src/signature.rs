@@ -78,7 +78,9 @@ impl Signature {
                 continue;
             };
             let got_dims = arg.dims();
-            let type_ok = element.parse::<ElementType>().ok() == Some(arg.element_type());
+            // Either spelling `FromStr` takes, compared without parsing (this runs every call).
+            let got = arg.element_type();
+            let type_ok = element == got.mlir_name() || element == got.name();
             let dims_ok = got_dims.len() == dims.len()
                 && dims
                     .iter()

@@ -218,28 +218,35 @@ impl RawApi {
 }
 
 impl RawApi {
+    /// Waits until `buffer` holds its value.
+    pub(crate) fn await_ready(&self, buffer: *mut PJRT_Buffer) -> std::result::Result<(), String> {
+        let Some(ready) = self.table().PJRT_Buffer_ReadyEvent else { return Ok(()) };
+        let mut args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
+        args.buffer = buffer;
+        // SAFETY: `buffer` is a live buffer of this plugin; the event is awaited and destroyed.
+        self.check(unsafe { ready(&mut args) })?;
+        self.await_event(args.event)
+    }
+
     /// Where `buffer`'s contents are in this process's memory, if they are in host memory
-    /// (the CPU plugin), after waiting until the buffer is ready; `None` on other devices.
-    pub(crate) fn host_pointer(&self, buffer: *mut PJRT_Buffer) -> Result<Option<*mut u8>> {
+    /// (the CPU plugin), after waiting until the buffer is ready (unless `ready` says it is);
+    /// `None` on other devices.
+    pub(crate) fn host_pointer(&self, buffer: *mut PJRT_Buffer, ready: bool) -> Result<Option<*mut u8>> {
         let fail = |m: String| Error::Pjrt { operation: "host pointer", message: m };
         let api = self.table();
-        let (Some(on_cpu), Some(unsafe_ptr), Some(ready)) =
-            (api.PJRT_Buffer_IsOnCpu, api.PJRT_Buffer_UnsafePointer, api.PJRT_Buffer_ReadyEvent)
-        else {
+        let (Some(on_cpu), Some(unsafe_ptr)) = (api.PJRT_Buffer_IsOnCpu, api.PJRT_Buffer_UnsafePointer) else {
             return Ok(None);
         };
         let mut cpu = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
         cpu.buffer = buffer;
-        // SAFETY (these three calls): `buffer` is a live buffer of this plugin, the args are
-        // initialized; the ready event is awaited and destroyed below.
+        // SAFETY (both calls): `buffer` is a live buffer of this plugin, the args are initialized.
         self.check(unsafe { on_cpu(&mut cpu) }).map_err(fail)?;
         if !cpu.is_on_cpu {
             return Ok(None);
         }
-        let mut ready_args = pjrt_sys::PJRT_Buffer_ReadyEvent_Args::new();
-        ready_args.buffer = buffer;
-        self.check(unsafe { ready(&mut ready_args) }).map_err(fail)?;
-        self.await_event(ready_args.event).map_err(fail)?;
+        if !ready {
+            self.await_ready(buffer).map_err(fail)?;
+        }
         let mut pointer = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
         pointer.buffer = buffer;
         self.check(unsafe { unsafe_ptr(&mut pointer) }).map_err(fail)?;
@@ -318,11 +325,11 @@ impl crate::DeviceBuffer {
         let ptr = self.raw_ptr();
         let raw = self.raw();
         let data = match memory {
-            Some(MemoryKind::Host) => match raw.host_pointer(ptr)? {
+            Some(MemoryKind::Host) => match raw.host_pointer(ptr, self.ready())? {
                 Some(data) => data,
                 None => return Ok(Err(self)),
             },
-            Some(MemoryKind::Cuda(_)) => raw.device_pointer(ptr)?,
+            Some(MemoryKind::Cuda(_)) => raw.device_pointer(ptr, self.ready())?,
             None => return Ok(Err(self)),
         };
         // The wrapper would destroy the buffer and release its client reference on drop: keep
