@@ -16,6 +16,7 @@ use std::time::Duration;
 use fxhlo_frontend::Bundle;
 use fxhlo_ir::InputKind;
 use fxhlo_runtime::{DeviceBuffer, ElementType, Executable, HostTensor, HostView, Lent, MemoryKind};
+use smallvec::SmallVec;
 
 use crate::cache::Tier;
 use crate::pipeline::{InputSignature, Lowered};
@@ -46,8 +47,8 @@ pub struct Compiled {
     pub codegen_time: Duration,
     /// Time spent in the PJRT compiler, or loading the executable from the cache.
     pub compile_time: Duration,
-    /// Calls prepared so far (the second call on the CPU plugin counts its page faults:
-    /// `fault_hint`).
+    /// Calls prepared so far, counted up to 2 (the second call on the CPU plugin counts its
+    /// page faults: `fault_hint`).
     pub(crate) calls: AtomicU64,
 }
 
@@ -120,10 +121,10 @@ pub struct Call<'c> {
     compiled: &'c Compiled,
     weights: &'c ResidentWeights,
     /// Per device, per input: where it is.
-    inputs: Vec<Vec<Input>>,
+    inputs: SmallVec<[SmallVec<[Input; 8]>; 1]>,
     /// The owners of the memory read through kept views, dropped once the execution is done
     /// (the views hold none).
-    owners: Vec<Box<dyn Any + Send>>,
+    owners: SmallVec<[Box<dyn Any + Send>; 4]>,
     /// Parameters, buffers and constants uploaded by this call (kept for the next ones when
     /// they have a stamp).
     pub weight_uploads: u64,
@@ -164,8 +165,8 @@ impl Compiled {
         }
         let devices = self.bound_buffers.len().max(1);
         let client = session.client();
-        let mut inputs: Vec<Vec<Input>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
-        let mut owners = Vec::new();
+        let mut inputs: SmallVec<[SmallVec<[Input; 8]>; 1]> = (0..devices).map(|_| SmallVec::with_capacity(self.inputs.len())).collect();
+        let mut owners = SmallVec::new();
         let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares, mut views_reused) = (0, 0, 0, 0, 0);
         // One device: the inputs to copy, uploaded together after the loop.
         let mut pending: Vec<(usize, Option<WeightStamp>, Arg<'_>)> = Vec::new();
@@ -229,7 +230,13 @@ impl Compiled {
             }
         }
         // The second call: the first faults its memory in whatever the allocator does.
-        let probe_faults = self.calls.fetch_add(1, Ordering::Relaxed) == 1 && session.target().device == fxhlo_runtime::DeviceKind::Cpu;
+        // Counted up to 2 only, without a read-modify-write: an atomic increment per call
+        // costs more than the rest of this check.
+        let calls = self.calls.load(Ordering::Relaxed);
+        if calls < 2 {
+            self.calls.store(calls + 1, Ordering::Relaxed);
+        }
+        let probe_faults = calls == 1 && session.target().device == fxhlo_runtime::DeviceKind::Cpu;
         Ok(Call { compiled: self, weights, inputs, owners, weight_uploads, input_uploads, weight_shares, input_shares, views_reused, probe_faults })
     }
 
@@ -303,7 +310,11 @@ impl Call<'_> {
                 crate::fault_hint::watch(self.probe_faults, c.graph(), || c.executable.run(&one))
             }
             all => {
-                let all = all.iter().enumerate().map(|(d, list)| device_parameters(c, self.weights, d, list)).collect::<Result<Vec<_>>>()?;
+                let all = all
+                    .iter()
+                    .enumerate()
+                    .map(|(d, list)| device_parameters(c, self.weights, d, list).map(|p| p.to_vec()))
+                    .collect::<Result<Vec<_>>>()?;
                 crate::fault_hint::watch(self.probe_faults, c.graph(), || {
                     c.executable.run_partitioned(&all).map(|o| o.into_iter().next().unwrap_or_default())
                 })
@@ -319,7 +330,7 @@ impl Call<'_> {
 
 /// Device `d`'s parameters for a call whose inputs are `list`: each input's buffer, with the
 /// bound ones at their places.
-fn device_parameters<'a>(c: &'a Compiled, weights: &'a ResidentWeights, d: usize, list: &'a [Input]) -> Result<Vec<&'a DeviceBuffer>> {
+fn device_parameters<'a>(c: &'a Compiled, weights: &'a ResidentWeights, d: usize, list: &'a [Input]) -> Result<SmallVec<[&'a DeviceBuffer; 8]>> {
     let refs = list
         .iter()
         .enumerate()
@@ -328,12 +339,12 @@ fn device_parameters<'a>(c: &'a Compiled, weights: &'a ResidentWeights, d: usize
             Input::Kept => weights.buffer(i),
             Input::View => weights.view(i),
         })
-        .collect::<Option<Vec<_>>>()
+        .collect::<Option<SmallVec<_>>>()
         .ok_or_else(|| Error::Input("internal: an input has no device buffer".into()))?;
     if c.bound.is_empty() {
         return Ok(refs);
     }
-    c.parameters(&refs, d)
+    Ok(c.parameters(&refs, d)?.into())
 }
 
 /// Input `i` as a device buffer viewing `lent`'s memory, when the device reads the input as the
@@ -350,7 +361,7 @@ fn share(
     lent: Option<Lent>,
     unkept: bool,
     weights: &mut ResidentWeights,
-    owners: &mut Vec<Box<dyn Any + Send>>,
+    owners: &mut SmallVec<[Box<dyn Any + Send>; 4]>,
     i: usize,
 ) -> Result<Option<(Input, bool)>> {
     let Some(mut lent) = lent else { return Ok(None) };

@@ -7,13 +7,14 @@ use fxhlo::ir::InputKind;
 use fxhlo::runtime::{HostView, Lent};
 use fxhlo::{Arg, CallArgs, InputSignature, WeightStamp};
 use pyo3::prelude::*;
+use smallvec::SmallVec;
 
 use crate::torch::{data_ptr, dense_cpu, lendable, tensor_bytes, version, Dtypes};
 
 /// The tensors of one call, in the executable's input order, with the graph position of each
 /// (for messages).
 pub(crate) struct TorchArgs<'a, 'py> {
-    pub(crate) tensors: Vec<(usize, Bound<'py, PyAny>)>,
+    pub(crate) tensors: SmallVec<[(usize, Bound<'py, PyAny>); 8]>,
     pub(crate) dt: &'a Dtypes,
     /// The first Python error met while reading an argument: raised as it is (a `ValueError`
     /// naming the input), rather than as the facade's error that carries its text.

@@ -12,6 +12,7 @@ use std::ffi::{c_void, CStr};
 use fxhlo::runtime::{ElementType, MemoryKind, SharedBuffer};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use smallvec::SmallVec;
 
 #[repr(C)]
 struct DlDevice {
@@ -44,10 +45,14 @@ struct DlManagedTensor {
     deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
 }
 
-/// What the capsule keeps alive: the buffer and the shape array `dl_tensor.shape` points at.
-struct Owner {
+/// The capsule's one allocation: the DLPack struct torch reads (first, so that a pointer to
+/// this is one to it), and what it keeps alive: the buffer and the shape `dl_tensor.shape`
+/// points at (inline for up to 6 dims: the allocation does not move while torch holds it).
+#[repr(C)]
+struct Managed {
+    tensor: DlManagedTensor,
     _buffer: SharedBuffer,
-    _shape: Vec<i64>,
+    shape: SmallVec<[i64; 6]>,
 }
 
 const NAME: &CStr = c"dltensor";
@@ -74,12 +79,9 @@ fn dl_dtype(t: ElementType) -> DlDataType {
 }
 
 unsafe extern "C" fn delete_managed(m: *mut DlManagedTensor) {
-    // SAFETY: `m` and its context were made by `Box::into_raw` in `capsule`, and DLPack calls
-    // the deleter exactly once.
-    unsafe {
-        drop(Box::from_raw((*m).manager_ctx as *mut Owner));
-        drop(Box::from_raw(m));
-    }
+    // SAFETY: `m` is the first field of a `Managed` made by `Box::into_raw` in `capsule`, and
+    // DLPack calls the deleter exactly once.
+    unsafe { drop(Box::from_raw(m as *mut Managed)) }
 }
 
 unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
@@ -99,26 +101,24 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
 /// A `dltensor` capsule owning `buffer`, a dense row-major tensor of `element` and `dims` in the
 /// buffer's memory.
 pub fn capsule<'py>(py: Python<'py>, buffer: SharedBuffer, element: ElementType, dims: &[i64]) -> PyResult<Bound<'py, PyAny>> {
-    let mut shape = dims.to_vec();
     let dl_tensor = DlTensor {
         data: buffer.data() as *mut c_void,
         device: match buffer.memory() {
             MemoryKind::Host => DlDevice { device_type: DL_CPU, device_id: 0 },
             MemoryKind::Cuda(ordinal) => DlDevice { device_type: DL_CUDA, device_id: ordinal },
         },
-        ndim: shape.len() as i32,
+        ndim: dims.len() as i32,
         dtype: dl_dtype(element),
-        shape: shape.as_mut_ptr(),
+        shape: std::ptr::null_mut(),
         // Null strides: dense row-major.
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
-    let owner = Box::into_raw(Box::new(Owner { _buffer: buffer, _shape: shape }));
-    let managed = Box::into_raw(Box::new(DlManagedTensor {
-        dl_tensor,
-        manager_ctx: owner as *mut c_void,
-        deleter: Some(delete_managed),
-    }));
+    let tensor = DlManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_managed) };
+    let managed = Box::into_raw(Box::new(Managed { tensor, _buffer: buffer, shape: SmallVec::from_slice(dims) }));
+    // SAFETY: `managed` is live; the shape it points at lives (and stays put) in the same box.
+    unsafe { (*managed).tensor.dl_tensor.shape = (*managed).shape.as_mut_ptr() };
+    let managed = managed as *mut DlManagedTensor;
     // SAFETY: `managed` is a valid pointer; the destructor frees it unless torch adopts it.
     let raw = unsafe { ffi::PyCapsule_New(managed as *mut c_void, NAME.as_ptr(), Some(destroy_capsule)) };
     if raw.is_null() {

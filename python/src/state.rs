@@ -69,7 +69,8 @@ pub(crate) struct ThreadExec {
     pub(crate) compiled: Compiled,
     /// Parameters, buffers and constants kept on the device between calls.
     pub(crate) resident: ResidentWeights,
-    /// How long the last execution took: long ones release the GIL while they run.
+    /// How long the last timed execution took (the first calls and every 16th are timed): long
+    /// ones release the GIL while they run.
     pub(crate) last_run: std::time::Duration,
 }
 
