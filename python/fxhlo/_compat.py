@@ -243,3 +243,15 @@ def no_internal_overlap(view: torch.Tensor) -> bool:
     """True when no two elements of ``view`` share memory (so it can be ``copy_``'d into);
     False when some do (``expand``'s stride 0, overlapping windows) or PyTorch cannot tell."""
     return torch._debug_has_internal_overlap(view) == 0
+
+
+def size_stride_check():
+    """PyTorch's C++ check of a tensor's sizes and strides, ``check(t, sizes, strides)``, raising
+    AssertionError on a mismatch (what Inductor's generated code calls per input): one call
+    where reading ``shape`` and ``is_contiguous()`` takes two and a tuple. None where this
+    release lacks it (the bridge then reads them one by one)."""
+    try:
+        from torch._C._dynamo.guards import assert_size_stride
+    except ImportError:
+        return None
+    return assert_size_stride

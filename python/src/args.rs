@@ -9,13 +9,15 @@ use fxhlo::{Arg, CallArgs, InputSignature, WeightStamp};
 use pyo3::prelude::*;
 use smallvec::SmallVec;
 
-use crate::torch::{data_ptr, dense_cpu, lendable, tensor_bytes, version, Dtypes};
+use crate::torch::{data_ptr, dense_cpu, lendable, tensor_bytes, version, DenseLayout, Dtypes};
 
 /// The tensors of one call, in the executable's input order, with the graph position of each
 /// (for messages).
 pub(crate) struct TorchArgs<'a, 'py> {
     pub(crate) tensors: SmallVec<[(usize, Bound<'py, PyAny>); 8]>,
     pub(crate) dt: &'a Dtypes,
+    /// Each executable input's dense layout, for the one-call check (empty: checked one by one).
+    pub(crate) layouts: &'a [DenseLayout],
     /// The first Python error met while reading an argument: raised as it is (a `ValueError`
     /// naming the input), rather than as the facade's error that carries its text.
     pub(crate) raised: RefCell<Option<PyErr>>,
@@ -61,7 +63,7 @@ impl CallArgs for TorchArgs<'_, '_> {
 
     fn lend(&self, i: usize, sig: &InputSignature) -> fxhlo::Result<Option<Lent>> {
         let Some((position, t)) = self.tensors.get(i) else { return Ok(None) };
-        let Some((memory, ptr, stream)) = self.keep(lendable(sig, *position, t, self.dt))? else { return Ok(None) };
+        let Some((memory, ptr, stream)) = self.keep(lendable(sig, *position, t, self.dt, self.layouts.get(i)))? else { return Ok(None) };
         Ok(Some(Lent {
             element_type: fxhlo::element_type(sig.ty.dtype),
             dims: sig.ty.shape.to_vec(),

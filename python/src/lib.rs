@@ -84,7 +84,7 @@ impl Executable {
 
     /// `args` (every graph input, in the graph's order; `len` of them) as the executable's
     /// arguments: the frozen ones dropped, the rest in the executable's input order.
-    fn arguments<'a, 'py>(&self, py: Python<'py>, args: impl Iterator<Item = Bound<'py, PyAny>>, len: usize, dt: &'a torch::Dtypes) -> PyResult<TorchArgs<'a, 'py>> {
+    fn arguments<'a, 'py>(&'a self, py: Python<'py>, args: impl Iterator<Item = Bound<'py, PyAny>>, len: usize, dt: &'a torch::Dtypes) -> PyResult<TorchArgs<'a, 'py>> {
         let p = &self.program;
         if len != p.caller.len() {
             return Err(PyValueError::new_err(format!("graph `{}` takes {} inputs, got {len}", p.lowered.graph, p.caller.len())));
@@ -92,7 +92,7 @@ impl Executable {
         let missing = || error(py, Class::Execution, "internal: an executable input has no graph input");
         if p.in_order {
             let tensors = args.enumerate().collect();
-            return Ok(TorchArgs { tensors, dt, raised: RefCell::new(None) });
+            return Ok(TorchArgs { tensors, dt, layouts: &p.layouts, raised: RefCell::new(None) });
         }
         let mut tensors: Vec<Option<(usize, Bound<'py, PyAny>)>> = (0..p.passed).map(|_| None).collect();
         for (graph_position, (input, t)) in p.caller.iter().zip(args).enumerate() {
@@ -101,7 +101,7 @@ impl Executable {
             }
         }
         let tensors = tensors.into_iter().collect::<Option<_>>().ok_or_else(missing)?;
-        Ok(TorchArgs { tensors, dt, raised: RefCell::new(None) })
+        Ok(TorchArgs { tensors, dt, layouts: &p.layouts, raised: RefCell::new(None) })
     }
 
     /// Runs the graph on `len` tensors in the graph's input order: [`Executable::run`] and
@@ -446,6 +446,7 @@ fn compile(
         options,
         lowered: compiled.lowered.clone(),
         in_order: caller.iter().enumerate().all(|(i, c)| c.position == Some(i)),
+        layouts: compiled.inputs.iter().map(|sig| torch::DenseLayout::of(py, sig)).collect::<PyResult<_>>()?,
         caller,
         passed,
         stages: Stages {

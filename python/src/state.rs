@@ -38,6 +38,8 @@ pub(crate) struct Program {
     pub(crate) passed: usize,
     /// Whether the executable takes every one of them, in the same order.
     pub(crate) in_order: bool,
+    /// The dense layout of each of the executable's inputs (`lendable`'s one-call check).
+    pub(crate) layouts: Vec<crate::torch::DenseLayout>,
     /// How getting the executable went: seconds per stage, and the cache tier it came from.
     pub(crate) stages: Stages,
     pub(crate) calls: AtomicU64,

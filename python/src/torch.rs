@@ -10,6 +10,9 @@ use fxhlo::InputSignature;
 
 /// The torch dtype objects, by [`ElementType`], looked up once.
 pub(crate) struct Dtypes {
+    /// `fxhlo._compat.size_stride_check()`: PyTorch's check of a tensor's sizes and strides in
+    /// one call, or None.
+    pub(crate) size_stride: Option<Py<PyAny>>,
     pub(crate) torch_empty: Py<PyAny>,
     pub(crate) from_dlpack: Py<PyAny>,
     /// `torch.cuda.current_stream`, for the stream a CUDA input is lent on.
@@ -40,7 +43,9 @@ pub(crate) fn dtypes(py: Python<'_>) -> PyResult<&'static Dtypes> {
             .iter()
             .map(|(t, n)| Ok((*t, torch.getattr(*n)?.unbind())))
             .collect::<PyResult<Vec<_>>>()?;
+        let size_stride = py.import("fxhlo._compat")?.call_method0("size_stride_check")?;
         Ok(Dtypes {
+            size_stride: (!size_stride.is_none()).then(|| size_stride.unbind()),
             torch_empty: torch.getattr("empty")?.unbind(),
             // `torch.from_dlpack` on a capsule only checks its arguments and calls this; calling
             // it directly saves a Python frame per output (~1 µs of a ~10 µs call).
@@ -101,15 +106,53 @@ pub(crate) fn dense_cpu<'py>(sig: &InputSignature, index: usize, t: &Bound<'py, 
     Ok(t)
 }
 
+/// An input's sizes and its dense row-major strides as Python tuples, made once per executable
+/// for [`lendable`]'s one-call check.
+pub(crate) struct DenseLayout {
+    sizes: Py<PyTuple>,
+    strides: Py<PyTuple>,
+}
+
+impl DenseLayout {
+    /// `sig`'s sizes and the strides of a dense row-major tensor of them (PyTorch's: a dim of
+    /// size 0 strides as if it were 1).
+    pub(crate) fn of(py: Python<'_>, sig: &InputSignature) -> PyResult<DenseLayout> {
+        let dims = sig.ty.shape.as_slice();
+        let mut strides = vec![1i64; dims.len()];
+        for i in (0..dims.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * dims[i + 1].max(1);
+        }
+        Ok(DenseLayout { sizes: PyTuple::new(py, dims)?.unbind(), strides: PyTuple::new(py, strides)?.unbind() })
+    }
+}
+
 /// Where a dense tensor of the graph's input `index` (`sig`, checked) lives, for lending it to
 /// the device: the memory, its first element's address, and for a CUDA tensor the handle of
 /// the stream PyTorch queues its work on (the device's work on the tensor waits for it). `None`
-/// for a tensor that is not dense (it is copied).
-pub(crate) fn lendable(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt: &Dtypes) -> PyResult<Option<(MemoryKind, usize, isize)>> {
+/// for a tensor that is not dense (it is copied). With `layout` (`sig`'s), a tensor of the
+/// right dtype is checked by one call of PyTorch's size and stride check first; one that fails
+/// it goes through the checks one by one (a dense tensor whose size-1 dims have other strides,
+/// or the error naming the input).
+pub(crate) fn lendable(
+    sig: &InputSignature,
+    index: usize,
+    t: &Bound<'_, PyAny>,
+    dt: &Dtypes,
+    layout: Option<&DenseLayout>,
+) -> PyResult<Option<(MemoryKind, usize, isize)>> {
     let py = t.py();
-    check_signature(sig, index, t, dt)?;
-    if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
-        return Ok(None);
+    let fast = match (&dt.size_stride, layout) {
+        (Some(check), Some(l)) => {
+            let want = dt.torch(fxhlo::element_type(sig.ty.dtype)).bind(py);
+            t.getattr(pyo3::intern!(py, "dtype"))?.is(want) && check.bind(py).call1((t, l.sizes.bind(py), l.strides.bind(py))).is_ok()
+        }
+        _ => false,
+    };
+    if !fast {
+        check_signature(sig, index, t, dt)?;
+        if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
+            return Ok(None);
+        }
     }
     let (memory, stream) = if t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
         (MemoryKind::Host, 0)

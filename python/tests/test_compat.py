@@ -333,6 +333,19 @@ def test_no_internal_overlap():
     assert not _compat.no_internal_overlap(torch.zeros(3).expand(4, 3))
 
 
+def test_size_stride_check_accepts_a_match_and_raises_on_a_mismatch():
+    check = _compat.size_stride_check()
+    assert check is not None, "every supported release has it"
+    x = torch.zeros(4, 3)
+    check(x, (4, 3), (3, 1))
+    for sizes, strides in [((4, 2), (3, 1)), ((4, 3), (1, 4)), ((3, 4), (4, 1))]:
+        try:
+            check(x if sizes != (3, 4) else x.t(), sizes, strides)
+        except AssertionError:
+            continue
+        raise AssertionError(f"{sizes} {strides} passed the check")
+
+
 def test_pytree_flattens_and_maps_nested_outputs():
     nested = (torch.ones(1), [torch.zeros(2), {"a": torch.ones(3)}])
     assert [t.numel() for t in _compat.pytree.tree_leaves(nested)] == [1, 2, 3]

@@ -228,27 +228,18 @@ impl RawApi {
         self.await_event(args.event)
     }
 
-    /// Where `buffer`'s contents are in this process's memory, if they are in host memory
-    /// (the CPU plugin), after waiting until the buffer is ready (unless `ready` says it is);
-    /// `None` on other devices.
+    /// Where the contents of `buffer`, a buffer in host memory (the CPU plugin's), are in this
+    /// process's memory, after waiting until the buffer is ready (unless `ready` says it is);
+    /// `None` where the plugin does not say.
     pub(crate) fn host_pointer(&self, buffer: *mut PJRT_Buffer, ready: bool) -> Result<Option<*mut u8>> {
         let fail = |m: String| Error::Pjrt { operation: "host pointer", message: m };
-        let api = self.table();
-        let (Some(on_cpu), Some(unsafe_ptr)) = (api.PJRT_Buffer_IsOnCpu, api.PJRT_Buffer_UnsafePointer) else {
-            return Ok(None);
-        };
-        let mut cpu = pjrt_sys::PJRT_Buffer_IsOnCpu_Args::new();
-        cpu.buffer = buffer;
-        // SAFETY (both calls): `buffer` is a live buffer of this plugin, the args are initialized.
-        self.check(unsafe { on_cpu(&mut cpu) }).map_err(fail)?;
-        if !cpu.is_on_cpu {
-            return Ok(None);
-        }
+        let Some(unsafe_ptr) = self.table().PJRT_Buffer_UnsafePointer else { return Ok(None) };
         if !ready {
             self.await_ready(buffer).map_err(fail)?;
         }
         let mut pointer = pjrt_sys::PJRT_Buffer_UnsafePointer_Args::new();
         pointer.buffer = buffer;
+        // SAFETY: `buffer` is a live buffer of this plugin, the args are initialized.
         self.check(unsafe { unsafe_ptr(&mut pointer) }).map_err(fail)?;
         Ok(Some(pointer.buffer_pointer as *mut u8))
     }
@@ -314,9 +305,9 @@ impl Drop for SharedBuffer {
 impl crate::DeviceBuffer {
     /// Hands the buffer over without a copy when its contents are in `memory` that another
     /// library can address (host memory on the CPU plugin, CUDA memory on the CUDA plugin:
-    /// what [`crate::Client::memory_kind`] says): `Ok(Err(self))` gives it back unchanged where
-    /// they are not (`memory` `None`, or a CPU buffer not in host memory). Waits until the
-    /// buffer is ready.
+    /// what [`crate::Client::memory_kind`] says; every buffer of the CPU plugin is in host
+    /// memory): `Ok(Err(self))` gives it back unchanged where they are not (`memory` `None`).
+    /// Waits until the buffer is ready (an execution's output already is).
     ///
     /// The client stays alive for as long as the process: the detached buffer keeps no
     /// reference to it, and PJRT requires the client to outlive its buffers.
