@@ -121,7 +121,7 @@ pub struct Call<'c> {
     compiled: &'c Compiled,
     weights: &'c ResidentWeights,
     /// Per device, per input: where it is.
-    inputs: SmallVec<[SmallVec<[Input; 8]>; 1]>,
+    inputs: Vec<Vec<Input>>,
     /// The owners of the memory read through kept views, dropped once the execution is done
     /// (the views hold none).
     owners: SmallVec<[Box<dyn Any + Send>; 4]>,
@@ -165,7 +165,7 @@ impl Compiled {
         }
         let devices = self.bound_buffers.len().max(1);
         let client = session.client();
-        let mut inputs: SmallVec<[SmallVec<[Input; 8]>; 1]> = (0..devices).map(|_| SmallVec::with_capacity(self.inputs.len())).collect();
+        let mut inputs: Vec<Vec<Input>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
         let mut owners = SmallVec::new();
         let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares, mut views_reused) = (0, 0, 0, 0, 0);
         // One device: the inputs to copy, uploaded together after the loop.
