@@ -6,8 +6,9 @@ Contenders, each its own function so that Dynamo caches each separately:
 - eager `x + 1`;
 - Dynamo alone: a backend that returns its input without computing (the floor every backend
   stands on: guards, frame wrapper, config patching);
-- fxhlo, as it runs (the compiled graph called directly where AOT Autograd's runtime wrappers
-  would do nothing), and with those wrappers kept (the ablation of that shortcut);
+- fxhlo, as it runs (where AOT Autograd's runtime wrappers would do nothing, Dynamo calls the
+  executable itself through `fxhlo._native.PositionalCall`), and with those wrappers kept (the
+  ablation of that shortcut);
 - Inductor (torch.compile's default backend);
 - fxhlo's compiled graph called without torch.compile (`CompiledGraph([x])`).
 

@@ -151,3 +151,31 @@ fn strided_upload_transposes_while_copying() {
     }
     assert!(client.upload_permuted(&t, Some(&[0, 0, 1])).is_err(), "not a permutation");
 }
+
+/// Without outputs to wait on, a run waits on the execution's completion events instead (it
+/// must be done when `run` returns: its inputs may be memory the caller frees next).
+#[test]
+fn a_module_without_results_runs_and_returns_none() {
+    let client = cpu_client();
+    let mlir = "func.func @main(%x: tensor<4xf32>) -> () {\n  return\n}\n";
+    let out = run_mlir(&client, mlir, &[HostTensor::from_f32([4], &[1.0, 2.0, 3.0, 4.0]).unwrap()]);
+    assert!(out.is_empty());
+}
+
+/// An output's value is there when `run` returns: read through its host pointer without a
+/// wait (the run waited on it), it holds the result.
+#[test]
+fn outputs_are_ready_when_run_returns() {
+    let client = cpu_client();
+    let a: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    let exe = client.compile(&binary_module("multiply", "2x3", "f32")).expect("compile");
+    let bufs: Vec<_> = [&a, &a].iter().map(|v| client.upload(&HostTensor::from_f32([2, 3], v).unwrap()).expect("upload")).collect();
+    let refs: Vec<_> = bufs.iter().collect();
+    for out in exe.run(&refs).expect("run") {
+        let shared = out.into_shared(client.memory_kind(0)).expect("share").ok().expect("host memory on the CPU plugin");
+        // SAFETY: the shared buffer owns 6 f32 in host memory and lives to the end of the loop.
+        let got = unsafe { std::slice::from_raw_parts(shared.data() as *const f32, 6) };
+        let want: Vec<f32> = a.iter().map(|x| x * x).collect();
+        assert_eq!(got, want.as_slice());
+    }
+}
