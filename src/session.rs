@@ -172,15 +172,27 @@ impl Session {
 
 /// The cache key's target field for `client` (see [`Session::target_id`]). A TPU plugin that
 /// cannot describe its topology keys as other devices do (with a warning): its entries then
-/// miss ahead-of-time ones, and nothing else changes.
+/// miss ahead-of-time ones, and nothing else changes. The CPU plugin's executables are code for
+/// this machine's CPU, so its target names the CPU's extensions
+/// ([`fxhlo_runtime::host::cpu_features`]); a CUDA client's names its devices' kinds where the
+/// plugin describes them (the GPU model decides the code too).
 fn client_target_id(target: &Target, client: &Client) -> String {
-    if target.device == fxhlo_runtime::DeviceKind::Tpu {
+    use fxhlo_runtime::DeviceKind;
+    if target.device == DeviceKind::Tpu {
         match client.topology() {
             Ok(topology) => return topology_target_id(target.device, &plugin_identity(&target.plugin), &topology),
             Err(e) => tracing::warn!("fxhlo cache: {e}; keying without the topology, so executables compiled ahead of time are not found"),
         }
     }
-    target_id(&client.platform_name(), &client.platform_version(), client.addressable_device_count(), target.topology.as_deref())
+    let id = target_id(&client.platform_name(), &client.platform_version(), client.addressable_device_count(), target.topology.as_deref());
+    match target.device {
+        DeviceKind::Cpu => format!("{id}; host {}", fxhlo_runtime::host::cpu_features()),
+        DeviceKind::Cuda => match client.topology() {
+            Ok(t) if !t.device_kinds.is_empty() => format!("{id}; {}", t.device_kinds.join(", ")),
+            _ => id,
+        },
+        DeviceKind::Tpu => id,
+    }
 }
 
 /// A PJRT client as the [`Compiler`] of a session's misses.

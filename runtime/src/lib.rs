@@ -32,6 +32,7 @@ pub mod env;
 pub mod error;
 pub mod executable;
 mod gather;
+pub mod host;
 mod kinds;
 pub mod plugin;
 pub mod share;

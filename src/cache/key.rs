@@ -33,8 +33,9 @@ pub struct CacheKey {
     pub frozen: Option<String>,
     /// [`Options::fingerprint`].
     pub options: String,
-    /// The target: `cpu 0.81 (1 device)` ([`target_id`]); on TPU, ahead of time or on a TPU
-    /// VM alike, what the topology description says and the plugin's identity
+    /// The target: `cpu 0.81 (1 device); host x86_64 sse3 ... avx2 fma ...` ([`target_id`] and
+    /// the CPU's extensions: the CPU plugin's code is for this CPU); on TPU, ahead of time or on
+    /// a TPU VM alike, what the topology description says and the plugin's identity
     /// ([`topology_target_id`]).
     pub target: String,
     /// `XLA_FLAGS` as set when compiling.

@@ -138,6 +138,40 @@ fn a_second_compile_hits_memory_and_a_new_process_hits_disk() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// The CPU plugin's code is for the CPU it was compiled on: an entry a machine with other
+/// extensions wrote to a shared folder (one without AVX-512 here, say) is not loaded (it could
+/// die of an illegal instruction); it misses on the target, which the miss names, and the
+/// graph is compiled for this CPU.
+#[test]
+fn an_entry_compiled_for_another_cpu_is_not_loaded() {
+    let dir = scratch("other_cpu");
+    let cache = Arc::new(CompileCache::new(CacheConfig::in_dir(&dir)));
+    let c = session(&cache);
+    let here = c.target_id();
+    let features = fxhlo::runtime::host::cpu_features();
+    assert!(here.ends_with(&format!("; host {features}")), "{here}");
+    let g = graph(2, "");
+    let compiled = c.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
+    let want = compiled.run(&c, &args(2)).unwrap();
+    // The same entry as another machine's: this one's bytes under a key naming other extensions.
+    let mine = c.key(&g, &fxhlo::Frozen::new());
+    let (bytes, _) = cache.get(&mine).expect("the entry just written");
+    let other = CacheKey { target: here.replace(&features, "x86_64 sse3 avx"), ..mine.clone() };
+    assert_ne!(other, mine);
+    let fresh_dir = scratch("other_cpu_fresh");
+    let shared = Arc::new(CompileCache::new(CacheConfig::in_dir(&fresh_dir)));
+    shared.put(&other, bytes.to_vec());
+    let c2 = session(&shared);
+    let got = c2.compile(&g, &fxhlo::Frozen::new(), None).unwrap();
+    assert_eq!(got.cached, None, "compiled here, not loaded from the other machine's entry");
+    assert_eq!(got.run(&c2, &args(2)).unwrap(), want);
+    let s = shared.stats();
+    println!("{s:?}");
+    assert_eq!(s.misses_by_reason.get("target"), Some(&1), "{s:?}");
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_dir_all(&fresh_dir);
+}
+
 /// Entries keyed the way an older fxhlo keyed them (an ahead-of-time target named by its
 /// topology and its plugin file's modification time, before targets were keyed by what the
 /// topology description says) stay in the folder: a lookup with today's key misses them,
