@@ -156,9 +156,11 @@ impl Session {
             .map(|d| upload_bound(&self.client, &bound, d))
             .collect::<Result<_>>()?;
         tracing::info!(graph = %lowered.graph, ?codegen_time, compile_time = ?got.time, cached = ?got.cached, bound = bound.len(), "compiled");
+        let mut executable = got.output;
+        executable.set_may_donate(may_donate(&lowered.mlir));
         Ok(Compiled {
             lowered,
-            executable: got.output,
+            executable,
             inputs,
             bound,
             bound_buffers,
@@ -168,6 +170,13 @@ impl Session {
             calls: Default::default(),
         })
     }
+}
+
+/// Whether a module may mark a parameter donated (its attributes `tf.aliasing_output`,
+/// `jax.buffer_donor`). Codegen marks none, so a run need not name every argument non-donatable;
+/// a module that does keeps the list (none of the caller's buffers is consumed).
+fn may_donate(mlir: &str) -> bool {
+    mlir.contains("tf.aliasing_output") || mlir.contains("jax.buffer_donor") || mlir.contains("mhlo.input_output_alias")
 }
 
 /// The cache key's target field for `client` (see [`Session::target_id`]). A TPU plugin that
@@ -300,4 +309,18 @@ fn import_parsed_undumped(trace: &fxhlo_frontend::schema::Trace, origin: &Path, 
     let import_time = start.elapsed();
     let dump = dump.map(|config| Dump::new(config.clone(), &graph.name).with_trace(fxhlo_frontend::to_json(trace).into_bytes(), import_time));
     Ok((graph, dump))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_donate;
+
+    #[test]
+    fn a_module_that_marks_a_parameter_donated_may_donate() {
+        let plain = "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {";
+        assert!(!may_donate(plain));
+        for attr in ["tf.aliasing_output = 0 : i32", "jax.buffer_donor = true", "mhlo.input_output_alias = []"] {
+            assert!(may_donate(&format!("func.func @main(%arg0: tensor<4xf32> {{{attr}}}) -> tensor<4xf32> {{")), "{attr}");
+        }
+    }
 }

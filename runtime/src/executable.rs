@@ -90,6 +90,11 @@ pub struct Executable {
     raw: RawApi,
     client_id: u64,
     signature: Option<Signature>,
+    /// Whether the module may mark a parameter donated (`tf.aliasing_output`,
+    /// `jax.buffer_donor`): then every run names all arguments non-donatable, so that none is
+    /// consumed. Assumed until the loader says otherwise ([`Executable::set_may_donate`]): the
+    /// plugin turns that list into a hash set on every run.
+    may_donate: bool,
 }
 
 impl std::fmt::Debug for Executable {
@@ -207,7 +212,8 @@ impl RawApi {
     }
 
     /// Runs `exe` with one argument list per device (`args[d]` for device `d`; one list for a
-    /// single-device executable), none donated, and waits until it is done. Returns `num_outputs` buffers per
+    /// single-device executable), none donated (named so where the module `may_donate`), and
+    /// waits until it is done. Returns `num_outputs` buffers per
     /// device, device after device in one list. A single-device call allocates only that list
     /// and the non-donation indices, as before partitioned runs existed: it is the hot path.
     fn execute(
@@ -215,6 +221,7 @@ impl RawApi {
         exe: *mut PJRT_LoadedExecutable,
         args: &[&[*mut PJRT_Buffer]],
         num_outputs: usize,
+        may_donate: bool,
     ) -> std::result::Result<Vec<*mut PJRT_Buffer>, String> {
         let f = self
             .table()
@@ -244,8 +251,10 @@ impl RawApi {
             }
         };
         let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
-        options.non_donatable_input_indices = keep.as_ptr();
-        options.num_non_donatable_input_indices = keep.len();
+        if may_donate {
+            options.non_donatable_input_indices = keep.as_ptr();
+            options.num_non_donatable_input_indices = keep.len();
+        }
         let mut outputs: Vec<*mut PJRT_Buffer> = vec![std::ptr::null_mut(); num_outputs * args.len()];
         // Per-device lists: on the stack for one device, else in vectors.
         let (one_arg, one_out, mut one_done);
@@ -328,7 +337,14 @@ impl Executable {
             raw,
             client_id,
             signature,
+            may_donate: true,
         })
+    }
+
+    /// Says whether the module may mark a parameter donated; one that does not (fxhlo's own
+    /// modules never do) runs without the non-donation list.
+    pub fn set_may_donate(&mut self, may_donate: bool) {
+        self.may_donate = may_donate;
     }
 
     /// Runs on one device with `args` (in the order of the `main` function's parameters) and
@@ -346,7 +362,7 @@ impl Executable {
         let ptrs = self.raw_args(args)?;
         let outputs = self
             .raw
-            .execute(self.ptr, &[ptrs.as_slice()], self.num_outputs)
+            .execute(self.ptr, &[ptrs.as_slice()], self.num_outputs, self.may_donate)
             .map_err(|message| Error::Execute { message })?;
         let results = self.wrap_outputs(outputs)?;
         tracing::trace!(
@@ -366,7 +382,7 @@ impl Executable {
         let lists: Vec<&[*mut PJRT_Buffer]> = ptrs.iter().map(|p| p.as_slice()).collect();
         let outputs = self
             .raw
-            .execute(self.ptr, &lists, self.num_outputs)
+            .execute(self.ptr, &lists, self.num_outputs, self.may_donate)
             .map_err(|message| Error::Execute { message })?;
         let mut results = self.wrap_outputs(outputs)?.into_iter();
         Ok((0..args.len()).map(|_| results.by_ref().take(self.num_outputs).collect()).collect())

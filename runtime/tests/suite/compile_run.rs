@@ -179,3 +179,30 @@ fn outputs_are_ready_when_run_returns() {
         assert_eq!(got, want.as_slice());
     }
 }
+
+const DONATES: &str = r#"
+func.func @main(%x: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"#;
+
+/// A module may ask for a parameter to be donated (its buffer consumed by the run). By default
+/// every run names all arguments non-donatable, so the caller's buffer survives; an executable
+/// told its module donates nothing runs without that list, and here the plugin then consumes
+/// the buffer (which is why the loader only says so of modules without such attributes).
+#[test]
+fn arguments_survive_a_module_that_asks_for_donation() {
+    let client = cpu_client();
+    let x = client.upload(&HostTensor::from_f32([4], &[1.0, 2.0, 3.0, 4.0]).unwrap()).expect("upload");
+    let mut exe = client.compile(DONATES).expect("compile");
+    for _ in 0..2 {
+        let out = exe.run(&[&x]).expect("run keeps its argument");
+        assert_eq!(out[0].to_host().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0, 8.0]);
+    }
+    exe.set_may_donate(false);
+    exe.run(&[&x]).expect("this run may consume it");
+    let again = exe.run(&[&x]);
+    println!("after a donating run: {:?}", again.as_ref().map(|o| o.len()));
+    assert!(again.is_err(), "the argument was donated by the run before");
+}
