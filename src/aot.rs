@@ -178,7 +178,7 @@ impl Compiler for WorkerCompiler<'_> {
         Ok((bytes.to_vec(), None))
     }
 
-    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)> {
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, crate::compile::Serialized)> {
         let (bytes, cost) = run_worker(&lowered.graph, lowered.program().code, &self.target.name, &self.target.target, self.worker, self.partitions, xla_dump_to)?;
         Ok(((bytes.clone(), Some(cost)), Ok(bytes)))
     }

@@ -15,6 +15,9 @@ use crate::dump::Dump;
 use crate::pipeline::{Frozen, Lowered, Options};
 use crate::{Error, Result};
 
+/// The bytes a compile gives the cache, or why there are none.
+pub(crate) type Serialized = std::result::Result<Vec<u8>, String>;
+
 /// What compiles a [`Lowered`] module on a cache miss, and loads what the cache holds.
 pub(crate) trait Compiler {
     /// What the caller gets: a loaded executable, or serialized bytes.
@@ -26,7 +29,7 @@ pub(crate) trait Compiler {
     /// Compiles `lowered` (XLA dumping what it compiles into `xla_dump_to`), with the bytes
     /// to store in the cache, or why there are none (a plugin that cannot serialize this
     /// executable: it still runs, and is compiled again next time).
-    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, std::result::Result<Vec<u8>, String>)>;
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Self::Output, Serialized)>;
 
     /// Whether `error` is the compiler rejecting the module (worth a reproduction), rather
     /// than the machinery around it failing.

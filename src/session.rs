@@ -217,7 +217,7 @@ impl Compiler for ClientCompiler<'_> {
         Ok(self.client.load_serialized(bytes)?)
     }
 
-    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Executable, std::result::Result<Vec<u8>, String>)> {
+    fn compile(&self, lowered: &Lowered, xla_dump_to: Option<&Path>) -> Result<(Executable, crate::compile::Serialized)> {
         let options = CompileOptions { xla_dump_to: xla_dump_to.map(Path::to_path_buf), ..CompileOptions::partitioned(self.devices) };
         let executable = self.client.compile_with_options(lowered.program(), &options)?;
         let bytes = executable.serialize().map_err(|e| e.to_string());

@@ -222,8 +222,8 @@ fn plan(shape: &[i64], bytes: usize) -> Option<(usize, i64)> {
     let per_entry = bytes / batch as usize;
     let largest = |size: i64, per: usize| {
         (1..=size)
-            .filter(|b| size % b == 0 && size / b <= MAX_BLOCKS && (*b as usize).saturating_mul(per) <= BLOCK_BYTES)
-            .last()
+            .rev()
+            .find(|b| size % b == 0 && size / b <= MAX_BLOCKS && (*b as usize).saturating_mul(per) <= BLOCK_BYTES)
     };
     if per_entry <= BLOCK_BYTES {
         // One block would be the whole product: nothing to gain.

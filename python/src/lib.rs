@@ -130,7 +130,7 @@ impl Executable {
             }
         }
         let calls = p.calls.load(Ordering::Relaxed);
-        let start = (calls < 4 || calls % 16 == 0).then(Instant::now);
+        let start = (calls < 4 || calls.is_multiple_of(16)).then(Instant::now);
         let outputs = if st.last_run >= RELEASE_GIL_AFTER {
             let call = SameThread(call);
             // A method call, so the closure captures the whole wrapper, not its fields.
