@@ -15,16 +15,20 @@ pub fn cpu_features() -> String {
     out.join(" ")
 }
 
+/// Pushes each named extension that `$detect` (`is_x86_feature_detected`, ...) finds.
+#[allow(unused_macros)] // (no detection on other architectures)
+macro_rules! push_present {
+    ($out:ident, $detect:ident, $($f:tt),* $(,)?) => {
+        $(if std::arch::$detect!($f) {
+            $out.push($f);
+        })*
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 fn present(out: &mut Vec<&'static str>) {
-    macro_rules! check {
-        ($($f:tt),* $(,)?) => {
-            $(if std::arch::is_x86_feature_detected!($f) {
-                out.push($f);
-            })*
-        };
-    }
-    check!(
+    push_present!(
+        out, is_x86_feature_detected,
         "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "aes", "pclmulqdq", "avx", "avx2", "fma", "f16c", "bmi1", "bmi2",
         "lzcnt", "movbe", "adx", "sha", "gfni", "vaes", "vpclmulqdq", "avxvnni", "avx512f", "avx512cd", "avx512bw",
         "avx512dq", "avx512vl", "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg",
@@ -34,14 +38,7 @@ fn present(out: &mut Vec<&'static str>) {
 
 #[cfg(target_arch = "aarch64")]
 fn present(out: &mut Vec<&'static str>) {
-    macro_rules! check {
-        ($($f:tt),* $(,)?) => {
-            $(if std::arch::is_aarch64_feature_detected!($f) {
-                out.push($f);
-            })*
-        };
-    }
-    check!("neon", "fp16", "dotprod", "i8mm", "bf16", "sve", "sve2", "crc", "aes", "sha2", "lse");
+    push_present!(out, is_aarch64_feature_detected, "neon", "fp16", "dotprod", "i8mm", "bf16", "sve", "sve2", "crc", "aes", "sha2", "lse");
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
