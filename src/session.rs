@@ -158,6 +158,8 @@ impl Session {
         tracing::info!(graph = %lowered.graph, ?codegen_time, compile_time = ?got.time, cached = ?got.cached, bound = bound.len(), "compiled");
         let mut executable = got.output;
         executable.set_may_donate(may_donate(&lowered.mlir));
+        // The IR's shapes are static, so are the module's results.
+        executable.set_static_outputs(true);
         Ok(Compiled {
             lowered,
             executable,

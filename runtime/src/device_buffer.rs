@@ -64,15 +64,19 @@ impl DeviceBuffer {
         }
     }
 
-    /// Wraps the output buffer of an execution that is done, reading its element type and dims.
+    /// Wraps the output buffer of an execution that is done, of `known` element type and dims
+    /// when the caller knows them, else reading them from the plugin.
     pub(crate) fn from_output(
         buffer: pjrt::Buffer,
         raw: &RawApi,
         client_id: u64,
+        known: Option<&(ElementType, Vec<i64>)>,
     ) -> Result<DeviceBuffer> {
         let ptr = buffer_ptr(&buffer).ok_or_else(no_pointer)?;
-        let element_type = ElementType::from_pjrt(raw.buffer_element_type(ptr)?)?;
-        let dims = buffer.dims();
+        let (element_type, dims) = match known {
+            Some((element_type, dims)) => (*element_type, dims.clone()),
+            None => (ElementType::from_pjrt(raw.buffer_element_type(ptr)?)?, buffer.dims()),
+        };
         Ok(DeviceBuffer { ready: true, ..DeviceBuffer::new(buffer, ptr, element_type, dims, *raw, client_id) })
     }
 

@@ -6,6 +6,7 @@ use pjrt_sys::{PJRT_Buffer, PJRT_Client, PJRT_LoadedExecutable};
 use smallvec::SmallVec;
 
 use crate::device_buffer::DeviceBuffer;
+use crate::element::ElementType;
 use crate::error::{guard, Error, Result};
 use crate::plugin::RawApi;
 use crate::signature::Signature;
@@ -95,6 +96,11 @@ pub struct Executable {
     /// consumed. Assumed until the loader says otherwise ([`Executable::set_may_donate`]): the
     /// plugin turns that list into a hash set on every run.
     may_donate: bool,
+    /// Whether every run's outputs have the same element types and dims (static shapes, as
+    /// all of fxhlo's modules: [`Executable::set_static_outputs`]): then they are read from the
+    /// plugin on the first run only and kept in `output_types`.
+    static_outputs: bool,
+    output_types: std::cell::OnceCell<Vec<(ElementType, Vec<i64>)>>,
 }
 
 impl std::fmt::Debug for Executable {
@@ -338,7 +344,16 @@ impl Executable {
             client_id,
             signature,
             may_donate: true,
+            static_outputs: false,
+            output_types: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Says that every run's outputs have the same element types and dims (a module without
+    /// dynamic shapes): the plugin is asked for them on the first run only (two calls per
+    /// output per run otherwise).
+    pub fn set_static_outputs(&mut self, static_outputs: bool) {
+        self.static_outputs = static_outputs;
     }
 
     /// Says whether the module may mark a parameter donated; one that does not (fxhlo's own
@@ -406,10 +421,16 @@ impl Executable {
     fn wrap_outputs(&self, outputs: Vec<*mut PJRT_Buffer>) -> Result<Vec<DeviceBuffer>> {
         let client = self.loaded.client();
         let owned: SmallVec<[pjrt::Buffer; 4]> = outputs.into_iter().map(|p| pjrt::Buffer::wrap(client, p)).collect();
-        owned
+        let known = self.output_types.get().filter(|t| t.len() == owned.len());
+        let wrapped = owned
             .into_iter()
-            .map(|b| DeviceBuffer::from_output(b, &self.raw, self.client_id))
-            .collect()
+            .enumerate()
+            .map(|(i, b)| DeviceBuffer::from_output(b, &self.raw, self.client_id, known.map(|t| &t[i])))
+            .collect::<Result<Vec<_>>>()?;
+        if self.static_outputs && known.is_none() {
+            let _ = self.output_types.set(wrapped.iter().map(|b| (b.element_type(), b.dims().to_vec())).collect());
+        }
+        Ok(wrapped)
     }
 
     /// The executable's bytes, for [`crate::Client::load_serialized`] with the same plugin.

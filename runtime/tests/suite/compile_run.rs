@@ -206,3 +206,25 @@ fn arguments_survive_a_module_that_asks_for_donation() {
     println!("after a donating run: {:?}", again.as_ref().map(|o| o.len()));
     assert!(again.is_err(), "the argument was donated by the run before");
 }
+
+/// An executable told its outputs are static reads their types on its first run only; every
+/// run's outputs still have the module's types and the right values.
+#[test]
+fn static_outputs_keep_their_types_across_runs() {
+    let client = cpu_client();
+    let mut exe = client.compile(MATMUL_EXP).expect("compile");
+    exe.set_static_outputs(true);
+    let x = client.upload(&HostTensor::from_f32([2, 3], &[1.0, 2.0, 3.0, -1.0, 0.5, 0.25]).unwrap()).unwrap();
+    let w = client.upload(&HostTensor::from_f32([3, 2], &[0.1, -0.2, 0.3, 0.4, -0.5, 0.6]).unwrap()).unwrap();
+    // Hand arithmetic: x @ w.
+    let want = [1.0f32 * 0.1 + 2.0 * 0.3 + 3.0 * -0.5, 1.0 * -0.2 + 2.0 * 0.4 + 3.0 * 0.6, -0.1 + 0.5 * 0.3 + 0.25 * -0.5, 0.2 + 0.5 * 0.4 + 0.25 * 0.6];
+    for _ in 0..3 {
+        let out = exe.run(&[&x, &w]).expect("run");
+        assert_eq!(out.len(), 2);
+        for b in &out {
+            assert_eq!((b.element_type(), b.dims()), (fxhlo_runtime::ElementType::F32, &[2i64, 2][..]));
+        }
+        let got = out[0].to_host().unwrap().to_vec::<f32>().unwrap();
+        assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-6), "{got:?} vs {want:?}");
+    }
+}
