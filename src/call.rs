@@ -66,15 +66,19 @@ pub trait CallArgs {
 
     /// Input `i`'s memory lent to the device without a copy, when the caller can lend it: a
     /// dense tensor of `sig`'s type in memory the session's device may address (checked by
-    /// the call; memory it cannot address is copied through [`CallArgs::view`]). The default
-    /// lends nothing.
+    /// the call; memory it cannot address is copied through [`CallArgs::view`]). The lent
+    /// memory's `owner` may be left empty (`Box::new(())`): the arguments outlive the call,
+    /// and where the device may read the memory after the call returns (a buffer kept for
+    /// later calls, or work still queued on a stream) the call asks [`CallArgs::owner`]. The
+    /// default lends nothing.
     fn lend(&self, _i: usize, _sig: &InputSignature) -> Result<Option<Lent>> {
         Ok(None)
     }
 
-    /// What keeps input `i`'s source alive while the session keeps its buffer, so that the
-    /// identity in its stamp cannot be reused by another object.
-    fn owner(&self, _i: usize) -> Box<dyn Any> {
+    /// What keeps input `i`'s source alive while the session or the device holds on to its
+    /// memory (a kept weight, so that the identity in its stamp cannot be reused by another
+    /// object; a view the device may read after the call returns).
+    fn owner(&self, _i: usize) -> Box<dyn Any + Send> {
         Box::new(())
     }
 }
@@ -122,9 +126,9 @@ pub struct Call<'c> {
     weights: &'c ResidentWeights,
     /// Per device, per input: where it is.
     inputs: Vec<Vec<Input>>,
-    /// The owners of the memory read through kept views, dropped once the execution is done
-    /// (the views hold none).
-    owners: SmallVec<[Box<dyn Any + Send>; 4]>,
+    /// The arguments outlive the call: the memory read through kept views (which hold no
+    /// owner) stays alive until the execution is done.
+    _args: std::marker::PhantomData<&'c dyn CallArgs>,
     /// Parameters, buffers and constants uploaded by this call (kept for the next ones when
     /// they have a stamp).
     pub weight_uploads: u64,
@@ -154,7 +158,7 @@ impl Compiled {
     /// model's weights on its first call). With a tensor-parallel plan, device `d` gets the
     /// `d`-th slice of each split input and all of the others, uploaded every call (no
     /// residency across devices yet).
-    pub fn prepare<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &dyn CallArgs) -> Result<Call<'c>> {
+    pub fn prepare<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &'c dyn CallArgs) -> Result<Call<'c>> {
         if args.count() != self.inputs.len() {
             return Err(Error::Input(format!(
                 "graph `{}` takes {} inputs, got {}",
@@ -166,7 +170,6 @@ impl Compiled {
         let devices = self.bound_buffers.len().max(1);
         let client = session.client();
         let mut inputs: Vec<Vec<Input>> = (0..devices).map(|_| Vec::with_capacity(self.inputs.len())).collect();
-        let mut owners = SmallVec::new();
         let (mut weight_uploads, mut input_uploads, mut weight_shares, mut input_shares, mut views_reused) = (0, 0, 0, 0, 0);
         // One device: the inputs to copy, uploaded together after the loop.
         let mut pending: Vec<(usize, Option<WeightStamp>, Arg<'_>)> = Vec::new();
@@ -176,7 +179,7 @@ impl Compiled {
                 inputs[0].push(Input::Kept);
                 continue;
             }
-            if let Some((input, reused)) = share(session, sig, devices, args.lend(i, sig)?, stamp.is_none(), weights, &mut owners, i)? {
+            if let Some((input, reused)) = share(session, sig, devices, args, stamp.is_none(), weights, i)? {
                 views_reused += u64::from(reused);
                 if sig.kind == InputKind::UserInput {
                     input_shares += 1;
@@ -237,11 +240,11 @@ impl Compiled {
             self.calls.store(calls + 1, Ordering::Relaxed);
         }
         let probe_faults = calls == 1 && session.target().device == fxhlo_runtime::DeviceKind::Cpu;
-        Ok(Call { compiled: self, weights, inputs, owners, weight_uploads, input_uploads, weight_shares, input_shares, views_reused, probe_faults })
+        Ok(Call { compiled: self, weights, inputs, _args: std::marker::PhantomData, weight_uploads, input_uploads, weight_shares, input_shares, views_reused, probe_faults })
     }
 
     /// [`Compiled::prepare`] and [`Call::execute`]: the outputs on the device.
-    pub fn call(&self, session: &Session, weights: &mut ResidentWeights, args: &dyn CallArgs) -> Result<Vec<DeviceBuffer>> {
+    pub fn call<'c>(&'c self, session: &Session, weights: &'c mut ResidentWeights, args: &'c dyn CallArgs) -> Result<Vec<DeviceBuffer>> {
         self.prepare(session, weights, args)?.execute()
     }
 
@@ -320,8 +323,6 @@ impl Call<'_> {
                 })
             }
         };
-        // The execution is done: the memory read through kept views may go.
-        drop(self.owners);
         let mut outputs = outputs?;
         c.lowered.checks.strip(c.graph(), &mut outputs, |b| Ok(b.to_host()?.bytes.iter().any(|&x| x != 0)))?;
         Ok(outputs)
@@ -347,34 +348,32 @@ fn device_parameters<'a>(c: &'a Compiled, weights: &'a ResidentWeights, d: usize
     Ok(c.parameters(&refs, d)?.into())
 }
 
-/// Input `i` as a device buffer viewing `lent`'s memory, when the device reads the input as the
-/// caller holds it (one device, no shard, no device layout) and can address that memory;
-/// `None`: copy. Host memory that is ready (no stream to wait for) and not kept as a weight
-/// (`unkept`) is read through the view `weights` keeps for input `i`, made anew only when the
-/// memory differs from the last call's (the flag says the view was reused); its owner goes to
-/// `owners` for the execution.
-#[allow(clippy::too_many_arguments)]
+/// Input `i` as a device buffer viewing the memory `args` lend, when the device reads the input
+/// as the caller holds it (one device, no shard, no device layout) and can address that
+/// memory; `None`: copy. Host memory that is ready (no stream to wait for) and not kept as a
+/// weight (`unkept`) is read through the view `weights` keeps for input `i` (the flag says it
+/// was reused), made anew only when the memory differs from the last call's; such a view owns
+/// nothing (the arguments outlive the call). Any other view owns [`CallArgs::owner`].
 fn share(
     session: &Session,
     sig: &InputSignature,
     devices: usize,
-    lent: Option<Lent>,
+    args: &dyn CallArgs,
     unkept: bool,
     weights: &mut ResidentWeights,
-    owners: &mut SmallVec<[Box<dyn Any + Send>; 4]>,
     i: usize,
 ) -> Result<Option<(Input, bool)>> {
-    let Some(mut lent) = lent else { return Ok(None) };
     if devices != 1 || sig.split.is_some() || sig.layout.is_some() {
         return Ok(None);
     }
+    let Some(mut lent) = args.lend(i, sig)? else { return Ok(None) };
     check(sig, lent.element_type, &lent.dims)?;
     // A view of memory that a stream still writes would wait for that stream's work as it was
     // when the view was made, so only ready host memory is read through a kept view.
     if !unkept || lent.memory != MemoryKind::Host || lent.stream != 0 {
+        lent.owner = args.owner(i);
         return Ok(session.client().share_to(0, lent)?.ok().map(|b| (Input::Fresh(b), false)));
     }
-    let owner = std::mem::replace(&mut lent.owner, Box::new(()));
     let reused = weights.view_hit(i, lent.ptr as usize, lent.element_type, &lent.dims);
     if !reused {
         let memory = LentView { ptr: lent.ptr as usize, element_type: lent.element_type, dims: lent.dims.clone() };
@@ -383,7 +382,6 @@ fn share(
             Err(_) => return Ok(None),
         }
     }
-    owners.push(owner);
     Ok(Some((Input::View, reused)))
 }
 

@@ -70,14 +70,15 @@ impl CallArgs for TorchArgs<'_, '_> {
             ptr: ptr as *mut u8,
             memory,
             stream,
-            // The tensor object keeps its storage alive until the device is done with it.
-            owner: Box::new(t.clone().unbind()),
+            // Asked for (`owner`) only where the device may read the memory after the call.
+            owner: Box::new(()),
         }))
     }
 
-    fn owner(&self, i: usize) -> Box<dyn std::any::Any> {
+    fn owner(&self, i: usize) -> Box<dyn std::any::Any + Send> {
         match self.tensors.get(i) {
-            // The tensor object stays alive with the kept buffer, so its identity is unique.
+            // The tensor object: alive as long as a kept buffer (so its identity stays unique)
+            // or a view the device may still read.
             Some((_, t)) => Box::new(t.clone().unbind()),
             None => Box::new(()),
         }
