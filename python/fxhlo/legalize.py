@@ -104,6 +104,40 @@ def effect_tokens(graph: Graph) -> Wrapper | None:
     return Wrapper("effect-tokens", functools.partial(_effects.Threaded, tokens=tokens))
 
 
+class _Resolved:
+    """A boxed compiled graph whose inputs at ``positions`` are resolved first (their lazy
+    conjugation or negation made real): see :func:`conj_neg_views`."""
+
+    _boxed_call = True
+
+    def __init__(self, inner, positions: tuple):
+        self.inner = inner
+        self.positions = positions
+
+    def __call__(self, args):
+        args = list(args)
+        for i in self.positions:
+            args[i] = args[i].resolve_conj().resolve_neg()
+        return self.inner(args)
+
+
+def conj_neg_views(graph: Graph) -> Wrapper | None:
+    """Inputs that are conjugate or negative views (``z.conj()``: PyTorch only sets a bit, and
+    the memory holds the values before conjugation) are resolved before the compiled graph
+    reads them: the device reads memory, not bits. The graph is unchanged; the wrapper resolves
+    the inputs at the positions whose example had a bit set, and Dynamo's guards (on the
+    tensor's dispatch keys) keep every other tensor from reaching this graph.
+
+    Before: ``conj(z) * 2`` read as ``z * 2``. After: ``z.resolve_conj()`` passed instead."""
+    positions = tuple(
+        i for i, inp in enumerate(graph.inputs)
+        if isinstance(inp.value, torch.Tensor) and (inp.value.is_conj() or inp.value.is_neg())
+    )
+    if not positions:
+        return None
+    return Wrapper("conj-neg-views", functools.partial(_Resolved, positions=positions))
+
+
 def custom_ops(graph: Graph) -> None:
     """Each call of a ``torch.library`` op that has a decomposition becomes the ATen ops it
     decomposes into, traced with fxhlo's table (:mod:`fxhlo.custom_ops`).
@@ -228,6 +262,9 @@ LEGALIZATIONS = (
     Legalization("effect-tokens", effect_tokens,
                  "first: AOT Autograd's token placeholders lead the graph, and every later step takes "
                  "the placeholders to be Dynamo's inputs (which this one checks)"),
+    Legalization("conj-neg-views", conj_neg_views,
+                 "after effect-tokens, which leaves the placeholders Dynamo's inputs, so that the positions "
+                 "it resolves are theirs; anywhere before rng-state, which appends an input"),
     Legalization("custom-ops", custom_ops,
                  "before the rewrites of ATen calls: the ops a custom op decomposes into may need them "
                  "(a complex constant, a random draw)"),

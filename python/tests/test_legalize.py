@@ -43,8 +43,8 @@ def call(graph, *args):
 
 
 def test_the_list_names_each_legalization_once_with_a_doc_and_a_reason():
-    assert legalize.NAMES == ("effect-tokens", "custom-ops", "scalars-as-tensors", "item-scalars", "complex-numbers",
-                              "rng-state")
+    assert legalize.NAMES == ("effect-tokens", "conj-neg-views", "custom-ops", "scalars-as-tensors", "item-scalars",
+                              "complex-numbers", "rng-state")
     for entry in legalize.LEGALIZATIONS:
         assert entry.run.__doc__ and "Before:" in entry.run.__doc__ and "After:" in entry.run.__doc__, entry.name
         assert entry.why_here, entry.name
@@ -53,7 +53,7 @@ def test_the_list_names_each_legalization_once_with_a_doc_and_a_reason():
 def test_select_keeps_the_lists_order_and_refuses_unknown_names_listing_the_valid_ones():
     assert [e.name for e in legalize.select(["rng-state", "effect-tokens"])] == ["effect-tokens", "rng-state"]
     assert legalize.select(None) == legalize.LEGALIZATIONS
-    with pytest.raises(ValueError, match=r"unknown legalization\(s\) 'rng'; valid: effect-tokens, custom-ops"):
+    with pytest.raises(ValueError, match=r"unknown legalization\(s\) 'rng'; valid: effect-tokens, conj-neg-views"):
         legalize.select(["rng"])
     with pytest.raises(ValueError, match="unknown legalization"):
         fxhlo.capture(lambda x: x + 1, (torch.ones(2),), legalizations=["rng"])
@@ -107,6 +107,49 @@ def square_plus():
     yield op
     del decomposition_table[op]
     lib._destroy()
+
+
+def test_conj_neg_views_resolves_the_bits_its_example_inputs_had():
+    # PyTorch conjugates and negates lazily (a bit on the tensor, the memory unchanged); the
+    # device reads memory, so the wrapper resolves those inputs first. Plain inputs pass as they are.
+    z = torch.randn(4, dtype=torch.complex64)
+    gm, inputs = raw(lambda a, b: a * 2 + b, z.conj(), torch.randn(4, dtype=torch.complex64))
+    before = gm.code
+    graph = run_alone("conj-neg-views", gm, inputs)
+    assert graph.module.code == before, "the graph is unchanged"
+    [wrapper] = graph.wrappers
+    seen = []
+
+    def inner(args):
+        seen.extend(args)
+        return make_boxed_func(graph.module.forward)(args)
+
+    b = torch.randn(4, dtype=torch.complex64)
+    got = wrapper.wrap(inner)([z.conj(), b])
+    want = z.conj() * 2 + b
+    err = (got[0] - want).abs().max().item()
+    print(f"max abs error {err:.3g}")
+    assert err < 1e-6
+    assert not seen[0].is_conj() and torch.equal(seen[0], z.conj().resolve_conj()), "resolved before the graph"
+    assert seen[1] is b, "an input without a bit is passed as it is"
+    # A negative view (the imaginary part of a conjugate) is resolved too.
+    neg = torch._neg_view(torch.randn(3))
+    gm, inputs = raw(lambda a: a + 1, neg)
+    assert run_alone("conj-neg-views", gm, inputs).wrappers
+    gm, inputs = raw(lambda a: a + 1, torch.randn(3))
+    assert run_alone("conj-neg-views", gm, inputs).wrappers == []
+
+
+def test_conjugate_and_negative_views_compile_to_eager_values():
+    f = lambda a: a * 2 - 1  # noqa: E731
+    for name, t in [("conjugate view", torch.randn(8, dtype=torch.complex64).conj()),
+                    ("negative view", torch._neg_view(torch.randn(8))),
+                    ("plain", torch.randn(8))]:
+        torch._dynamo.reset()
+        got = torch.compile(f, backend="fxhlo", fullgraph=True, dynamic=False)(t)
+        err = (got - f(t)).abs().max().item()
+        print(f"{name}: max abs error {err:.3g}")
+        assert err < 1e-6, name
 
 
 def test_custom_ops_become_the_aten_ops_they_decompose_into(square_plus):
