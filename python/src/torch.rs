@@ -91,7 +91,8 @@ fn check_signature(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt:
 }
 
 /// The tensor as a dense CPU tensor of the input's dtype and shape (a copy only when it is not
-/// contiguous or not on the CPU), checked against the signature of the graph's input `index`.
+/// contiguous, not on the CPU, or a conjugate or negative view), checked against the signature
+/// of the graph's input `index`.
 /// A device layout is not applied here: the upload reads the tensor through permuted strides.
 pub(crate) fn dense_cpu<'py>(sig: &InputSignature, index: usize, t: &Bound<'py, PyAny>, dt: &Dtypes) -> PyResult<Bound<'py, PyAny>> {
     let py = t.py();
@@ -103,6 +104,9 @@ pub(crate) fn dense_cpu<'py>(sig: &InputSignature, index: usize, t: &Bound<'py, 
     if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
         t = t.call_method0(pyo3::intern!(py, "contiguous"))?;
     }
+    // The memory a copy reads must hold the values: a conjugate or negative view's does not
+    // (each returns the tensor itself when it has no such bit).
+    t = t.call_method0(pyo3::intern!(py, "resolve_conj"))?.call_method0(pyo3::intern!(py, "resolve_neg"))?;
     Ok(t)
 }
 
@@ -153,6 +157,11 @@ pub(crate) fn lendable(
         if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
             return Ok(None);
         }
+    }
+    // A conjugate view's memory holds the values before conjugation: copied (and resolved)
+    // instead. Asked of complex inputs only (Dynamo's graphs get theirs resolved already).
+    if sig.ty.dtype.is_complex() && t.call_method0(pyo3::intern!(py, "is_conj"))?.is_truthy()? {
+        return Ok(None);
     }
     let (memory, stream) = if t.getattr(pyo3::intern!(py, "is_cpu"))?.is_truthy()? {
         (MemoryKind::Host, 0)

@@ -152,6 +152,24 @@ def test_a_kept_view_does_not_keep_its_tensor_alive():
     assert err < 1e-6
 
 
+def test_a_conjugate_view_called_directly_is_copied_resolved():
+    # Outside Dynamo (a compiled graph called by hand) nothing resolved the view beforehand:
+    # the call copies it, and the copy holds the conjugated values.
+    def f(a):
+        return a * 2
+
+    compiled = _compile(f)
+    z = torch.randn(64, dtype=torch.complex64)
+    compiled(z)
+    graph = fxhlo.compiled_graphs()[-1]
+    got = graph([z.conj()])[0]
+    err = (got - f(z.conj())).abs().max().item()
+    stats = graph.executable.stats()
+    print(f"max abs error {err:.3g}; stats {stats}")
+    assert err < 1e-6
+    assert stats["input_uploads"] == 1, stats
+
+
 # ---- the call without AOT Autograd's runtime wrappers ----------------------------------------
 
 
