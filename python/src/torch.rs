@@ -73,14 +73,8 @@ fn check_signature(sig: &InputSignature, index: usize, t: &Bound<'_, PyAny>, dt:
     let py = t.py();
     let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
     let want = dt.torch(fxhlo::element_type(sig.ty.dtype)).bind(py);
-    let size = t.getattr(pyo3::intern!(py, "shape"))?;
-    // `torch.Size` is a tuple: compared item by item (this runs every call).
-    let same_shape = match size.cast::<PyTuple>() {
-        Ok(items) => items.len() == sig.ty.shape.len() && items.iter().zip(&sig.ty.shape).all(|(d, want)| d.extract::<i64>().is_ok_and(|d| d == *want)),
-        Err(_) => size.extract::<Vec<i64>>().is_ok_and(|s| s == sig.ty.shape.as_slice()),
-    };
-    if !dtype.is(want) || !same_shape {
-        let shape: Vec<i64> = size.extract()?;
+    let shape: Vec<i64> = t.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+    if !dtype.is(want) || shape != sig.ty.shape.as_slice() {
         return Err(PyValueError::new_err(format!(
             "input {index} (`{}`) is {dtype} {shape:?} but the graph was compiled for {want} {:?}",
             sig.name,

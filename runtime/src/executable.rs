@@ -219,9 +219,9 @@ impl RawApi {
 
     /// Runs `exe` with one argument list per device (`args[d]` for device `d`; one list for a
     /// single-device executable), none donated (named so where the module `may_donate`), and
-    /// waits until it is done. Returns `num_outputs` buffers per
-    /// device, device after device in one list. A single-device call allocates only that list
-    /// and the non-donation indices, as before partitioned runs existed: it is the hot path.
+    /// waits until it is done. Returns `num_outputs` buffers per device, device after device in
+    /// one list. A single-device call allocates only that list (and the non-donation indices
+    /// where the module may donate), as before partitioned runs existed: it is the hot path.
     fn execute(
         &self,
         exe: *mut PJRT_LoadedExecutable,
@@ -237,25 +237,9 @@ impl RawApi {
         if args.iter().any(|a| a.len() != num_args) {
             return Err("every device needs the same number of arguments".into());
         }
-        // Every argument is kept (none donated): the indices of all of them, without an
-        // allocation per call for the usual number of arguments.
-        const INDICES: [i64; 256] = {
-            let mut a = [0i64; 256];
-            let mut i = 0;
-            while i < a.len() {
-                a[i] = i as i64;
-                i += 1;
-            }
-            a
-        };
-        let many: Vec<i64>;
-        let keep: &[i64] = match INDICES.get(..num_args) {
-            Some(few) => few,
-            None => {
-                many = (0..num_args as i64).collect();
-                &many
-            }
-        };
+        // Every argument named non-donatable where the module may donate one (an empty list
+        // does not allocate: fxhlo's modules donate nothing, and this is the hot path).
+        let keep: Vec<i64> = if may_donate { (0..num_args as i64).collect() } else { Vec::new() };
         let mut options = pjrt_sys::PJRT_ExecuteOptions::new();
         if may_donate {
             options.non_donatable_input_indices = keep.as_ptr();
